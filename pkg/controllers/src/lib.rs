@@ -1,0 +1,1 @@
+//! The Karmada controllers, one module per controller.

@@ -1,0 +1,8 @@
+//! `lariat`: the shared controller framework every karmada-rs controller is written against.
+//!
+//! Rancher Lasso's ideas on top of kube-rs: one watch per (cluster, kind) shared by all controllers,
+//! caches that start only when used, handler registration, a deduping rate-limited work queue,
+//! per-GroupKind worker counts, and a multi-cluster registry with per-cluster cancellation.
+
+pub mod metrics;
+pub mod runtime;

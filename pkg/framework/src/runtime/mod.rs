@@ -1,0 +1,1 @@
+//! Process runtime shared by controller binaries: leader election, probes, signals, logging.

@@ -1,0 +1,1 @@
+//! Real Kubernetes control planes for tests.

@@ -1,0 +1,1 @@
+//! Shared helpers for the integration and end-to-end tests in `tests/tests/`.
