@@ -4,5 +4,9 @@
 //! caches that start only when used, handler registration, a deduping rate-limited work queue,
 //! per-GroupKind worker counts, and a multi-cluster registry with per-cluster cancellation.
 
+pub mod key;
 pub mod metrics;
+pub mod queue;
 pub mod runtime;
+
+pub use key::ObjectKey;

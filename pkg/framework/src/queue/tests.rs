@@ -1,0 +1,232 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::*;
+use crate::metrics::QueueMetrics;
+
+fn queue(opts: RateLimiterOptions) -> WorkQueue<String> {
+    WorkQueue::new("test", opts.build(), QueueMetrics::unregistered())
+}
+
+fn no_bucket() -> RateLimiterOptions {
+    RateLimiterOptions {
+        bucket: None,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn dedupes_pending_keys() {
+    let q = queue(no_bucket());
+    q.add("a".into());
+    q.add("a".into());
+    q.add("b".into());
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.get().await.as_deref(), Some("a"));
+    assert_eq!(q.get().await.as_deref(), Some("b"));
+    assert!(q.is_empty());
+    assert_eq!(q.metrics().adds(), 2);
+}
+
+#[tokio::test]
+async fn key_added_while_processing_runs_again_after_done() {
+    let q = queue(no_bucket());
+    q.add("a".into());
+    let a = q.get().await.unwrap();
+    q.add("a".into());
+    q.add("a".into());
+    // not handed out while it is processing
+    assert!(q.try_get().is_none());
+    assert_eq!(q.processing(), 1);
+    q.done(&a);
+    assert_eq!(q.try_get().as_deref(), Some("a"));
+    q.done(&a);
+    assert!(q.try_get().is_none());
+    assert_eq!(q.processing(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn add_after_fires_after_delay_and_earliest_wins() {
+    let q = queue(no_bucket());
+    let start = tokio::time::Instant::now();
+    q.add_after("a".into(), Duration::from_secs(10));
+    q.add_after("a".into(), Duration::from_secs(3));
+    q.add_after("a".into(), Duration::from_secs(20));
+    assert_eq!(q.delayed(), 1);
+    let got = q.get().await.unwrap();
+    assert_eq!(got, "a");
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+    q.done(&got);
+    // the later requests were superseded
+    let r = tokio::time::timeout(Duration::from_secs(60), q.get()).await;
+    assert!(r.is_err(), "stale delayed entries must not fire");
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limited_requeue_grows_and_forget_resets() {
+    let q = queue(RateLimiterOptions {
+        base_delay: Duration::from_millis(100),
+        max_delay: Duration::from_secs(10),
+        bucket: None,
+    });
+    let mut delays = vec![];
+    for _ in 0..4 {
+        let t = tokio::time::Instant::now();
+        q.add_rate_limited("a".into());
+        let k = q.get().await.unwrap();
+        delays.push(t.elapsed());
+        q.done(&k);
+    }
+    assert_eq!(
+        delays,
+        vec![
+            Duration::from_millis(100),
+            Duration::from_millis(200),
+            Duration::from_millis(400),
+            Duration::from_millis(800)
+        ]
+    );
+    assert_eq!(q.num_requeues(&"a".to_string()), 4);
+    q.forget(&"a".to_string());
+    assert_eq!(q.num_requeues(&"a".to_string()), 0);
+    assert_eq!(q.metrics().retries(), 4);
+}
+
+#[tokio::test]
+async fn shutdown_stops_handing_out_and_drain_waits() {
+    let q = queue(no_bucket());
+    q.add("a".into());
+    q.add("b".into());
+    let a = q.get().await.unwrap();
+    let q2 = q.clone();
+    let finisher = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        q2.done(&a);
+    });
+    assert!(q.drain(Duration::from_secs(5)).await);
+    assert!(q.get().await.is_none(), "no new keys after shutdown");
+    q.add("c".into());
+    assert!(q.try_get().is_none());
+    finisher.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_gives_up_at_deadline() {
+    let q = queue(no_bucket());
+    q.add("a".into());
+    let _a = q.get().await.unwrap();
+    assert!(!q.drain(Duration::from_secs(1)).await);
+}
+
+#[tokio::test]
+async fn waiting_workers_wake_on_shutdown() {
+    let q = queue(no_bucket());
+    let mut hs = vec![];
+    for _ in 0..4 {
+        let q = q.clone();
+        hs.push(tokio::spawn(async move { q.get().await }));
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    q.shut_down();
+    for h in hs {
+        assert!(h.await.unwrap().is_none());
+    }
+}
+
+/// Property: under many workers and a random burst of adds, no key is ever processed by two
+/// workers at once, and every add is followed by a processing run that started after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn property_no_key_runs_concurrently_and_no_add_is_lost() {
+    for seed in 0..8u64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let keys = 1 + rng.usize(..24);
+        let workers = 2 + rng.usize(..30);
+        let adds = 2_000 + rng.usize(..3_000);
+        let q = queue(no_bucket());
+        let running: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let added: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..keys).map(|_| AtomicUsize::new(0)).collect());
+        let seen: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..keys).map(|_| AtomicUsize::new(0)).collect());
+        let max_parallel = Arc::new(AtomicUsize::new(0));
+        let violations = Arc::new(AtomicUsize::new(0));
+        let mut hs = vec![];
+        for w in 0..workers {
+            let (q, running, added, seen) =
+                (q.clone(), running.clone(), added.clone(), seen.clone());
+            let (max_parallel, violations) = (max_parallel.clone(), violations.clone());
+            hs.push(tokio::spawn(async move {
+                let mut rng = fastrand::Rng::with_seed(seed * 1000 + w as u64);
+                while let Some(k) = q.get().await {
+                    let idx: usize = k[1..].parse().unwrap();
+                    {
+                        let mut r = running.lock();
+                        let n = r.entry(k.clone()).or_default();
+                        *n += 1;
+                        if *n > 1 {
+                            violations.fetch_add(1, Ordering::SeqCst);
+                        }
+                        max_parallel
+                            .fetch_max(r.values().filter(|v| **v > 0).count(), Ordering::SeqCst);
+                    }
+                    seen[idx].store(added[idx].load(Ordering::SeqCst), Ordering::SeqCst);
+                    if rng.bool() {
+                        tokio::task::yield_now().await;
+                    }
+                    if rng.u8(..10) == 0 {
+                        tokio::time::sleep(Duration::from_micros(rng.u64(..300))).await;
+                    }
+                    *running.lock().get_mut(&k).unwrap() -= 1;
+                    q.done(&k);
+                }
+            }));
+        }
+        for _ in 0..adds {
+            let idx = rng.usize(..keys);
+            added[idx].fetch_add(1, Ordering::SeqCst);
+            q.add(format!("k{idx}"));
+            if rng.u8(..50) == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        // quiesce
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !(q.is_empty() && q.processing() == 0) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "seed {seed}: queue never drained"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        q.shut_down();
+        for h in hs {
+            h.await.unwrap();
+        }
+        assert_eq!(
+            violations.load(Ordering::SeqCst),
+            0,
+            "seed {seed}: a key ran on two workers"
+        );
+        for i in 0..keys {
+            let (a, s) = (
+                added[i].load(Ordering::SeqCst),
+                seen[i].load(Ordering::SeqCst),
+            );
+            if a > 0 {
+                assert_eq!(
+                    s, a,
+                    "seed {seed}: key k{i} was added after its last run started"
+                );
+            }
+        }
+        assert!(max_parallel.load(Ordering::SeqCst) <= workers);
+    }
+}

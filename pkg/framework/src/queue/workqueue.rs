@@ -1,0 +1,386 @@
+//! The deduplicating, rate-limited, delaying work queue (client-go's `workqueue` semantics):
+//!
+//! * a key added several times before a worker takes it is processed once (dirty set);
+//! * a key is never handed to two workers at once; a key added while it is being processed is
+//!   processed once more after [`WorkQueue::done`] (processing set);
+//! * [`WorkQueue::add_after`] delays a key, the earliest requested time winning;
+//! * [`WorkQueue::add_rate_limited`] delays by the [`RateLimiter`], [`WorkQueue::forget`] resets it;
+//! * [`WorkQueue::shut_down`] stops handing out keys, [`WorkQueue::drain`] waits for running ones.
+//!
+//! There is no background task: a worker waiting in [`WorkQueue::get`] sleeps until the earliest
+//! delayed key is due and promotes it itself.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahash::AHashMap;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::rate_limiter::RateLimiter;
+use crate::metrics::QueueMetrics;
+
+/// Bounds needed of a queue item.
+pub trait QueueItem: Hash + Eq + Clone + Send + Sync + 'static {}
+impl<T: Hash + Eq + Clone + Send + Sync + 'static> QueueItem for T {}
+
+/// A cloneable handle on a shared work queue.
+pub struct WorkQueue<T> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T> Clone for WorkQueue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<T> {
+    name: String,
+    state: Mutex<State<T>>,
+    /// Signalled when a key becomes available, a delayed key is scheduled, or on shutdown.
+    available: Notify,
+    /// Signalled when the processing set becomes empty.
+    idle: Notify,
+    limiter: Box<dyn RateLimiter<T>>,
+    metrics: QueueMetrics,
+}
+
+struct Delayed<T> {
+    ready: Instant,
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Delayed<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ready == other.ready && self.seq == other.seq
+    }
+}
+impl<T> Eq for Delayed<T> {}
+impl<T> PartialOrd for Delayed<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Delayed<T> {
+    // reversed: BinaryHeap is a max-heap and we want the earliest first
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .ready
+            .cmp(&self.ready)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+struct State<T> {
+    /// Keys ready to be handed out, in order.
+    queue: VecDeque<T>,
+    /// Keys that need processing, with the time they were first added.
+    dirty: AHashMap<T, Instant>,
+    /// Keys being processed, with the time processing started.
+    processing: AHashMap<T, Instant>,
+    /// Delayed keys; entries whose time no longer matches `waiting` are stale and skipped.
+    delayed: BinaryHeap<Delayed<T>>,
+    /// Earliest ready time of each delayed key.
+    waiting: AHashMap<T, Instant>,
+    seq: u64,
+    shutting_down: bool,
+}
+
+impl<T: QueueItem> State<T> {
+    /// Adds a key; returns true if a worker should be woken.
+    fn add(&mut self, item: T, now: Instant, m: &QueueMetrics) -> bool {
+        if self.dirty.contains_key(&item) {
+            return false;
+        }
+        m.adds.inc();
+        let running = self.processing.contains_key(&item);
+        self.dirty.insert(item.clone(), now);
+        if running {
+            return false;
+        }
+        self.queue.push_back(item);
+        m.depth.inc();
+        true
+    }
+
+    /// Moves due delayed keys into the queue; returns how many workers should be woken.
+    fn promote_due(&mut self, now: Instant, m: &QueueMetrics) -> usize {
+        let mut woken = 0;
+        while let Some(top) = self.delayed.peek() {
+            if top.ready > now {
+                break;
+            }
+            let Some(d) = self.delayed.pop() else { break };
+            if self.waiting.get(&d.item) == Some(&d.ready) {
+                self.waiting.remove(&d.item);
+                if self.add(d.item, now, m) {
+                    woken += 1;
+                }
+            }
+        }
+        woken
+    }
+
+    fn next_ready(&self) -> Option<Instant> {
+        self.delayed.peek().map(|d| d.ready)
+    }
+}
+
+impl<T: QueueItem> WorkQueue<T> {
+    /// Creates a queue called `name` (the `name` label of its metrics).
+    pub fn new(
+        name: impl Into<String>,
+        limiter: Box<dyn RateLimiter<T>>,
+        metrics: QueueMetrics,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                state: Mutex::new(State {
+                    queue: VecDeque::new(),
+                    dirty: AHashMap::new(),
+                    processing: AHashMap::new(),
+                    delayed: BinaryHeap::new(),
+                    waiting: AHashMap::new(),
+                    seq: 0,
+                    shutting_down: false,
+                }),
+                available: Notify::new(),
+                idle: Notify::new(),
+                limiter,
+                metrics,
+            }),
+        }
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The queue's metric handles.
+    pub fn metrics(&self) -> &QueueMetrics {
+        &self.inner.metrics
+    }
+
+    /// Marks `item` as needing processing. Ignored after shutdown.
+    pub fn add(&self, item: T) {
+        let wake = {
+            let mut st = self.inner.state.lock();
+            if st.shutting_down {
+                return;
+            }
+            st.add(item, Instant::now(), &self.inner.metrics)
+        };
+        if wake {
+            self.inner.available.notify_one();
+        }
+    }
+
+    /// Adds `item` once `delay` has passed; an earlier pending time for the same key wins.
+    pub fn add_after(&self, item: T, delay: Duration) {
+        if delay.is_zero() {
+            return self.add(item);
+        }
+        let now = Instant::now();
+        let ready = now + delay;
+        {
+            let mut st = self.inner.state.lock();
+            if st.shutting_down {
+                return;
+            }
+            self.inner.metrics.retries.inc();
+            if let Some(existing) = st.waiting.get(&item)
+                && *existing <= ready
+            {
+                return;
+            }
+            st.waiting.insert(item.clone(), ready);
+            st.seq += 1;
+            let seq = st.seq;
+            st.delayed.push(Delayed { ready, seq, item });
+        }
+        // a waiting worker must re-arm its timer for the new earliest time
+        self.inner.available.notify_one();
+    }
+
+    /// Adds `item` after the rate limiter's delay for it.
+    pub fn add_rate_limited(&self, item: T) {
+        let delay = self.inner.limiter.when(&item);
+        self.add_after(item, delay);
+    }
+
+    /// Clears the rate-limiter history of `item`.
+    pub fn forget(&self, item: &T) {
+        self.inner.limiter.forget(item);
+    }
+
+    /// How many rate-limited retries `item` has had since it was last forgotten.
+    pub fn num_requeues(&self, item: &T) -> u32 {
+        self.inner.limiter.num_requeues(item)
+    }
+
+    /// Waits for the next key. Returns `None` once the queue is shut down. The caller must call
+    /// [`done`](Self::done) with the key when it has finished with it.
+    pub async fn get(&self) -> Option<T> {
+        loop {
+            let notified = self.inner.available.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let next = {
+                let mut st = self.inner.state.lock();
+                if st.shutting_down {
+                    return None;
+                }
+                let now = Instant::now();
+                let promoted = st.promote_due(now, &self.inner.metrics);
+                if let Some(item) = st.queue.pop_front() {
+                    self.inner.metrics.depth.dec();
+                    if let Some(added) = st.dirty.remove(&item) {
+                        self.inner
+                            .metrics
+                            .queue_duration
+                            .observe(now.saturating_duration_since(added).as_secs_f64());
+                    }
+                    st.processing.insert(item.clone(), now);
+                    drop(st);
+                    // more keys may have become due than this worker can take
+                    for _ in 1..promoted {
+                        self.inner.available.notify_one();
+                    }
+                    return Some(item);
+                }
+                st.next_ready()
+            };
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        _ = &mut notified => {}
+                        _ = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Takes the next key without waiting, if one is ready (for benchmarks and synchronous callers).
+    pub fn try_get(&self) -> Option<T> {
+        let mut st = self.inner.state.lock();
+        if st.shutting_down {
+            return None;
+        }
+        let now = Instant::now();
+        st.promote_due(now, &self.inner.metrics);
+        let item = st.queue.pop_front()?;
+        self.inner.metrics.depth.dec();
+        if let Some(added) = st.dirty.remove(&item) {
+            self.inner
+                .metrics
+                .queue_duration
+                .observe(now.saturating_duration_since(added).as_secs_f64());
+        }
+        st.processing.insert(item.clone(), now);
+        Some(item)
+    }
+
+    /// Marks `item` as finished; if it was added again meanwhile it goes back into the queue.
+    pub fn done(&self, item: &T) {
+        let (wake, idle) = {
+            let mut st = self.inner.state.lock();
+            if let Some(started) = st.processing.remove(item) {
+                self.inner
+                    .metrics
+                    .work_duration
+                    .observe(started.elapsed().as_secs_f64());
+            }
+            let wake = if st.dirty.contains_key(item) {
+                st.queue.push_back(item.clone());
+                self.inner.metrics.depth.inc();
+                true
+            } else {
+                false
+            };
+            (wake, st.processing.is_empty())
+        };
+        if wake {
+            self.inner.available.notify_one();
+        }
+        if idle {
+            self.inner.idle.notify_waiters();
+        }
+    }
+
+    /// Number of keys ready to be handed out.
+    pub fn len(&self) -> usize {
+        self.inner.state.lock().queue.len()
+    }
+
+    /// True when no key is ready to be handed out.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of keys being processed.
+    pub fn processing(&self) -> usize {
+        self.inner.state.lock().processing.len()
+    }
+
+    /// Number of keys waiting for a delay to pass.
+    pub fn delayed(&self) -> usize {
+        self.inner.state.lock().waiting.len()
+    }
+
+    /// Stops handing out keys and ignores new ones; waiting [`get`](Self::get) calls return `None`.
+    pub fn shut_down(&self) {
+        self.inner.state.lock().shutting_down = true;
+        self.inner.available.notify_waiters();
+    }
+
+    /// True once [`shut_down`](Self::shut_down) was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.state.lock().shutting_down
+    }
+
+    /// Shuts the queue down and waits until no key is being processed, at most `timeout`.
+    /// Returns true if every running key finished in time.
+    pub async fn drain(&self, timeout: Duration) -> bool {
+        self.shut_down();
+        let deadline = Instant::now() + timeout;
+        loop {
+            let idle = self.inner.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.inner.state.lock().processing.is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.inner.state.lock().processing.is_empty();
+            }
+        }
+    }
+
+    /// Updates `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`.
+    pub fn update_unfinished_work(&self) {
+        let now = Instant::now();
+        let (sum, max) = {
+            let st = self.inner.state.lock();
+            st.processing
+                .values()
+                .fold((0.0f64, 0.0f64), |(s, m), started| {
+                    let d = now.saturating_duration_since(*started).as_secs_f64();
+                    (s + d, m.max(d))
+                })
+        };
+        self.inner.metrics.unfinished.set(sum);
+        self.inner.metrics.longest.set(max);
+    }
+}
