@@ -1,0 +1,3 @@
+//! The `cluster.karmada.io` API group.
+
+pub mod v1alpha1;

@@ -1,0 +1,12 @@
+//! `policy.karmada.io/v1alpha1`: propagation and override policies.
+
+mod override_policy;
+mod propagation;
+
+pub use override_policy::*;
+pub use propagation::*;
+
+/// The API group of the policy kinds.
+pub const GROUP: &str = "policy.karmada.io";
+/// The API version of the policy kinds.
+pub const VERSION: &str = "v1alpha1";

@@ -1,0 +1,115 @@
+//! Schema helpers used by the API types: CEL validation rules (`x-kubernetes-validations`), raw
+//! embedded objects and the label/qualified-name patterns Kubernetes validates against.
+//!
+//! Karmada validates much of its API in a webhook; karmada-rs has none, so the same checks are
+//! expressed as OpenAPI constraints and CEL rules in the generated CRDs.
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+use serde_json::{Map, Value};
+
+/// One CEL rule for a schema's `x-kubernetes-validations`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cel {
+    /// The CEL expression; `self` is the value the schema describes.
+    pub rule: &'static str,
+    /// The message the API server returns when the rule fails.
+    pub message: &'static str,
+    /// A relative JSON path naming the field the error is reported on (e.g. `.propagateDeps`).
+    pub field_path: Option<&'static str>,
+}
+
+impl Cel {
+    /// A rule whose error is reported on the schema's own path.
+    pub const fn new(rule: &'static str, message: &'static str) -> Self {
+        Self {
+            rule,
+            message,
+            field_path: None,
+        }
+    }
+
+    /// A rule whose error is reported on `field_path` (relative to the schema, e.g. `.minGroups`).
+    pub const fn at(field_path: &'static str, rule: &'static str, message: &'static str) -> Self {
+        Self {
+            rule,
+            message,
+            field_path: Some(field_path),
+        }
+    }
+
+    fn to_value(self) -> Value {
+        let mut rule = Map::new();
+        rule.insert("rule".into(), self.rule.into());
+        rule.insert("message".into(), self.message.into());
+        if let Some(path) = self.field_path {
+            rule.insert("fieldPath".into(), path.into());
+        }
+        Value::Object(rule)
+    }
+}
+
+/// A schemars transform appending `rules` to the schema's `x-kubernetes-validations` (keeping any
+/// rules already there, e.g. from the field's type). Use as `#[schemars(transform = cel(&[...]))]`.
+pub(crate) fn cel(rules: &'static [Cel]) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let object = schema.ensure_object();
+        let entry = object
+            .entry("x-kubernetes-validations")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = entry {
+            list.extend(rules.iter().map(|rule| rule.to_value()));
+        }
+    }
+}
+
+/// A schemars transform replacing a string enum's allowed values with a subset (Karmada allows fewer
+/// values in some places than the Go type defines, e.g. cluster failover's purge mode).
+pub(crate) fn only_values(values: &'static [&'static str]) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let object = schema.ensure_object();
+        object.insert(
+            "enum".into(),
+            Value::Array(values.iter().map(|v| Value::from(*v)).collect()),
+        );
+    }
+}
+
+/// Schema of an embedded Kubernetes object kept verbatim (Go's `runtime.RawExtension`).
+pub(crate) fn raw_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Schema of an arbitrary JSON value (Go's `apiextensionsv1.JSON`).
+pub(crate) fn any_json(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Kubernetes label value: at most 63 characters, alphanumerics with `-`, `_`, `.` inside, may be empty.
+pub(crate) const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+
+/// Kubernetes qualified name (label key): optional DNS-subdomain prefix and `/`, then a name part of
+/// at most 63 characters. Used together with a length limit of 317 (253 + 1 + 63).
+pub(crate) const QUALIFIED_NAME_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
+
+/// Upper bound on `QUALIFIED_NAME_PATTERN` strings.
+pub(crate) const QUALIFIED_NAME_MAX_LENGTH: u32 = 317;
+
+/// A schemars transform dropping the `default` schemars derives from `#[serde(default)]`, for fields
+/// Karmada's CRDs don't default (the server would otherwise fill in e.g. an empty object).
+pub(crate) fn no_default(schema: &mut Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("default");
+    }
+}
+
+/// A schemars transform declaring `default: 0` on an integer field that is omitted when zero.
+pub(crate) fn zero_default(schema: &mut Schema) {
+    schema
+        .ensure_object()
+        .insert("default".into(), Value::from(0));
+}
