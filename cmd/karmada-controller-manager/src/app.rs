@@ -1,0 +1,230 @@
+//! The process: parse flags, set up logging, serve probes and metrics, elect, run the controllers.
+//!
+//! Exit codes: 0 after a graceful shutdown (first SIGTERM/SIGINT) or for `--help`/`version`; 1 on a
+//! runtime failure (lost leadership, a controller failed, a second signal, a port already in use);
+//! 2 for invalid flags (every problem is printed, one line each).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use lariat::runtime::client::{ClientConfigError, ConfigSource, load_config, wait_for_api_server};
+use lariat::runtime::logging::{self, LogOptions};
+use lariat::runtime::{
+    GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
+    SignalHandler,
+};
+use tokio::task::JoinSet;
+
+use crate::controllers::{ControllerContext, SyncReporter};
+use crate::options::{self, Command, LEASE_NAME, Options};
+use crate::{controllers, version};
+
+const NAME: &str = "karmada-controller-manager";
+
+/// How long controllers get to finish after the first signal (controller-runtime's default).
+const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Test hook: after the controllers stopped, wait this long (a Go duration) before releasing the lease,
+/// as if a handler were still finishing. Lets tests exercise "second signal during a slow shutdown".
+const SLOW_SHUTDOWN_ENV: &str = "KARMADA_RS_TEST_SLOW_SHUTDOWN";
+
+/// A problem with the command line found after parsing (exit 2).
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Parses the command line, runs the process and returns its exit code.
+pub fn main() -> ExitCode {
+    let (cli, validated) = match options::parse_from(std::env::args()) {
+        Ok(parsed) => parsed,
+        // --help prints and exits 0; a parse error prints and exits 2.
+        Err(e) => e.exit(),
+    };
+    if cli.version || cli.command == Some(Command::Version) {
+        println!("{NAME} version: {}", version::INFO);
+        return ExitCode::SUCCESS;
+    }
+    let opts = match validated {
+        Ok(o) => o,
+        Err(problems) => {
+            for p in problems {
+                eprintln!("error: {p}");
+            }
+            eprintln!("Run '{NAME} --help' for usage.");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = logging::init(&LogOptions {
+        verbosity: opts.verbosity,
+        format: opts.logging_format,
+        own_targets: vec![
+            "karmada_controller_manager".into(),
+            "karmada_controllers".into(),
+            "karmada_interpreter".into(),
+            "lariat".into(),
+        ],
+    }) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(opts));
+    // Don't wait for stray blocking tasks (e.g. a hung DNS lookup) on the way out.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => {
+            tracing::info!("exiting");
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "{NAME} failed");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(opts: Options) -> anyhow::Result<()> {
+    let signals = SignalHandler::install().context("cannot install signal handlers")?;
+    let shutdown = signals.token();
+    for w in &opts.warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!(version = %version::INFO, "{NAME} starting");
+    version::register_build_info().context("cannot register karmada_build_info")?;
+
+    let (config, source) = match load_config(opts.kubeconfig.as_deref()).await {
+        Ok(c) => c,
+        Err(e @ ClientConfigError::Kubeconfig { source_desc: ConfigSource::Flag(_), .. }) => {
+            return Err(UsageError(format!("invalid value for --kubeconfig: {e}")).into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let server = config.cluster_url.to_string();
+    tracing::info!(server = %server, kubeconfig = %source, "using the Karmada API server");
+    let client = kube::Client::try_from(config)
+        .with_context(|| format!("cannot build a client for {server} ({source})"))?;
+
+    let leader_election = opts.leader_election.enabled.then(|| LeaderElectionConfig {
+        lease_name: LEASE_NAME.to_string(),
+        namespace: opts.leader_election.namespace.clone(),
+        identity: lariat::runtime::leader_election::default_identity(),
+        lease_duration: opts.leader_election.lease_duration,
+        renew_deadline: opts.leader_election.renew_deadline,
+        retry_period: opts.leader_election.retry_period,
+    });
+    let manager = Manager::serve(
+        ManagerConfig {
+            leader_election,
+            health_probe_address: opts.health_probe_bind_address.clone(),
+            metrics_address: opts.metrics_bind_address.clone(),
+            graceful_shutdown_timeout: GRACEFUL_SHUTDOWN_TIMEOUT,
+        },
+        Health::new(),
+    )
+    .await?;
+
+    if !wait_for_api_server(&client, &server, &source, &shutdown).await {
+        manager.shutdown().await;
+        return Ok(());
+    }
+
+    let opts = Arc::new(opts);
+    let work_client = client.clone();
+    let result = manager
+        .lead(client, &shutdown, move |ctx| {
+            run_controllers(work_client, opts, ctx)
+        })
+        .await;
+    manager.shutdown().await;
+    drop(signals);
+    result.map_err(Into::into)
+}
+
+/// Starts every enabled controller, marks the process ready once all report synced, and returns when
+/// all have stopped (after `ctx.cancel`) or one failed.
+fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext) -> LeaderWork {
+    Box::pin(async move {
+        let enabled: Vec<_> = controllers::registry()
+            .into_iter()
+            .filter(|s| controllers::is_enabled(&opts.controllers, s.name))
+            .collect();
+        let names: Vec<&str> = enabled.iter().map(|s| s.name).collect();
+        tracing::info!(controllers = ?names, "starting controllers");
+        let group_kind_concurrency = Arc::new(opts.group_kind_concurrency.clone());
+        let mut running = JoinSet::new();
+        let mut receivers = Vec::new();
+        for spec in enabled {
+            let (reporter, rx): (SyncReporter, _) = SyncReporter::new();
+            receivers.push(rx);
+            let cctx = ControllerContext {
+                name: spec.name,
+                client: client.clone(),
+                options: opts.clone(),
+                group_kind_concurrency: group_kind_concurrency.clone(),
+                cancel: ctx.cancel.child_token(),
+                synced: reporter,
+            };
+            let start = spec.start.clone();
+            let name = spec.name;
+            running.spawn(async move { (name, start(cctx).await) });
+        }
+        let all_synced = async move {
+            for mut rx in receivers {
+                // An error means the controller ended without reporting: nothing left to wait for.
+                let _ = rx.wait_for(|synced| *synced).await;
+            }
+        };
+        tokio::pin!(all_synced);
+        let mut synced = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut all_synced, if !synced => {
+                    synced = true;
+                    if !ctx.cancel.is_cancelled() {
+                        ctx.readiness.set_ready();
+                        tracing::info!("all controllers' caches synced; ready");
+                    }
+                }
+                joined = running.join_next() => match joined {
+                    None => break,
+                    Some(Ok((_, Ok(())))) => {}
+                    Some(Ok((name, Err(e)))) => {
+                        return Err(format!("controller {name:?} failed: {e}").into());
+                    }
+                    Some(Err(e)) => return Err(format!("a controller panicked: {e}").into()),
+                }
+            }
+        }
+        if ctx.cancel.is_cancelled()
+            && let Ok(v) = std::env::var(SLOW_SHUTDOWN_ENV)
+            && let Ok(d) = GoDuration::parse(&v)
+        {
+            tracing::warn!(delay = %d, "{SLOW_SHUTDOWN_ENV} is set: delaying shutdown");
+            tokio::time::sleep(d.to_std()).await;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,390 @@
+//! The controller registry: every controller Karmada's `--controllers` knows, whether it is on by
+//! default, and how to start it. Later work replaces placeholder starters with real controllers; the
+//! names, defaults and selection rules stay.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::options::Options;
+
+/// Error type controllers return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A running controller: resolves when its cancel token fired and it drained, or on a fatal error.
+pub type ControllerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
+
+/// Starts a controller.
+pub type StartFn = Arc<dyn Fn(ControllerContext) -> ControllerFuture + Send + Sync>;
+
+/// Every controller name Karmada accepts in `--controllers`, sorted.
+pub const ALL_CONTROLLERS: &[&str] = &[
+    "agentcsrapproving",
+    "applicationFailover",
+    "binding",
+    "bindingStatus",
+    "cluster",
+    "clusterStatus",
+    "clustertaintpolicy",
+    "cronFederatedHorizontalPodAutoscaler",
+    "deploymentReplicasSyncer",
+    "endpointSlice",
+    "endpointsliceCollect",
+    "endpointsliceDispatch",
+    "execution",
+    "federatedHorizontalPodAutoscaler",
+    "federatedResourceQuotaEnforcement",
+    "federatedResourceQuotaStatus",
+    "federatedResourceQuotaSync",
+    "gracefulEviction",
+    "hpaScaleTargetMarker",
+    "multiclusterservice",
+    "namespace",
+    "remedy",
+    "serviceExport",
+    "serviceImport",
+    "unifiedAuth",
+    "workStatus",
+    "workloadRebalancer",
+];
+
+/// Controllers that `*` does not turn on.
+pub const DISABLED_BY_DEFAULT: &[&str] = &["deploymentReplicasSyncer", "hpaScaleTargetMarker"];
+
+/// Problems in a `--controllers` list (unknown names), one per name.
+pub fn validate_selection(selection: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for item in selection {
+        if item == "*" {
+            continue;
+        }
+        let name = item.strip_prefix('-').unwrap_or(item);
+        if !ALL_CONTROLLERS.contains(&name) {
+            problems.push(format!(
+                "unknown controller {name:?} (known controllers: {})",
+                ALL_CONTROLLERS.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// Karmada's rule: the first entry equal to `name` or `-name` decides; otherwise `*` turns on the
+/// controllers that are on by default; otherwise it is off.
+pub fn is_enabled(selection: &[String], name: &str) -> bool {
+    let mut star = false;
+    for item in selection {
+        if item == name {
+            return true;
+        }
+        if item.strip_prefix('-') == Some(name) {
+            return false;
+        }
+        if item == "*" {
+            star = true;
+        }
+    }
+    star && !DISABLED_BY_DEFAULT.contains(&name)
+}
+
+/// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).
+#[derive(Debug, Clone)]
+pub struct SyncReporter(Arc<watch::Sender<bool>>);
+
+impl SyncReporter {
+    /// A reporter and the receiver that sees its report.
+    pub fn new() -> (SyncReporter, watch::Receiver<bool>) {
+        let (tx, rx) = watch::channel(false);
+        (SyncReporter(Arc::new(tx)), rx)
+    }
+
+    /// Marks this controller's caches as synced.
+    pub fn synced(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// What a controller gets when it starts.
+#[derive(Clone)]
+pub struct ControllerContext {
+    /// The controller's `--controllers` name.
+    pub name: &'static str,
+    /// Client for the Karmada API server.
+    pub client: kube::Client,
+    /// All validated options.
+    pub options: Arc<Options>,
+    /// Workers per GroupKind (`Kind.group`), from the `--concurrent-*-syncs` flags.
+    pub group_kind_concurrency: Arc<BTreeMap<String, usize>>,
+    /// Cancelled when the controller must stop (shutdown or lost leadership).
+    pub cancel: CancellationToken,
+    /// Report here once caches are synced.
+    pub synced: SyncReporter,
+}
+
+impl ControllerContext {
+    /// Workers for a GroupKind key (`Kind.group`), if a flag sets it.
+    pub fn concurrency_for(&self, group_kind: &str) -> Option<usize> {
+        self.group_kind_concurrency.get(group_kind).copied()
+    }
+}
+
+/// One registry entry.
+#[derive(Clone)]
+pub struct ControllerSpec {
+    /// The `--controllers` name.
+    pub name: &'static str,
+    /// Whether `*` turns it on.
+    pub enabled_by_default: bool,
+    /// Starts it.
+    pub start: StartFn,
+}
+
+impl std::fmt::Debug for ControllerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerSpec")
+            .field("name", &self.name)
+            .field("enabled_by_default", &self.enabled_by_default)
+            .finish()
+    }
+}
+
+/// An API resource a placeholder waits for (group, version, kind, plural).
+#[derive(Debug, Clone, Copy)]
+pub struct Resource(
+    pub &'static str,
+    pub &'static str,
+    pub &'static str,
+    pub &'static str,
+);
+
+impl Resource {
+    fn api_resource(&self) -> ApiResource {
+        let Resource(group, version, kind, plural) = *self;
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: if group.is_empty() {
+                version.into()
+            } else {
+                format!("{group}/{version}")
+            },
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        if self.0.is_empty() {
+            format!("{}/{}", self.1, self.3)
+        } else {
+            format!("{}/{}/{}", self.0, self.1, self.3)
+        }
+    }
+}
+
+const CLUSTERS: Resource = Resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters");
+const WORKS: Resource = Resource("work.karmada.io", "v1alpha1", "Work", "works");
+const RBS: Resource = Resource(
+    "work.karmada.io",
+    "v1alpha2",
+    "ResourceBinding",
+    "resourcebindings",
+);
+const CRBS: Resource = Resource(
+    "work.karmada.io",
+    "v1alpha2",
+    "ClusterResourceBinding",
+    "clusterresourcebindings",
+);
+const NAMESPACES: Resource = Resource("", "v1", "Namespace", "namespaces");
+const FRQS: Resource = Resource(
+    "policy.karmada.io",
+    "v1alpha1",
+    "FederatedResourceQuota",
+    "federatedresourcequotas",
+);
+
+/// The resources each controller's caches need: what a placeholder waits for before it reports synced.
+fn watched_resources(name: &str) -> &'static [Resource] {
+    match name {
+        "cluster" | "clusterStatus" | "unifiedAuth" => &[CLUSTERS],
+        "binding" | "bindingStatus" | "gracefulEviction" | "applicationFailover" => &[RBS, CRBS],
+        "execution" | "workStatus" | "endpointSlice" | "endpointsliceCollect"
+        | "endpointsliceDispatch" => &[WORKS],
+        "namespace" => &[NAMESPACES],
+        "serviceExport" => &[Resource(
+            "multicluster.x-k8s.io",
+            "v1alpha1",
+            "ServiceExport",
+            "serviceexports",
+        )],
+        "serviceImport" => &[Resource(
+            "multicluster.x-k8s.io",
+            "v1alpha1",
+            "ServiceImport",
+            "serviceimports",
+        )],
+        "federatedResourceQuotaSync"
+        | "federatedResourceQuotaStatus"
+        | "federatedResourceQuotaEnforcement" => &[FRQS],
+        "federatedHorizontalPodAutoscaler" => &[Resource(
+            "autoscaling.karmada.io",
+            "v1alpha1",
+            "FederatedHPA",
+            "federatedhpas",
+        )],
+        "cronFederatedHorizontalPodAutoscaler" => &[Resource(
+            "autoscaling.karmada.io",
+            "v1alpha1",
+            "CronFederatedHPA",
+            "cronfederatedhpas",
+        )],
+        "hpaScaleTargetMarker" => &[Resource(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+        )],
+        "deploymentReplicasSyncer" => &[Resource("apps", "v1", "Deployment", "deployments")],
+        "multiclusterservice" => &[Resource(
+            "networking.karmada.io",
+            "v1alpha1",
+            "MultiClusterService",
+            "multiclusterservices",
+        )],
+        "remedy" => &[Resource("remedy.karmada.io", "v1alpha1", "Remedy", "remedies")],
+        "workloadRebalancer" => &[Resource(
+            "apps.karmada.io",
+            "v1alpha1",
+            "WorkloadRebalancer",
+            "workloadrebalancers",
+        )],
+        "agentcsrapproving" => &[Resource(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+        )],
+        "clustertaintpolicy" => &[Resource(
+            "policy.karmada.io",
+            "v1alpha1",
+            "ClusterTaintPolicy",
+            "clustertaintpolicies",
+        )],
+        _ => &[],
+    }
+}
+
+/// A stand-in until the real controller exists: waits until every resource the controller watches is
+/// served and listable (what its caches would need to sync), reports synced, then idles until stopped.
+fn placeholder(name: &'static str) -> StartFn {
+    Arc::new(move |ctx: ControllerContext| {
+        Box::pin(async move {
+            for resource in watched_resources(name) {
+                let api: Api<DynamicObject> =
+                    Api::all_with(ctx.client.clone(), &resource.api_resource());
+                let mut logged = false;
+                let params = ListParams::default().limit(1);
+                loop {
+                    let listed = tokio::select! {
+                        _ = ctx.cancel.cancelled() => return Ok(()),
+                        r = tokio::time::timeout(Duration::from_secs(10), api.list_metadata(&params)) => r,
+                    };
+                    match listed {
+                        Ok(Ok(_)) => break,
+                        Ok(Err(e)) if !logged => {
+                            tracing::warn!(controller = name, resource = %resource.describe(), error = %e, "waiting for the resource to be served");
+                            logged = true;
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(controller = name, resource = %resource.describe(), error = %e, "still waiting")
+                        }
+                        Err(_) => tracing::debug!(controller = name, resource = %resource.describe(), "list timed out"),
+                    }
+                    tokio::select! {
+                        _ = ctx.cancel.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }
+            tracing::debug!(controller = name, "placeholder controller ready (not implemented yet)");
+            ctx.synced.synced();
+            ctx.cancel.cancelled().await;
+            Ok(())
+        })
+    })
+}
+
+/// The registry: every Karmada controller, with its starter.
+pub fn registry() -> Vec<ControllerSpec> {
+    ALL_CONTROLLERS
+        .iter()
+        .map(|name| ControllerSpec {
+            name,
+            enabled_by_default: !DISABLED_BY_DEFAULT.contains(name),
+            start: placeholder(name),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn karmada_selection_rules() {
+        let star = sel(&["*"]);
+        assert!(is_enabled(&star, "cluster"));
+        assert!(!is_enabled(&star, "hpaScaleTargetMarker"));
+        assert!(!is_enabled(&star, "deploymentReplicasSyncer"));
+
+        let s = sel(&["*", "-cluster", "hpaScaleTargetMarker"]);
+        assert!(!is_enabled(&s, "cluster"));
+        assert!(is_enabled(&s, "hpaScaleTargetMarker"));
+        assert!(is_enabled(&s, "binding"));
+
+        // First match wins.
+        let s = sel(&["cluster", "-cluster"]);
+        assert!(is_enabled(&s, "cluster"));
+        let s = sel(&["-cluster", "cluster", "*"]);
+        assert!(!is_enabled(&s, "cluster"));
+
+        // Without '*' only named controllers run.
+        let s = sel(&["binding"]);
+        assert!(is_enabled(&s, "binding"));
+        assert!(!is_enabled(&s, "cluster"));
+        assert!(!is_enabled(&[], "cluster"));
+    }
+
+    #[test]
+    fn unknown_names_are_listed() {
+        assert!(validate_selection(&sel(&["*", "-cluster", "workStatus"])).is_empty());
+        let p = validate_selection(&sel(&["nope", "-bad", "*"]));
+        assert_eq!(p.len(), 2);
+        assert!(p[0].contains("\"nope\"") && p[0].contains("workloadRebalancer"));
+        assert!(p[1].contains("\"bad\""));
+    }
+
+    #[test]
+    fn registry_has_every_name_and_default() {
+        let r = registry();
+        assert_eq!(r.len(), ALL_CONTROLLERS.len());
+        assert_eq!(r.iter().filter(|s| !s.enabled_by_default).count(), 2);
+        let mut sorted = ALL_CONTROLLERS.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ALL_CONTROLLERS);
+        for name in ALL_CONTROLLERS {
+            assert!(!watched_resources(name).is_empty(), "{name}");
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The `karmada-controller-manager` process: Karmada's flags, the controller registry, version
+//! information, and the wiring onto the framework's process runtime ([`lariat::runtime`]).
+
+pub mod app;
+pub mod controllers;
+pub mod features;
+pub mod options;
+pub mod version;

@@ -1,0 +1,1206 @@
+//! Command-line flags, with Karmada's names, defaults and validation.
+//!
+//! Flags are parsed as text first and validated in one pass ([`Cli::validate`]), so every problem is
+//! reported at once, one line each, naming the flag. Booleans follow Go's `pflag`: `--flag` means true and
+//! a value must be attached with `=` (`--leader-elect=false`). Durations use Go's syntax (`15s`, `1m30s`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, Parser, Subcommand};
+use lariat::runtime::features::FeatureGates;
+use lariat::runtime::leader_election::{TimingProblem, timing_problems};
+use lariat::runtime::logging::LogFormat;
+use lariat::runtime::{BindAddress, GoDuration};
+
+use crate::controllers;
+use crate::features::KARMADA_FEATURES;
+
+/// Lease name, as Karmada's component name.
+pub const LEASE_NAME: &str = "karmada-controller-manager";
+
+/// `karmada-controller-manager` command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "karmada-controller-manager",
+    about = "Runs the Karmada controllers against a Karmada control plane",
+    long_about = "The karmada-controller-manager runs the Karmada controllers. They watch Karmada's \
+                  objects (policies, bindings, Works, Clusters) on the Karmada API server and create \
+                  the matching Kubernetes resources in member clusters.",
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true,
+    next_display_order = None,
+    after_help = "Flags taking a duration accept Go's syntax (e.g. 300ms, 15s, 1m30s). Boolean flags take \
+                  their value after '=' (e.g. --leader-elect=false)."
+)]
+pub struct Cli {
+    /// Subcommand.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Print version information and exit.
+    #[arg(long = "version")]
+    pub version: bool,
+
+    /// Logging flags.
+    #[command(flatten)]
+    pub logs: LogFlags,
+
+    /// Generic flags.
+    #[command(flatten)]
+    pub generic: GenericFlags,
+
+    /// Cluster failover flags.
+    #[command(flatten)]
+    pub failover: ClusterFailoverFlags,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Print the version information.
+    Version,
+}
+
+/// `Logs flags` section.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Logs flags")]
+pub struct LogFlags {
+    /// Log verbosity, klog style: 0-3 info, 4-5 adds debug, 6 and up adds trace.
+    #[arg(short = 'v', long = "v", value_name = "Level", default_value = "0", allow_hyphen_values = true)]
+    pub v: String,
+    /// Log format: text (stderr) or json (stdout).
+    #[arg(long = "logging-format", value_name = "format", default_value = "text")]
+    pub logging_format: String,
+    /// Maximum time between log flushes (logs are written unbuffered; accepted for compatibility).
+    #[arg(long = "log-flush-frequency", value_name = "duration", default_value = "5s")]
+    pub log_flush_frequency: String,
+    /// Per-file verbosity (pattern=N,...); accepted for compatibility, has no effect.
+    #[arg(long = "vmodule", value_name = "pattern=N,...")]
+    pub vmodule: Option<String>,
+    /// klog: add the file directory to the header (accepted for compatibility, no effect).
+    #[arg(long = "add-dir-header", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub add_dir_header: Option<String>,
+    /// klog: log to stderr as well as files (accepted for compatibility, no effect).
+    #[arg(long = "alsologtostderr", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub alsologtostderr: Option<String>,
+    /// klog: emit a stack trace at file:N (accepted for compatibility, no effect).
+    #[arg(long = "log-backtrace-at", value_name = "file:N")]
+    pub log_backtrace_at: Option<String>,
+    /// klog: directory for log files (accepted for compatibility; logs always go to stderr/stdout).
+    #[arg(long = "log-dir", value_name = "dir")]
+    pub log_dir: Option<String>,
+    /// klog: log file (accepted for compatibility; logs always go to stderr/stdout).
+    #[arg(long = "log-file", value_name = "file")]
+    pub log_file: Option<String>,
+    /// klog: maximum log file size in MB (accepted for compatibility, no effect).
+    #[arg(long = "log-file-max-size", value_name = "uint")]
+    pub log_file_max_size: Option<String>,
+    /// klog: log to standard error instead of files (always the case here).
+    #[arg(long = "logtostderr", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub logtostderr: Option<String>,
+    /// klog: write each line only at its own severity (accepted for compatibility, no effect).
+    #[arg(long = "one-output", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub one_output: Option<String>,
+    /// klog: omit header prefixes (accepted for compatibility, no effect).
+    #[arg(long = "skip-headers", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub skip_headers: Option<String>,
+    /// klog: omit headers in log files (accepted for compatibility, no effect).
+    #[arg(long = "skip-log-headers", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub skip_log_headers: Option<String>,
+    /// klog: severity threshold for stderr (accepted for compatibility, no effect).
+    #[arg(long = "stderrthreshold", value_name = "severity")]
+    pub stderrthreshold: Option<String>,
+    /// Split JSON output into stdout (info) and stderr (errors); accepted for compatibility, no effect.
+    #[arg(long = "log-json-split-stream", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub log_json_split_stream: Option<String>,
+    /// Buffer size for split JSON info output; accepted for compatibility, no effect.
+    #[arg(long = "log-json-info-buffer-size", value_name = "quantity")]
+    pub log_json_info_buffer_size: Option<String>,
+    /// Split text output into stdout (info) and stderr (errors); accepted for compatibility, no effect.
+    #[arg(long = "log-text-split-stream", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub log_text_split_stream: Option<String>,
+    /// Buffer size for split text info output; accepted for compatibility, no effect.
+    #[arg(long = "log-text-info-buffer-size", value_name = "quantity")]
+    pub log_text_info_buffer_size: Option<String>,
+}
+
+/// `Generic flags` section.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Generic flags")]
+pub struct GenericFlags {
+    /// Kubeconfig of the Karmada control plane. Without it: $KUBECONFIG, then the in-cluster service account, then $HOME/.kube/config.
+    #[arg(long = "kubeconfig", value_name = "path")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Controllers to run: '*' runs every controller that is on by default, 'foo' runs foo, '-foo' leaves foo out; the first entry naming a controller decides. Comma-separated, may be repeated.
+    #[arg(long = "controllers", value_name = "names", value_delimiter = ',', default_value = "*", long_help = controllers_help())]
+    pub controllers: Vec<String>,
+    /// Elect a leader through a Lease before running controllers (for running several replicas).
+    #[arg(long = "leader-elect", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
+    pub leader_elect: String,
+    /// Namespace of the leader-election Lease (named karmada-controller-manager).
+    #[arg(long = "leader-elect-resource-namespace", value_name = "namespace", default_value = "karmada-system")]
+    pub leader_elect_resource_namespace: String,
+    /// How long a standby waits, after it last saw the leader renew, before taking the lease over: the longest a stopped leader goes unreplaced.
+    #[arg(long = "leader-elect-lease-duration", value_name = "duration", default_value = "15s", allow_hyphen_values = true)]
+    pub leader_elect_lease_duration: String,
+    /// How long the leader keeps retrying to renew before it gives up leading; less than the lease duration.
+    #[arg(long = "leader-elect-renew-deadline", value_name = "duration", default_value = "10s", allow_hyphen_values = true)]
+    pub leader_elect_renew_deadline: String,
+    /// Time between tries to acquire or renew the lease.
+    #[arg(long = "leader-elect-retry-period", value_name = "duration", default_value = "2s", allow_hyphen_values = true)]
+    pub leader_elect_retry_period: String,
+    /// Address serving /metrics (e.g. 127.0.0.1:8080 or :8080); 0 turns it off.
+    #[arg(long = "metrics-bind-address", value_name = "address", default_value = ":8080")]
+    pub metrics_bind_address: String,
+    /// Address serving /healthz and /readyz (e.g. 127.0.0.1:10357 or :10357); 0 turns it off.
+    #[arg(long = "health-probe-bind-address", value_name = "address", default_value = ":10357")]
+    pub health_probe_bind_address: String,
+    /// DEPRECATED: use --health-probe-bind-address. IP the health probes listen on, used with --secure-port.
+    #[arg(long = "bind-address", value_name = "ip")]
+    pub bind_address: Option<String>,
+    /// DEPRECATED: use --health-probe-bind-address. Port the health probes listen on, used with --bind-address.
+    #[arg(long = "secure-port", value_name = "port")]
+    pub secure_port: Option<String>,
+    /// How often the cluster status controller reports each cluster's status to the Karmada API server.
+    #[arg(long = "cluster-status-update-frequency", value_name = "duration", default_value = "10s", allow_hyphen_values = true)]
+    pub cluster_status_update_frequency: String,
+    /// How long a recovered cluster must keep succeeding before it counts as healthy.
+    #[arg(long = "cluster-success-threshold", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    pub cluster_success_threshold: String,
+    /// How long a cluster must keep failing before it counts as unhealthy.
+    #[arg(long = "cluster-failure-threshold", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    pub cluster_failure_threshold: String,
+    /// How often the cluster controller checks cluster health.
+    #[arg(long = "cluster-monitor-period", value_name = "duration", default_value = "5s", allow_hyphen_values = true)]
+    pub cluster_monitor_period: String,
+    /// How long a running cluster may go without a status update before it is marked unhealthy.
+    #[arg(long = "cluster-monitor-grace-period", value_name = "duration", default_value = "40s", allow_hyphen_values = true)]
+    pub cluster_monitor_grace_period: String,
+    /// Like --cluster-monitor-grace-period, for a cluster that has just joined.
+    #[arg(long = "cluster-startup-grace-period", value_name = "duration", default_value = "60s", allow_hyphen_values = true)]
+    pub cluster_startup_grace_period: String,
+    /// Resources never propagated, besides the built-in list; ';'-separated entries of the form <group>, <group>/<version>, or <group>/<version>/<kind>,<kind> (kinds case-insensitive).
+    #[arg(long = "skipped-propagating-apis", value_name = "apis", default_value = "")]
+    pub skipped_propagating_apis: String,
+    /// Namespaces (regular expressions, comma-separated) never propagated. karmada-system, karmada-cluster and karmada-es-* are always skipped.
+    #[arg(long = "skipped-propagating-namespaces", value_name = "regexps", value_delimiter = ',', default_value = "kube-.*")]
+    pub skipped_propagating_namespaces: Vec<String>,
+    /// Context to use in the cluster-api management cluster's kubeconfig (default: its current context).
+    #[arg(long = "cluster-api-context", value_name = "name", default_value = "")]
+    pub cluster_api_context: String,
+    /// Kubeconfig of a cluster-api management cluster whose clusters are joined automatically.
+    #[arg(long = "cluster-api-kubeconfig", value_name = "path", default_value = "")]
+    pub cluster_api_kubeconfig: String,
+    /// Requests per second to each member cluster's API server.
+    #[arg(long = "cluster-api-qps", value_name = "float", default_value = "40", allow_hyphen_values = true)]
+    pub cluster_api_qps: String,
+    /// Burst of requests allowed to each member cluster's API server.
+    #[arg(long = "cluster-api-burst", value_name = "int", default_value = "60", allow_hyphen_values = true)]
+    pub cluster_api_burst: String,
+    /// Requests per second to the Karmada API server.
+    #[arg(long = "kube-api-qps", value_name = "float", default_value = "40", allow_hyphen_values = true)]
+    pub kube_api_qps: String,
+    /// Burst of requests allowed to the Karmada API server.
+    #[arg(long = "kube-api-burst", value_name = "int", default_value = "60", allow_hyphen_values = true)]
+    pub kube_api_burst: String,
+    /// How long to wait for a member cluster's caches to sync.
+    #[arg(long = "cluster-cache-sync-timeout", value_name = "duration", default_value = "2m0s", allow_hyphen_values = true)]
+    pub cluster_cache_sync_timeout: String,
+    /// Base period of full resyncs of the caches; 0 turns resyncs off.
+    #[arg(long = "resync-period", value_name = "duration", default_value = "0s", allow_hyphen_values = true)]
+    pub resync_period: String,
+    /// Clusters synced concurrently.
+    #[arg(long = "concurrent-cluster-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    pub concurrent_cluster_syncs: String,
+    /// ClusterResourceBindings synced concurrently.
+    #[arg(long = "concurrent-clusterresourcebinding-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    pub concurrent_clusterresourcebinding_syncs: String,
+    /// ResourceBindings synced concurrently.
+    #[arg(long = "concurrent-resourcebinding-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    pub concurrent_resourcebinding_syncs: String,
+    /// Works synced concurrently.
+    #[arg(long = "concurrent-work-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    pub concurrent_work_syncs: String,
+    /// Namespaces synced concurrently.
+    #[arg(long = "concurrent-namespace-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    pub concurrent_namespace_syncs: String,
+    /// PropagationPolicies synced concurrently.
+    #[arg(long = "concurrent-propagation-policy-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    pub concurrent_propagation_policy_syncs: String,
+    /// ClusterPropagationPolicies synced concurrently.
+    #[arg(long = "concurrent-cluster-propagation-policy-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    pub concurrent_cluster_propagation_policy_syncs: String,
+    /// Resource templates synced concurrently.
+    #[arg(long = "concurrent-resource-template-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    pub concurrent_resource_template_syncs: String,
+    /// Dependent resources synced concurrently.
+    #[arg(long = "concurrent-dependent-resource-syncs", value_name = "int", default_value = "2", allow_hyphen_values = true)]
+    pub concurrent_dependent_resource_syncs: String,
+    /// Honour NoExecute taints on clusters: evict what does not tolerate them.
+    #[arg(long = "enable-taint-manager", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
+    pub enable_taint_manager: String,
+    /// How long graceful eviction waits before removing a workload from its old cluster regardless.
+    #[arg(long = "graceful-eviction-timeout", value_name = "duration", default_value = "10m0s", allow_hyphen_values = true)]
+    pub graceful_eviction_timeout: String,
+    /// Build a resource model of each cluster from its Nodes and Pods (used by the scheduler for dynamic replica division). Turn off to save memory when unused.
+    #[arg(long = "enable-cluster-resource-modeling", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
+    pub enable_cluster_resource_modeling: String,
+    /// Per-item base retry delay of the controllers' rate limiter.
+    #[arg(long = "rate-limiter-base-delay", value_name = "duration", default_value = "5ms", allow_hyphen_values = true)]
+    pub rate_limiter_base_delay: String,
+    /// Per-item maximum retry delay of the controllers' rate limiter.
+    #[arg(long = "rate-limiter-max-delay", value_name = "duration", default_value = "16m40s", allow_hyphen_values = true)]
+    pub rate_limiter_max_delay: String,
+    /// Overall queue rate (items per second) of the controllers' rate limiter.
+    #[arg(long = "rate-limiter-qps", value_name = "int", default_value = "10", allow_hyphen_values = true)]
+    pub rate_limiter_qps: String,
+    /// Overall burst of the controllers' rate limiter.
+    #[arg(long = "rate-limiter-bucket-size", value_name = "int", default_value = "100", allow_hyphen_values = true)]
+    pub rate_limiter_bucket_size: String,
+    /// Serve profiling data under /debug/pprof/ (not available in this implementation; accepted for compatibility).
+    #[arg(long = "enable-pprof", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub enable_pprof: String,
+    /// Address for profiling (only with --enable-pprof).
+    #[arg(long = "profiling-bind-address", value_name = "address", default_value = ":6060")]
+    pub profiling_bind_address: String,
+    /// Period of the FederatedHPA sync.
+    #[arg(long = "horizontal-pod-autoscaler-sync-period", value_name = "duration", default_value = "15s", allow_hyphen_values = true)]
+    pub hpa_sync_period: String,
+    /// Minimum time between two FederatedHPA scale-ups.
+    #[arg(long = "horizontal-pod-autoscaler-upscale-delay", value_name = "duration", default_value = "3m0s", allow_hyphen_values = true)]
+    pub hpa_upscale_delay: String,
+    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation.
+    #[arg(long = "horizontal-pod-autoscaler-downscale-stabilization", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    pub hpa_downscale_stabilization: String,
+    /// Minimum time between two FederatedHPA scale-downs.
+    #[arg(long = "horizontal-pod-autoscaler-downscale-delay", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    pub hpa_downscale_delay: String,
+    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale.
+    #[arg(long = "horizontal-pod-autoscaler-tolerance", value_name = "float", default_value = "0.1", allow_hyphen_values = true)]
+    pub hpa_tolerance: String,
+    /// Time after a pod starts during which its CPU samples may be ignored.
+    #[arg(long = "horizontal-pod-autoscaler-cpu-initialization-period", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    pub hpa_cpu_initialization_period: String,
+    /// Time after a pod starts during which readiness changes count as its first readiness.
+    #[arg(long = "horizontal-pod-autoscaler-initial-readiness-delay", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    pub hpa_initial_readiness_delay: String,
+    /// Period of the full FederatedResourceQuota recalculation.
+    #[arg(long = "federated-resource-quota-sync-period", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    pub federated_resource_quota_sync_period: String,
+    /// Feature gates as key=value pairs, comma-separated.
+    #[arg(long = "feature-gates", value_name = "key=value,...", default_value = "", long_help = feature_gates_help())]
+    pub feature_gates: String,
+}
+
+/// `Cluster failover flags` section.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Cluster failover flags")]
+pub struct ClusterFailoverFlags {
+    /// React to NoExecute taints on clusters by evicting workloads that do not tolerate them. Off by default because evictions are disruptive.
+    #[arg(long = "enable-no-execute-taint-eviction", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub enable_no_execute_taint_eviction: String,
+    /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules.
+    #[arg(long = "no-execute-taint-eviction-purge-mode", value_name = "mode", default_value = "Gracefully")]
+    pub no_execute_taint_eviction_purge_mode: String,
+    /// Resources evicted per second during cluster failover.
+    #[arg(long = "resource-eviction-rate", value_name = "float", default_value = "0.5", allow_hyphen_values = true)]
+    pub resource_eviction_rate: String,
+}
+
+fn controllers_help() -> String {
+    format!(
+        "Controllers to run: '*' runs every controller that is on by default, 'foo' runs foo, '-foo' \
+         leaves foo out; the first entry naming a controller decides. Comma-separated, may be repeated.\n\
+         All controllers: {}.\nOff by default: {}.",
+        controllers::ALL_CONTROLLERS.join(", "),
+        controllers::DISABLED_BY_DEFAULT.join(", ")
+    )
+}
+
+fn feature_gates_help() -> String {
+    let mut s = String::from(
+        "Feature gates as key=value pairs, comma-separated. AllAlpha / AllBeta set every alpha / beta \
+         gate not named explicitly. Known gates:",
+    );
+    for line in FeatureGates::help_lines(KARMADA_FEATURES) {
+        s.push_str("\n  ");
+        s.push_str(&line);
+    }
+    s
+}
+
+/// Rate limiter settings for the controllers' queues (Karmada's `ratelimiterflag`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimiterOptions {
+    /// Per-item base delay.
+    pub base_delay: Duration,
+    /// Per-item maximum delay.
+    pub max_delay: Duration,
+    /// Overall items per second.
+    pub qps: u32,
+    /// Overall burst.
+    pub bucket_size: u32,
+}
+
+/// FederatedHPA settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HpaOptions {
+    /// Sync period.
+    pub sync_period: Duration,
+    /// Upscale delay.
+    pub upscale_delay: Duration,
+    /// Downscale stabilization window.
+    pub downscale_stabilization: Duration,
+    /// Downscale delay.
+    pub downscale_delay: Duration,
+    /// Tolerance.
+    pub tolerance: f64,
+    /// CPU initialization period.
+    pub cpu_initialization_period: Duration,
+    /// Initial readiness delay.
+    pub initial_readiness_delay: Duration,
+}
+
+/// Cluster failover settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterFailoverOptions {
+    /// Evict on NoExecute taints.
+    pub enable_no_execute_taint_eviction: bool,
+    /// `Gracefully` or `Directly`.
+    pub no_execute_taint_eviction_purge_mode: String,
+    /// Evictions per second.
+    pub resource_eviction_rate: f32,
+}
+
+/// Leader election settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaderElectionOptions {
+    /// Elect at all.
+    pub enabled: bool,
+    /// Lease namespace.
+    pub namespace: String,
+    /// Lease duration.
+    pub lease_duration: Duration,
+    /// Renew deadline.
+    pub renew_deadline: Duration,
+    /// Retry period.
+    pub retry_period: Duration,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--controllers`, as given (validated names).
+    pub controllers: Vec<String>,
+    /// Leader election.
+    pub leader_election: LeaderElectionOptions,
+    /// `/metrics` address.
+    pub metrics_bind_address: BindAddress,
+    /// Probe address (after applying the deprecated `--bind-address`/`--secure-port`).
+    pub health_probe_bind_address: BindAddress,
+    /// `--cluster-status-update-frequency`.
+    pub cluster_status_update_frequency: Duration,
+    /// `--cluster-success-threshold`.
+    pub cluster_success_threshold: Duration,
+    /// `--cluster-failure-threshold`.
+    pub cluster_failure_threshold: Duration,
+    /// `--cluster-monitor-period`.
+    pub cluster_monitor_period: Duration,
+    /// `--cluster-monitor-grace-period`.
+    pub cluster_monitor_grace_period: Duration,
+    /// `--cluster-startup-grace-period`.
+    pub cluster_startup_grace_period: Duration,
+    /// `--skipped-propagating-apis`, validated syntax.
+    pub skipped_propagating_apis: String,
+    /// `--skipped-propagating-namespaces`, each anchored as `^…$` and compiled.
+    pub skipped_propagating_namespaces: Vec<regex::Regex>,
+    /// `--cluster-api-context`.
+    pub cluster_api_context: String,
+    /// `--cluster-api-kubeconfig`.
+    pub cluster_api_kubeconfig: String,
+    /// `--cluster-api-qps`.
+    pub cluster_api_qps: f32,
+    /// `--cluster-api-burst`.
+    pub cluster_api_burst: u32,
+    /// `--kube-api-qps`.
+    pub kube_api_qps: f32,
+    /// `--kube-api-burst`.
+    pub kube_api_burst: u32,
+    /// `--cluster-cache-sync-timeout`.
+    pub cluster_cache_sync_timeout: Duration,
+    /// `--resync-period` (zero: no resync).
+    pub resync_period: Duration,
+    /// Concurrency per controller-runtime GroupKind key (`Kind.group`), from the `--concurrent-*-syncs` flags.
+    pub group_kind_concurrency: BTreeMap<String, usize>,
+    /// `--concurrent-propagation-policy-syncs`.
+    pub concurrent_propagation_policy_syncs: usize,
+    /// `--concurrent-cluster-propagation-policy-syncs`.
+    pub concurrent_cluster_propagation_policy_syncs: usize,
+    /// `--concurrent-resource-template-syncs`.
+    pub concurrent_resource_template_syncs: usize,
+    /// `--concurrent-dependent-resource-syncs`.
+    pub concurrent_dependent_resource_syncs: usize,
+    /// `--enable-taint-manager`.
+    pub enable_taint_manager: bool,
+    /// `--graceful-eviction-timeout`.
+    pub graceful_eviction_timeout: Duration,
+    /// `--enable-cluster-resource-modeling`.
+    pub enable_cluster_resource_modeling: bool,
+    /// Queue rate limiter.
+    pub rate_limiter: RateLimiterOptions,
+    /// FederatedHPA.
+    pub hpa: HpaOptions,
+    /// `--federated-resource-quota-sync-period`.
+    pub federated_resource_quota_sync_period: Duration,
+    /// Cluster failover.
+    pub cluster_failover: ClusterFailoverOptions,
+    /// `--feature-gates`.
+    pub feature_gates: FeatureGates,
+    /// `-v`.
+    pub verbosity: u32,
+    /// `--logging-format`.
+    pub logging_format: LogFormat,
+    /// Warnings to log once logging is up (deprecated or ineffective flags).
+    pub warnings: Vec<String>,
+}
+
+/// Controller-runtime GroupKind keys (`Kind.group`) used for per-kind worker counts.
+pub mod group_kinds {
+    /// `Work.work.karmada.io`
+    pub const WORK: &str = "Work.work.karmada.io";
+    /// `ResourceBinding.work.karmada.io`
+    pub const RESOURCE_BINDING: &str = "ResourceBinding.work.karmada.io";
+    /// `ClusterResourceBinding.work.karmada.io`
+    pub const CLUSTER_RESOURCE_BINDING: &str = "ClusterResourceBinding.work.karmada.io";
+    /// `Cluster.cluster.karmada.io`
+    pub const CLUSTER: &str = "Cluster.cluster.karmada.io";
+    /// `Namespace` (core group)
+    pub const NAMESPACE: &str = "Namespace";
+}
+
+struct Checker {
+    problems: Vec<String>,
+}
+
+impl Checker {
+    fn bad(&mut self, flag: &str, value: &str, reason: impl std::fmt::Display) {
+        self.problems
+            .push(format!("invalid value {value:?} for --{flag}: {reason}"));
+    }
+
+    fn duration(&mut self, flag: &str, value: &str) -> Option<GoDuration> {
+        match GoDuration::parse(value) {
+            Ok(d) => Some(d),
+            Err(_) => {
+                self.bad(
+                    flag,
+                    value,
+                    "not a duration (use Go's syntax, e.g. 300ms, 15s, 1m30s)",
+                );
+                None
+            }
+        }
+    }
+
+    /// Must be > 0.
+    fn positive_duration(&mut self, flag: &str, value: &str) -> Duration {
+        match self.duration(flag, value) {
+            Some(d) if d.is_positive() => d.to_std(),
+            Some(_) => {
+                self.bad(flag, value, "must be greater than 0");
+                Duration::ZERO
+            }
+            None => Duration::ZERO,
+        }
+    }
+
+    /// Must be ≥ 0.
+    fn non_negative_duration(&mut self, flag: &str, value: &str) -> Duration {
+        match self.duration(flag, value) {
+            Some(d) if !d.is_negative() => d.to_std(),
+            Some(_) => {
+                self.bad(flag, value, "must not be negative");
+                Duration::ZERO
+            }
+            None => Duration::ZERO,
+        }
+    }
+
+    fn boolean(&mut self, flag: &str, value: &str) -> bool {
+        match value {
+            "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
+            "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
+            _ => {
+                self.bad(flag, value, "must be true or false");
+                false
+            }
+        }
+    }
+
+    fn opt_boolean(&mut self, flag: &str, value: &Option<String>) {
+        if let Some(v) = value {
+            self.boolean(flag, v);
+        }
+    }
+
+    fn int(&mut self, flag: &str, value: &str) -> Option<i64> {
+        match value.parse::<i64>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.bad(flag, value, "not an integer");
+                None
+            }
+        }
+    }
+
+    /// Must be ≥ 1.
+    fn positive_int(&mut self, flag: &str, value: &str) -> usize {
+        match self.int(flag, value) {
+            Some(v) if v >= 1 => usize::try_from(v).unwrap_or(usize::MAX),
+            Some(_) => {
+                self.bad(flag, value, "must be greater than 0");
+                1
+            }
+            None => 1,
+        }
+    }
+
+    fn float(&mut self, flag: &str, value: &str) -> Option<f64> {
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() => Some(v),
+            _ => {
+                self.bad(flag, value, "not a number");
+                None
+            }
+        }
+    }
+
+    fn address(&mut self, flag: &str, value: &str) -> BindAddress {
+        match BindAddress::parse(value) {
+            Ok(a) => a,
+            Err(e) => {
+                self.bad(flag, value, e);
+                BindAddress::Disabled
+            }
+        }
+    }
+}
+
+/// Rewrites `--some_flag` to `--some-flag` (Kubernetes' word-separator normalisation, so klog-style
+/// spellings such as `--log_dir` keep working). Values are left alone.
+pub fn normalize_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest_are_positional = false;
+    for arg in args {
+        if rest_are_positional || !arg.starts_with("--") {
+            out.push(arg);
+            continue;
+        }
+        if arg == "--" {
+            rest_are_positional = true;
+            out.push(arg);
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((name, value)) => out.push(format!("{}={value}", name.replace('_', "-"))),
+            None => out.push(arg.replace('_', "-")),
+        }
+    }
+    out
+}
+
+fn explicit(matches: &ArgMatches, id: &str) -> bool {
+    matches.value_source(id) == Some(ValueSource::CommandLine)
+}
+
+impl Cli {
+    /// Validates every flag, returning all problems (one line each) when any is wrong.
+    /// `matches` tells which flags were given explicitly.
+    pub fn validate(&self, matches: &ArgMatches) -> Result<Options, Vec<String>> {
+        let mut c = Checker {
+            problems: Vec::new(),
+        };
+        let mut warnings = Vec::new();
+        let g = &self.generic;
+        let l = &self.logs;
+
+        // Logs.
+        let verbosity = match l.v.parse::<u32>() {
+            Ok(v) => v,
+            Err(_) => {
+                c.bad("v", &l.v, "must be a non-negative integer");
+                0
+            }
+        };
+        let logging_format = match l.logging_format.parse::<LogFormat>() {
+            Ok(f) => f,
+            Err(e) => {
+                c.bad("logging-format", &l.logging_format, e);
+                LogFormat::Text
+            }
+        };
+        c.non_negative_duration("log-flush-frequency", &l.log_flush_frequency);
+        for (flag, value) in [
+            ("add-dir-header", &l.add_dir_header),
+            ("alsologtostderr", &l.alsologtostderr),
+            ("logtostderr", &l.logtostderr),
+            ("one-output", &l.one_output),
+            ("skip-headers", &l.skip_headers),
+            ("skip-log-headers", &l.skip_log_headers),
+            ("log-json-split-stream", &l.log_json_split_stream),
+            ("log-text-split-stream", &l.log_text_split_stream),
+        ] {
+            c.opt_boolean(flag, value);
+        }
+        for (flag, given) in [
+            ("vmodule", l.vmodule.is_some()),
+            ("log-dir", l.log_dir.is_some()),
+            ("log-file", l.log_file.is_some()),
+            ("log-backtrace-at", l.log_backtrace_at.is_some()),
+        ] {
+            if given {
+                warnings.push(format!("--{flag} has no effect in this implementation"));
+            }
+        }
+
+        // Controllers.
+        let controllers: Vec<String> = g
+            .controllers
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for problem in controllers::validate_selection(&controllers) {
+            c.problems.push(format!("invalid value for --controllers: {problem}"));
+        }
+
+        // Leader election.
+        let leader_elect = c.boolean("leader-elect", &g.leader_elect);
+        let durations = [
+            ("leader-elect-lease-duration", &g.leader_elect_lease_duration),
+            ("leader-elect-renew-deadline", &g.leader_elect_renew_deadline),
+            ("leader-elect-retry-period", &g.leader_elect_retry_period),
+        ];
+        let parsed: Vec<Option<GoDuration>> =
+            durations.iter().map(|(f, v)| c.duration(f, v)).collect();
+        let (mut lease, mut renew, mut retry) =
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        if let [Some(l_d), Some(r_d), Some(p_d)] = parsed[..] {
+            lease = l_d.to_std();
+            renew = r_d.to_std();
+            retry = p_d.to_std();
+            if leader_elect {
+                for p in timing_problems(l_d, r_d, p_d) {
+                    let (flag, value) = match p {
+                        TimingProblem::LeaseDurationNotPositive
+                        | TimingProblem::LeaseNotAboveRenewDeadline => durations[0],
+                        TimingProblem::RenewDeadlineNotPositive
+                        | TimingProblem::RenewDeadlineNotAboveRetry => durations[1],
+                        TimingProblem::RetryPeriodNotPositive => durations[2],
+                    };
+                    let reason = match p {
+                        TimingProblem::LeaseNotAboveRenewDeadline => format!(
+                            "must be greater than --leader-elect-renew-deadline ({})",
+                            g.leader_elect_renew_deadline
+                        ),
+                        TimingProblem::RenewDeadlineNotAboveRetry => format!(
+                            "must be greater than 1.2 × --leader-elect-retry-period ({})",
+                            g.leader_elect_retry_period
+                        ),
+                        other => other.to_string(),
+                    };
+                    c.bad(flag, value, reason);
+                }
+            }
+        }
+        if leader_elect && g.leader_elect_resource_namespace.trim().is_empty() {
+            c.bad(
+                "leader-elect-resource-namespace",
+                &g.leader_elect_resource_namespace,
+                "must not be empty when --leader-elect is on",
+            );
+        }
+
+        // Servers.
+        let metrics_bind_address = c.address("metrics-bind-address", &g.metrics_bind_address);
+        let mut health_probe_bind_address =
+            c.address("health-probe-bind-address", &g.health_probe_bind_address);
+        if g.bind_address.is_some() || g.secure_port.is_some() {
+            let ip = g.bind_address.clone().unwrap_or_else(|| "0.0.0.0".into());
+            let port = g.secure_port.clone().unwrap_or_else(|| "10357".into());
+            let ip_ok = ip.parse::<std::net::IpAddr>().is_ok();
+            if !ip_ok {
+                c.bad("bind-address", &ip, "must be an IP address");
+            }
+            let port_ok = matches!(port.parse::<u16>(), Ok(p) if p > 0);
+            if !port_ok {
+                c.bad("secure-port", &port, "must be a port between 1 and 65535");
+            }
+            if explicit(matches, "health_probe_bind_address") {
+                warnings.push(
+                    "--bind-address and --secure-port are deprecated and ignored because \
+                     --health-probe-bind-address is set"
+                        .into(),
+                );
+            } else {
+                warnings.push(
+                    "--bind-address and --secure-port are deprecated; use --health-probe-bind-address"
+                        .into(),
+                );
+                if ip_ok && port_ok {
+                    let host = if ip.contains(':') { format!("[{ip}]") } else { ip };
+                    health_probe_bind_address = c.address(
+                        "bind-address",
+                        &format!("{host}:{port}"),
+                    );
+                }
+            }
+        }
+
+        // Cluster health.
+        let cluster_status_update_frequency =
+            c.positive_duration("cluster-status-update-frequency", &g.cluster_status_update_frequency);
+        let cluster_success_threshold =
+            c.non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold);
+        let cluster_failure_threshold =
+            c.non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold);
+        let cluster_monitor_period =
+            c.positive_duration("cluster-monitor-period", &g.cluster_monitor_period);
+        let cluster_monitor_grace_period =
+            c.positive_duration("cluster-monitor-grace-period", &g.cluster_monitor_grace_period);
+        let cluster_startup_grace_period =
+            c.positive_duration("cluster-startup-grace-period", &g.cluster_startup_grace_period);
+
+        // Propagation filters.
+        for token in g.skipped_propagating_apis.split(';').filter(|t| !t.is_empty()) {
+            if token.matches('/').count() > 2 {
+                c.bad(
+                    "skipped-propagating-apis",
+                    &g.skipped_propagating_apis,
+                    format!("entry {token:?} is not <group>, <group>/<version> or <group>/<version>/<kind>[,<kind>]"),
+                );
+            }
+        }
+        let mut skipped_propagating_namespaces = Vec::new();
+        for ns in &g.skipped_propagating_namespaces {
+            match regex::Regex::new(&format!("^{ns}$")) {
+                Ok(r) => skipped_propagating_namespaces.push(r),
+                Err(_) => c.bad(
+                    "skipped-propagating-namespaces",
+                    ns,
+                    "not a valid regular expression",
+                ),
+            }
+        }
+
+        // Clients.
+        let qps = |c: &mut Checker, flag: &str, value: &str| -> f32 {
+            match c.float(flag, value) {
+                Some(v) if v > 0.0 => v as f32,
+                Some(_) => {
+                    c.bad(flag, value, "must be greater than 0");
+                    1.0
+                }
+                None => 1.0,
+            }
+        };
+        let cluster_api_qps = qps(&mut c, "cluster-api-qps", &g.cluster_api_qps);
+        let kube_api_qps = qps(&mut c, "kube-api-qps", &g.kube_api_qps);
+        let cluster_api_burst = c.positive_int("cluster-api-burst", &g.cluster_api_burst) as u32;
+        let kube_api_burst = c.positive_int("kube-api-burst", &g.kube_api_burst) as u32;
+        let cluster_cache_sync_timeout =
+            c.non_negative_duration("cluster-cache-sync-timeout", &g.cluster_cache_sync_timeout);
+        let resync_period = c.non_negative_duration("resync-period", &g.resync_period);
+
+        // Concurrency.
+        let mut group_kind_concurrency = BTreeMap::new();
+        for (flag, value, key) in [
+            ("concurrent-work-syncs", &g.concurrent_work_syncs, group_kinds::WORK),
+            (
+                "concurrent-resourcebinding-syncs",
+                &g.concurrent_resourcebinding_syncs,
+                group_kinds::RESOURCE_BINDING,
+            ),
+            (
+                "concurrent-clusterresourcebinding-syncs",
+                &g.concurrent_clusterresourcebinding_syncs,
+                group_kinds::CLUSTER_RESOURCE_BINDING,
+            ),
+            ("concurrent-cluster-syncs", &g.concurrent_cluster_syncs, group_kinds::CLUSTER),
+            ("concurrent-namespace-syncs", &g.concurrent_namespace_syncs, group_kinds::NAMESPACE),
+        ] {
+            group_kind_concurrency.insert(key.to_string(), c.positive_int(flag, value));
+        }
+        let concurrent_propagation_policy_syncs = c.positive_int(
+            "concurrent-propagation-policy-syncs",
+            &g.concurrent_propagation_policy_syncs,
+        );
+        let concurrent_cluster_propagation_policy_syncs = c.positive_int(
+            "concurrent-cluster-propagation-policy-syncs",
+            &g.concurrent_cluster_propagation_policy_syncs,
+        );
+        let concurrent_resource_template_syncs = c.positive_int(
+            "concurrent-resource-template-syncs",
+            &g.concurrent_resource_template_syncs,
+        );
+        let concurrent_dependent_resource_syncs = c.positive_int(
+            "concurrent-dependent-resource-syncs",
+            &g.concurrent_dependent_resource_syncs,
+        );
+
+        // Misc.
+        let enable_taint_manager = c.boolean("enable-taint-manager", &g.enable_taint_manager);
+        let graceful_eviction_timeout =
+            c.non_negative_duration("graceful-eviction-timeout", &g.graceful_eviction_timeout);
+        let enable_cluster_resource_modeling =
+            c.boolean("enable-cluster-resource-modeling", &g.enable_cluster_resource_modeling);
+
+        // Rate limiter: like Karmada, zero or negative values fall back to the defaults.
+        let rl_duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
+            c.duration(flag, value)
+                .filter(|d| d.is_positive())
+                .map(|d| d.to_std())
+                .unwrap_or(default)
+        };
+        let rl_int = |c: &mut Checker, flag: &str, value: &str, default: u32| {
+            c.int(flag, value)
+                .filter(|v| *v > 0)
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .unwrap_or(default)
+        };
+        let rate_limiter = RateLimiterOptions {
+            base_delay: rl_duration(
+                &mut c,
+                "rate-limiter-base-delay",
+                &g.rate_limiter_base_delay,
+                Duration::from_millis(5),
+            ),
+            max_delay: rl_duration(
+                &mut c,
+                "rate-limiter-max-delay",
+                &g.rate_limiter_max_delay,
+                Duration::from_secs(1000),
+            ),
+            qps: rl_int(&mut c, "rate-limiter-qps", &g.rate_limiter_qps, 10),
+            bucket_size: rl_int(&mut c, "rate-limiter-bucket-size", &g.rate_limiter_bucket_size, 100),
+        };
+
+        if c.boolean("enable-pprof", &g.enable_pprof) {
+            warnings.push("--enable-pprof: profiling endpoints are not available in this implementation".into());
+        }
+        if g.profiling_bind_address != "0" {
+            c.address("profiling-bind-address", &g.profiling_bind_address);
+        }
+
+        let hpa = HpaOptions {
+            sync_period: c.positive_duration("horizontal-pod-autoscaler-sync-period", &g.hpa_sync_period),
+            upscale_delay: c
+                .non_negative_duration("horizontal-pod-autoscaler-upscale-delay", &g.hpa_upscale_delay),
+            downscale_stabilization: c.non_negative_duration(
+                "horizontal-pod-autoscaler-downscale-stabilization",
+                &g.hpa_downscale_stabilization,
+            ),
+            downscale_delay: c.non_negative_duration(
+                "horizontal-pod-autoscaler-downscale-delay",
+                &g.hpa_downscale_delay,
+            ),
+            tolerance: c
+                .float("horizontal-pod-autoscaler-tolerance", &g.hpa_tolerance)
+                .unwrap_or(0.1),
+            cpu_initialization_period: c.non_negative_duration(
+                "horizontal-pod-autoscaler-cpu-initialization-period",
+                &g.hpa_cpu_initialization_period,
+            ),
+            initial_readiness_delay: c.non_negative_duration(
+                "horizontal-pod-autoscaler-initial-readiness-delay",
+                &g.hpa_initial_readiness_delay,
+            ),
+        };
+        let federated_resource_quota_sync_period = c.positive_duration(
+            "federated-resource-quota-sync-period",
+            &g.federated_resource_quota_sync_period,
+        );
+
+        // Cluster failover.
+        let f = &self.failover;
+        let enable_no_execute_taint_eviction =
+            c.boolean("enable-no-execute-taint-eviction", &f.enable_no_execute_taint_eviction);
+        if enable_no_execute_taint_eviction
+            && !matches!(
+                f.no_execute_taint_eviction_purge_mode.as_str(),
+                "Gracefully" | "Directly"
+            )
+        {
+            c.bad(
+                "no-execute-taint-eviction-purge-mode",
+                &f.no_execute_taint_eviction_purge_mode,
+                "must be \"Gracefully\" or \"Directly\"",
+            );
+        }
+        let resource_eviction_rate = match c.float("resource-eviction-rate", &f.resource_eviction_rate) {
+            Some(v) if v >= 0.0 => v as f32,
+            Some(_) => {
+                c.bad("resource-eviction-rate", &f.resource_eviction_rate, "must not be negative");
+                0.0
+            }
+            None => 0.0,
+        };
+
+        // Feature gates.
+        let mut feature_gates = FeatureGates::new(KARMADA_FEATURES);
+        if let Err(errs) = feature_gates.set_from_str(&g.feature_gates) {
+            for e in errs {
+                c.bad("feature-gates", &g.feature_gates, e);
+            }
+        }
+
+        if !c.problems.is_empty() {
+            return Err(c.problems);
+        }
+        Ok(Options {
+            kubeconfig: g.kubeconfig.clone(),
+            controllers,
+            leader_election: LeaderElectionOptions {
+                enabled: leader_elect,
+                namespace: g.leader_elect_resource_namespace.clone(),
+                lease_duration: lease,
+                renew_deadline: renew,
+                retry_period: retry,
+            },
+            metrics_bind_address,
+            health_probe_bind_address,
+            cluster_status_update_frequency,
+            cluster_success_threshold,
+            cluster_failure_threshold,
+            cluster_monitor_period,
+            cluster_monitor_grace_period,
+            cluster_startup_grace_period,
+            skipped_propagating_apis: g.skipped_propagating_apis.clone(),
+            skipped_propagating_namespaces,
+            cluster_api_context: g.cluster_api_context.clone(),
+            cluster_api_kubeconfig: g.cluster_api_kubeconfig.clone(),
+            cluster_api_qps,
+            cluster_api_burst,
+            kube_api_qps,
+            kube_api_burst,
+            cluster_cache_sync_timeout,
+            resync_period,
+            group_kind_concurrency,
+            concurrent_propagation_policy_syncs,
+            concurrent_cluster_propagation_policy_syncs,
+            concurrent_resource_template_syncs,
+            concurrent_dependent_resource_syncs,
+            enable_taint_manager,
+            graceful_eviction_timeout,
+            enable_cluster_resource_modeling,
+            rate_limiter,
+            hpa,
+            federated_resource_quota_sync_period,
+            cluster_failover: ClusterFailoverOptions {
+                enable_no_execute_taint_eviction,
+                no_execute_taint_eviction_purge_mode: f.no_execute_taint_eviction_purge_mode.clone(),
+                resource_eviction_rate,
+            },
+            feature_gates,
+            verbosity,
+            logging_format,
+            warnings,
+        })
+    }
+}
+
+/// Parses and validates `args` (including the program name).
+pub fn parse_from(
+    args: impl IntoIterator<Item = String>,
+) -> Result<(Cli, Result<Options, Vec<String>>), clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    let validated = cli.validate(&matches);
+    Ok((cli, validated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, Vec<String>> {
+        let mut all = vec!["karmada-controller-manager".to_string()];
+        all.extend(args.iter().map(|s| s.to_string()));
+        parse_from(all).expect("clap accepts the flags").1
+    }
+
+    #[test]
+    fn defaults_match_karmada() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.controllers, vec!["*"]);
+        assert!(o.leader_election.enabled);
+        assert_eq!(o.leader_election.namespace, "karmada-system");
+        assert_eq!(o.leader_election.lease_duration, Duration::from_secs(15));
+        assert_eq!(o.leader_election.renew_deadline, Duration::from_secs(10));
+        assert_eq!(o.leader_election.retry_period, Duration::from_secs(2));
+        assert_eq!(o.metrics_bind_address.to_string(), ":8080");
+        assert_eq!(o.health_probe_bind_address.to_string(), ":10357");
+        assert_eq!(o.kube_api_qps, 40.0);
+        assert_eq!(o.kube_api_burst, 60);
+        assert_eq!(o.cluster_api_qps, 40.0);
+        assert_eq!(o.cluster_api_burst, 60);
+        assert_eq!(o.cluster_cache_sync_timeout, Duration::from_secs(120));
+        assert_eq!(o.resync_period, Duration::ZERO);
+        assert_eq!(o.cluster_status_update_frequency, Duration::from_secs(10));
+        assert_eq!(o.cluster_monitor_period, Duration::from_secs(5));
+        assert_eq!(o.cluster_monitor_grace_period, Duration::from_secs(40));
+        assert_eq!(o.cluster_startup_grace_period, Duration::from_secs(60));
+        assert_eq!(o.cluster_success_threshold, Duration::from_secs(30));
+        assert_eq!(o.cluster_failure_threshold, Duration::from_secs(30));
+        assert_eq!(o.group_kind_concurrency[group_kinds::WORK], 5);
+        assert_eq!(o.group_kind_concurrency[group_kinds::RESOURCE_BINDING], 5);
+        assert_eq!(o.group_kind_concurrency[group_kinds::CLUSTER_RESOURCE_BINDING], 5);
+        assert_eq!(o.group_kind_concurrency[group_kinds::CLUSTER], 5);
+        assert_eq!(o.group_kind_concurrency[group_kinds::NAMESPACE], 1);
+        assert_eq!(o.concurrent_resource_template_syncs, 5);
+        assert_eq!(o.concurrent_propagation_policy_syncs, 1);
+        assert_eq!(o.concurrent_cluster_propagation_policy_syncs, 1);
+        assert_eq!(o.concurrent_dependent_resource_syncs, 2);
+        assert_eq!(
+            o.rate_limiter,
+            RateLimiterOptions {
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_secs(1000),
+                qps: 10,
+                bucket_size: 100
+            }
+        );
+        assert_eq!(o.graceful_eviction_timeout, Duration::from_secs(600));
+        assert_eq!(o.federated_resource_quota_sync_period, Duration::from_secs(300));
+        assert!(o.enable_taint_manager);
+        assert!(o.enable_cluster_resource_modeling);
+        assert!(!o.cluster_failover.enable_no_execute_taint_eviction);
+        assert_eq!(o.cluster_failover.no_execute_taint_eviction_purge_mode, "Gracefully");
+        assert_eq!(o.cluster_failover.resource_eviction_rate, 0.5);
+        assert_eq!(o.skipped_propagating_namespaces.len(), 1);
+        assert!(o.skipped_propagating_namespaces[0].is_match("kube-system"));
+        assert!(!o.skipped_propagating_namespaces[0].is_match("xkube-system"));
+        assert_eq!(o.verbosity, 0);
+        assert_eq!(o.logging_format, LogFormat::Text);
+        assert!(o.feature_gates.enabled("PropagateDeps"));
+        assert!(!o.feature_gates.enabled("Failover"));
+    }
+
+    #[test]
+    fn go_style_values() {
+        let o = parse(&[
+            "--leader-elect=false",
+            "--leader-elect-lease-duration=1m",
+            "-v=4",
+            "--logging-format=json",
+            "--controllers=*,-cluster",
+            "--controllers",
+            "hpaScaleTargetMarker",
+            "--feature-gates=Failover=true,AllAlpha=true",
+            "--log_dir=/tmp",
+            "--metrics-bind-address=0",
+        ])
+        .unwrap();
+        assert!(!o.leader_election.enabled);
+        assert_eq!(o.leader_election.lease_duration, Duration::from_secs(60));
+        assert_eq!(o.verbosity, 4);
+        assert_eq!(o.logging_format, LogFormat::Json);
+        assert_eq!(o.controllers, vec!["*", "-cluster", "hpaScaleTargetMarker"]);
+        assert!(o.feature_gates.enabled("Failover"));
+        assert!(o.feature_gates.enabled("WorkloadAffinity"));
+        assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
+        assert!(o.warnings.iter().any(|w| w.contains("--log-dir")));
+        let o = parse(&["--leader-elect", "-v", "2"]).unwrap();
+        assert!(o.leader_election.enabled);
+        assert_eq!(o.verbosity, 2);
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        let errs = parse(&[
+            "--controllers=nope,-alsonope",
+            "--leader-elect-lease-duration=-1s",
+            "--cluster-monitor-period=0s",
+            "--kube-api-qps=abc",
+            "--logging-format=xml",
+            "--metrics-bind-address=8080",
+            "--feature-gates=Unknown=true",
+            "--skipped-propagating-namespaces=(",
+            "--concurrent-work-syncs=0",
+        ])
+        .unwrap_err();
+        let joined = errs.join("\n");
+        assert_eq!(errs.len(), 10, "{joined}");
+        for flag in [
+            "--controllers",
+            "--leader-elect-lease-duration",
+            "--cluster-monitor-period",
+            "--kube-api-qps",
+            "--logging-format",
+            "--metrics-bind-address",
+            "--feature-gates",
+            "--skipped-propagating-namespaces",
+            "--concurrent-work-syncs",
+        ] {
+            assert!(joined.contains(flag), "{flag} missing in:\n{joined}");
+        }
+        assert!(joined.contains("\"nope\""), "{joined}");
+        assert!(joined.contains("\"alsonope\""), "{joined}");
+    }
+
+    #[test]
+    fn leader_election_timing_relations() {
+        let errs = parse(&["--leader-elect-renew-deadline=20s"]).unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].contains("--leader-elect-lease-duration"), "{errs:?}");
+        // Not checked when leader election is off.
+        assert!(parse(&["--leader-elect=false", "--leader-elect-renew-deadline=20s"]).is_ok());
+        let errs = parse(&["--leader-elect-retry-period=9s"]).unwrap_err();
+        assert!(errs[0].contains("--leader-elect-renew-deadline"), "{errs:?}");
+    }
+
+    #[test]
+    fn deprecated_probe_address_flags() {
+        let o = parse(&["--bind-address=127.0.0.1", "--secure-port=12345"]).unwrap();
+        assert_eq!(o.health_probe_bind_address.to_string(), "127.0.0.1:12345");
+        assert!(o.warnings.iter().any(|w| w.contains("deprecated")));
+        let o = parse(&["--secure-port=12345"]).unwrap();
+        assert_eq!(o.health_probe_bind_address.to_string(), "0.0.0.0:12345");
+        let o = parse(&["--secure-port=12345", "--health-probe-bind-address=:999"]).unwrap();
+        assert_eq!(o.health_probe_bind_address.to_string(), ":999");
+        assert!(parse(&["--secure-port=0"]).is_err());
+        assert!(parse(&["--bind-address=notanip"]).is_err());
+    }
+
+    #[test]
+    fn rate_limiter_falls_back_like_karmada() {
+        let o = parse(&["--rate-limiter-qps=0", "--rate-limiter-base-delay=0s"]).unwrap();
+        assert_eq!(o.rate_limiter.qps, 10);
+        assert_eq!(o.rate_limiter.base_delay, Duration::from_millis(5));
+    }
+
+    #[test]
+    fn purge_mode_checked_only_when_enabled() {
+        assert!(parse(&["--no-execute-taint-eviction-purge-mode=Nope"]).is_ok());
+        let errs = parse(&[
+            "--enable-no-execute-taint-eviction",
+            "--no-execute-taint-eviction-purge-mode=Nope",
+        ])
+        .unwrap_err();
+        assert!(errs[0].contains("--no-execute-taint-eviction-purge-mode"));
+    }
+
+    #[test]
+    fn normalizes_underscores_in_flag_names_only() {
+        assert_eq!(
+            normalize_args(["x".into(), "--log_dir=/a_b".into(), "--one_output".into(), "-v".into()]),
+            vec!["x", "--log-dir=/a_b", "--one-output", "-v"]
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! Serving the process-wide registry ([`crate::metrics::registry`]) on `/metrics` in the Prometheus text
+//! format, plus the process metrics every Go component exports (`process_cpu_seconds_total`,
+//! `process_resident_memory_bytes`, `process_open_fds`, …).
+
+use std::sync::OnceLock;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus::{Encoder, TextEncoder};
+
+use crate::metrics::registry;
+
+/// Registers the process collector (CPU, memory, fds, start time) in the registry. Idempotent.
+pub fn register_process_metrics() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            let collector = prometheus::process_collector::ProcessCollector::for_self();
+            if let Err(e) = registry().register(Box::new(collector)) {
+                tracing::warn!(error = %e, "cannot register process metrics");
+            }
+        }
+    });
+}
+
+/// The registry's current content in the Prometheus text format.
+pub fn render() -> Result<String, prometheus::Error> {
+    let mut buf = Vec::new();
+    TextEncoder::new().encode(&registry().gather(), &mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The route `/metrics`.
+pub fn router() -> Router {
+    Router::new().route(
+        "/metrics",
+        get(|| async {
+            match render() {
+                Ok(body) => (
+                    StatusCode::OK,
+                    [(
+                        header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )],
+                    body,
+                )
+                    .into_response(),
+                Err(e) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("cannot encode metrics: {e}\n"),
+                )
+                    .into_response(),
+            }
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_process_metrics() {
+        register_process_metrics();
+        register_process_metrics();
+        let text = render().unwrap();
+        assert!(text.contains("process_resident_memory_bytes"), "{text}");
+        assert!(text.contains("process_open_fds"), "{text}");
+        assert!(text.contains("process_cpu_seconds_total"), "{text}");
+    }
+}
