@@ -4,9 +4,16 @@
 //! caches that start only when used, handler registration, a deduping rate-limited work queue,
 //! per-GroupKind worker counts, and a multi-cluster registry with per-cluster cancellation.
 
+pub mod backoff;
+pub mod cache;
+pub mod client;
+pub mod context;
+pub mod error;
+pub mod gvk;
 pub mod key;
 pub mod metrics;
 pub mod queue;
 pub mod runtime;
 
+pub use error::{BoxError, Error, Result};
 pub use key::ObjectKey;

@@ -1,0 +1,310 @@
+//! A cache: one watch of one (cluster, kind, scope), started lazily, feeding a [`Store`] and fanning
+//! changed keys out to subscribers (the work queues of shared controllers).
+//!
+//! Watch errors are retried with jittered exponential backoff; the kube-rs watcher resumes from the
+//! last resourceVersion and relists on `410 Gone`. A relist replaces objects in place and reports
+//! objects that disappeared meanwhile as deleted, so no handler event is lost.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use kube::Api;
+use kube::Resource;
+use kube::api::GroupVersionKind;
+use kube::runtime::watcher::{self, Event};
+use parking_lot::{Mutex, RwLock};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::scope::CacheKey;
+use super::store::{Applied, IndexFn, Store, SyncState};
+use super::transform::{Transform, strip_for_cache};
+use crate::backoff::Backoff;
+use crate::context::ClusterContext;
+use crate::error::{Error, Result};
+use crate::key::ObjectKey;
+
+/// Bounds of an object a cache can hold: typed k8s-openapi/CRD types, `DynamicObject`, or
+/// `PartialObjectMeta<K>` for metadata-only caches.
+pub trait CacheObject:
+    Resource<DynamicType: Clone + Send + Sync + 'static> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+impl<T> CacheObject for T
+where
+    T: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    T::DynamicType: Clone + Send + Sync + 'static,
+{
+}
+
+/// Produces the dynamic type (e.g. the `ApiResource` found by discovery) when the watch starts.
+pub type Resolver<K> = Arc<dyn Fn() -> BoxFuture<'static, Result<<K as Resource>::DynamicType>> + Send + Sync>;
+
+/// Called with every key whose object changed or was deleted.
+pub type Subscriber = Arc<dyn Fn(&ObjectKey) + Send + Sync>;
+
+/// A handle on one shared cache. Cheap to clone; the watch opens on first use
+/// ([`start`](Self::start), [`store`](Self::store), [`wait_for_sync`](Self::wait_for_sync), or a
+/// controller using it).
+pub struct Cache<K: CacheObject> {
+    pub(crate) inner: Arc<CacheInner<K>>,
+}
+
+impl<K: CacheObject> Clone for Cache<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+pub(crate) struct CacheInner<K: CacheObject> {
+    ctx: ClusterContext,
+    key: CacheKey,
+    store: Store<K>,
+    subscribers: RwLock<Vec<(u64, Subscriber)>>,
+    next_subscriber: AtomicU64,
+    started: AtomicBool,
+    resolver: Resolver<K>,
+    strip: bool,
+    transform: Mutex<Option<Transform<K>>>,
+    page_size: Option<u32>,
+    last_error: Mutex<Option<String>>,
+    token: CancellationToken,
+}
+
+impl<K: CacheObject> Cache<K> {
+    pub(crate) fn new(
+        ctx: ClusterContext,
+        key: CacheKey,
+        resolver: Resolver<K>,
+        strip: bool,
+        page_size: Option<u32>,
+    ) -> Self {
+        let gauge = ctx.metrics().cached_objects(&key.group, &key.version, &key.kind);
+        let token = ctx.token().child_token();
+        Self {
+            inner: Arc::new(CacheInner {
+                ctx,
+                key,
+                store: Store::new(Some(gauge)),
+                subscribers: RwLock::new(Vec::new()),
+                next_subscriber: AtomicU64::new(0),
+                started: AtomicBool::new(false),
+                resolver,
+                strip,
+                transform: Mutex::new(None),
+                page_size,
+                last_error: Mutex::new(None),
+                token,
+            }),
+        }
+    }
+
+    /// The cluster this cache watches.
+    pub fn cluster(&self) -> &str {
+        self.inner.ctx.name()
+    }
+
+    /// The kind and scope of this cache.
+    pub fn key(&self) -> &CacheKey {
+        &self.inner.key
+    }
+
+    /// The watched GVK.
+    pub fn gvk(&self) -> GroupVersionKind {
+        self.inner.key.gvk()
+    }
+
+    /// The store, starting the watch if needed.
+    pub fn store(&self) -> Store<K> {
+        self.start();
+        self.inner.store.clone()
+    }
+
+    /// The store without starting the watch.
+    pub fn peek_store(&self) -> &Store<K> {
+        &self.inner.store
+    }
+
+    /// Adds a secondary index without starting the watch.
+    pub fn add_index(&self, name: impl Into<String>, f: IndexFn<K>) {
+        self.inner.store.add_index(name, f);
+    }
+
+    /// Sets an extra transform, run after the default stripping. Only effective before start.
+    pub fn set_transform(&self, f: Transform<K>) {
+        *self.inner.transform.lock() = Some(f);
+    }
+
+    /// True once the watch was started.
+    pub fn is_started(&self) -> bool {
+        self.inner.started.load(Ordering::Acquire)
+    }
+
+    /// True once the initial list completed.
+    pub fn has_synced(&self) -> bool {
+        self.inner.store.has_synced()
+    }
+
+    /// The last watch or discovery error, if the latest attempt failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.inner.last_error.lock().clone()
+    }
+
+    /// Starts the watch (idempotent).
+    pub fn start(&self) {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tracing::debug!(cluster = self.cluster(), cache = %self.inner.key.describe(), "starting cache");
+        let inner = self.inner.clone();
+        self.inner.ctx.tracker().spawn(async move {
+            inner.run().await;
+            inner.store.mark_stopped();
+            inner.store.clear();
+        });
+    }
+
+    /// Stops the watch and frees the objects.
+    pub fn stop(&self) {
+        self.inner.token.cancel();
+        if !self.is_started() {
+            self.inner.store.mark_stopped();
+        }
+    }
+
+    /// Starts the watch if needed and waits for the initial list, at most `timeout`.
+    pub async fn wait_for_sync(&self, timeout: Duration) -> Result<()> {
+        self.start();
+        match tokio::time::timeout(timeout, self.inner.store.wait_synced()).await {
+            Ok(SyncState::Synced) => Ok(()),
+            Ok(_) => Err(Error::CacheStopped {
+                cluster: self.cluster().to_string(),
+                kind: self.inner.key.describe(),
+            }),
+            Err(_) => Err(Error::SyncTimeout {
+                cluster: self.cluster().to_string(),
+                kind: self.inner.key.describe(),
+                timeout,
+                last_error: self.last_error(),
+            }),
+        }
+    }
+
+    /// Calls `f` with every changed or deleted key from now on; returns an id for
+    /// [`unsubscribe`](Self::unsubscribe). Does not start the watch.
+    pub fn subscribe(&self, f: Subscriber) -> u64 {
+        let id = self.inner.next_subscriber.fetch_add(1, Ordering::Relaxed);
+        self.inner.subscribers.write().push((id, f));
+        id
+    }
+
+    /// Removes a subscriber.
+    pub fn unsubscribe(&self, id: u64) {
+        self.inner.subscribers.write().retain(|(i, _)| *i != id);
+    }
+}
+
+impl<K: CacheObject> CacheInner<K> {
+    fn notify(&self, key: &ObjectKey) {
+        for (_, s) in self.subscribers.read().iter() {
+            s(key);
+        }
+    }
+
+    fn record_error(&self, what: &str, err: &dyn std::fmt::Display) {
+        let msg = format!("{what}: {err}");
+        tracing::warn!(cluster = self.ctx.name(), cache = %self.key.describe(), error = %msg, "cache watch error; backing off");
+        *self.last_error.lock() = Some(msg);
+    }
+
+    fn handle(&self, event: Event<K>, transform: &Option<Transform<K>>) {
+        let prepare = |mut o: K| {
+            if self.strip {
+                strip_for_cache(&mut o);
+            }
+            if let Some(t) = transform {
+                t(&mut o);
+            }
+            o
+        };
+        match event {
+            Event::Init => self.store.begin_relist(),
+            Event::InitApply(o) | Event::Apply(o) => {
+                if let Applied::Changed(k) = self.store.apply(prepare(o)) {
+                    self.notify(&k);
+                }
+            }
+            Event::Delete(o) => {
+                if let Some(k) = ObjectKey::from_object(&o)
+                    && self.store.delete(&k)
+                {
+                    self.notify(&k);
+                }
+            }
+            Event::InitDone => {
+                for k in self.store.end_relist() {
+                    self.notify(&k);
+                }
+            }
+        }
+    }
+
+    async fn run(&self) {
+        let token = self.token.clone();
+        let mut backoff = Backoff::default();
+        let dt = loop {
+            match (self.resolver)().await {
+                Ok(dt) => break dt,
+                Err(e) => {
+                    self.record_error("resolving kind", &e);
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(backoff.next_delay()) => {}
+                    }
+                }
+            }
+        };
+        backoff.reset();
+        let client = self.ctx.clients().client();
+        // A namespace scope is a field selector on the cluster-wide path, which works for any
+        // resource scope type (typed, dynamic, metadata-only).
+        let api: Api<K> = Api::all_with(client, &dt);
+        let mut wc = watcher::Config::default();
+        wc.label_selector = self.key.scope.label_selector.clone();
+        wc.field_selector = match (&self.key.scope.namespace, &self.key.scope.field_selector) {
+            (Some(ns), Some(f)) => Some(format!("metadata.namespace={ns},{f}")),
+            (Some(ns), None) => Some(format!("metadata.namespace={ns}")),
+            (None, f) => f.clone(),
+        };
+        wc.page_size = self.page_size;
+        let transform = self.transform.lock().clone();
+        let mut stream = watcher::watcher(api, wc).boxed();
+        loop {
+            let next = tokio::select! {
+                _ = token.cancelled() => return,
+                n = stream.next() => n,
+            };
+            match next {
+                None => return,
+                Some(Ok(event)) => {
+                    backoff.reset();
+                    *self.last_error.lock() = None;
+                    self.handle(event, &transform);
+                }
+                Some(Err(e)) => {
+                    self.record_error("watch", &e);
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(backoff.next_delay()) => {}
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Shared caches: one watch per (cluster, kind, scope), `Arc`ed and transformed objects, secondary
+//! indexes, lazy start.
+
+pub mod factory;
+pub mod informer;
+pub mod scope;
+pub mod store;
+pub mod transform;
+
+pub use factory::{CacheFactory, CacheOptions};
+pub use informer::{Cache, CacheObject, Resolver, Subscriber};
+pub use scope::{CacheKey, CacheScope};
+pub use store::{Applied, IndexFn, NAMESPACE_INDEX, Store, SyncState, label_index_name};
+pub use transform::{LAST_APPLIED_ANNOTATION, Transform, strip_for_cache};

@@ -1,0 +1,82 @@
+//! Errors of the framework. Every variant names the object (cluster, kind, key) and the cause.
+
+use std::time::Duration;
+
+/// A boxed error returned by handlers.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Framework errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Building a client for a cluster failed.
+    #[error("building client for cluster {cluster:?}: {source}")]
+    Client {
+        /// Cluster name.
+        cluster: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// A header value (such as a User-Agent) was invalid.
+    #[error("invalid header value {value:?} for cluster {cluster:?}")]
+    InvalidHeader {
+        /// Cluster name.
+        cluster: String,
+        /// The rejected value.
+        value: String,
+    },
+    /// Discovery could not map a kind to a resource.
+    #[error("cluster {cluster:?} does not serve kind {gvk}: {source}")]
+    UnknownKind {
+        /// Cluster name.
+        cluster: String,
+        /// `group/version, Kind=kind`.
+        gvk: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// A cache did not finish its initial list in time.
+    #[error("cache for {kind} in cluster {cluster:?} did not sync within {timeout:?}{}", last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    SyncTimeout {
+        /// Cluster name.
+        cluster: String,
+        /// The kind (and scope) of the cache.
+        kind: String,
+        /// How long we waited.
+        timeout: Duration,
+        /// The last watch error, if any.
+        last_error: Option<String>,
+    },
+    /// A cache was stopped (its cluster removed or the process shutting down).
+    #[error("cache for {kind} in cluster {cluster:?} was stopped")]
+    CacheStopped {
+        /// Cluster name.
+        cluster: String,
+        /// The kind (and scope) of the cache.
+        kind: String,
+    },
+    /// The same kind and scope were requested with two different Rust representations.
+    #[error(
+        "cache for {kind} in cluster {cluster:?} already exists as {existing}, cannot also hold it as {requested}: pick one representation per kind"
+    )]
+    RepresentationConflict {
+        /// Cluster name.
+        cluster: String,
+        /// The kind (and scope).
+        kind: String,
+        /// Type name of the existing cache.
+        existing: &'static str,
+        /// Type name that was requested.
+        requested: &'static str,
+    },
+    /// A cluster with this name is already registered.
+    #[error("cluster {0:?} is already registered")]
+    ClusterExists(String),
+    /// No cluster with this name is registered.
+    #[error("cluster {0:?} is not registered")]
+    ClusterNotFound(String),
+}
+
+/// Result alias of the framework.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
