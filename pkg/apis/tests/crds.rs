@@ -74,9 +74,19 @@ fn default_of(schema: &JSONSchemaProps) -> serde_json::Value {
         .unwrap_or_default()
 }
 
+/// CRD name, kind, scope, short name, status subresource, printer columns.
+type Expected<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    bool,
+    &'a [&'a str],
+);
+
 #[test]
 fn names_scopes_and_columns_match_karmada() {
-    let expect: &[(&str, &str, &str, Option<&str>, bool, &[&str])] = &[
+    let expect: &[Expected] = &[
         (
             "clusters.cluster.karmada.io",
             "Cluster",
