@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) from their
+# official Go modules (hack/tools/*), once, into a cache folder named after their versions:
+#   ${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}/test-binaries/k8s-<v>_etcd-<v>_kwok-<v>/
+# A binary already present in $KUBEBUILDER_ASSETS is used from there and not built.
+# Prints the cache folder on stdout; progress goes to stderr.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/test-binaries.env
+source "$root/hack/test-binaries.env"
+
+die() { echo "build-test-binaries: $*" >&2; exit 1; }
+
+# The versions in test-binaries.env name the cache folder; the go.mod files are what gets built. Keep them equal.
+check_pin() { # module-dir module version
+  grep -qE "^require $2 $3\$" "$root/hack/tools/$1/go.mod" ||
+    die "hack/tools/$1/go.mod does not require $2 $3 (as hack/test-binaries.env says); update one to match the other"
+}
+check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
+check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
+
+cache=${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}
+out="$cache/test-binaries/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+mkdir -p "$out"
+
+have() { [ -x "$out/$1" ] || { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/$1" ]; }; }
+
+# module-dir name=package... : builds, from hack/tools/<module-dir>, each named binary that is missing.
+build() {
+  local dir=$1; shift
+  local names=() pkgs=() spec
+  for spec in "$@"; do
+    have "${spec%%=*}" && continue
+    names+=("${spec%%=*}"); pkgs+=("${spec#*=}")
+  done
+  [ ${#pkgs[@]} -eq 0 ] && return 0
+  command -v go >/dev/null 2>&1 ||
+    die "Go is not installed, and it is needed to build ${names[*]}: install Go >= 1.26 (e.g. 'apt-get install golang-go' or from go.dev), or set KUBEBUILDER_ASSETS to a folder holding these binaries"
+  local gov; gov=$(go env GOVERSION | sed 's/^go//')
+  [ "$(printf '%s\n' 1.26 "$gov" | sort -V | head -n1)" = 1.26 ] ||
+    die "Go $gov is too old to build ${names[*]}: Go >= 1.26 is required"
+  local tmp; tmp=$(mktemp -d "$out/.build.XXXXXX")
+  echo "build-test-binaries: building ${names[*]} from hack/tools/$dir (first time only; cached in $out)" >&2
+  local start=$SECONDS i
+  for i in "${!pkgs[@]}"; do
+    (cd "$root/hack/tools/$dir" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/${names[$i]}" "${pkgs[$i]}") ||
+      { rm -rf "$tmp"; die "building ${names[$i]} (${pkgs[$i]}) in hack/tools/$dir failed: see the Go errors above"; }
+  done
+  mv "$tmp"/* "$out/"
+  rmdir "$tmp"
+  echo "build-test-binaries: built ${names[*]} in $((SECONDS - start))s" >&2
+}
+
+build kubernetes \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+build etcd etcd=.
+build kwok kwok=sigs.k8s.io/kwok/cmd/kwok
+
+# kwok needs Stage configs to drive nodes and pods (kwokctl normally supplies them). Take the ones the
+# pinned kwok module ships: nodes become Ready and heartbeat through leases; pods become Ready, complete, and
+# go away on deletion; the chaos stages only act on pods annotated to fail.
+if [ ! -d "$out/kwok-stages" ] && ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "$KUBEBUILDER_ASSETS/kwok-stages" ]; }; then
+  kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) ||
+    die "cannot find the sigs.k8s.io/kwok module source (go list -m failed)"
+  tmp=$(mktemp -d "$out/.stages.XXXXXX")
+  cp "$kwok_dir"/kustomize/stage/node/fast/node-initialize.yaml \
+     "$kwok_dir"/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+     "$kwok_dir"/kustomize/stage/pod/fast/pod-ready.yaml \
+     "$kwok_dir"/kustomize/stage/pod/fast/pod-complete.yaml \
+     "$kwok_dir"/kustomize/stage/pod/fast/pod-delete.yaml \
+     "$kwok_dir"/kustomize/stage/pod/chaos/pod-container-running-failed.yaml "$tmp/"
+  chmod u+w "$tmp"/*
+  mv "$tmp" "$out/kwok-stages"
+fi
+
+echo "$out"

@@ -1,0 +1,93 @@
+//! Finding the test binaries: `$KUBEBUILDER_ASSETS` first (the envtest convention), then the cache folder
+//! that `hack/build-test-binaries.sh` fills from the official Go modules.
+
+use std::path::PathBuf;
+
+use crate::Error;
+
+/// The pinned versions, shared with the hack script.
+const VERSIONS: &str = include_str!("../../../hack/test-binaries.env");
+
+fn version(key: &str) -> &'static str {
+    VERSIONS
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+        .unwrap_or("unknown")
+}
+
+/// The Kubernetes version the test binaries are built from (e.g. `v1.37.2`).
+pub fn kubernetes_version() -> &'static str {
+    version("KUBERNETES_VERSION")
+}
+
+/// The folder `hack/build-test-binaries.sh` writes to.
+pub fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("KARMADA_RS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("karmada-rs")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/karmada-rs")))
+        .unwrap_or_else(|| PathBuf::from("/tmp/karmada-rs-cache"));
+    base.join("test-binaries").join(format!(
+        "k8s-{}_etcd-{}_kwok-{}",
+        version("KUBERNETES_VERSION"),
+        version("ETCD_VERSION"),
+        version("KWOK_VERSION")
+    ))
+}
+
+/// Locates the executable `name`, or says where it was looked for and how to build it.
+pub fn locate(name: &str) -> Result<PathBuf, Error> {
+    let mut searched = Vec::new();
+    if let Some(assets) = std::env::var_os("KUBEBUILDER_ASSETS") {
+        let p = PathBuf::from(assets).join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+        searched.push(p);
+    }
+    let p = cache_dir().join(name);
+    if p.is_file() {
+        return Ok(p);
+    }
+    searched.push(p);
+    Err(Error::MissingBinary {
+        name: name.to_string(),
+        searched: searched
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// The kwok Stage configs (copied from the pinned kwok module by the hack script), sorted by name.
+pub fn kwok_stages() -> Result<Vec<PathBuf>, Error> {
+    let mut dirs = Vec::new();
+    if let Some(assets) = std::env::var_os("KUBEBUILDER_ASSETS") {
+        dirs.push(PathBuf::from(assets).join("kwok-stages"));
+    }
+    dirs.push(cache_dir().join("kwok-stages"));
+    for dir in &dirs {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let mut files: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .collect();
+            if !files.is_empty() {
+                files.sort();
+                return Ok(files);
+            }
+        }
+    }
+    Err(Error::MissingBinary {
+        name: "kwok-stages (kwok's Stage configs)".to_string(),
+        searched: dirs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}

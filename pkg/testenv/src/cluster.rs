@@ -1,0 +1,452 @@
+//! One API server (host or member) and the components that may run beside it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::Error;
+use crate::binaries;
+use crate::kubeconfig;
+use crate::pki::ClusterPki;
+use crate::process::{self, ManagedProcess};
+
+/// A kube-apiserver on a loopback port, with its own PKI and admin kubeconfig.
+#[derive(Debug)]
+pub struct ApiServer {
+    name: String,
+    dir: PathBuf,
+    port: u16,
+    url: String,
+    pki: ClusterPki,
+    args: Vec<String>,
+    pid_file: PathBuf,
+    kubeconfig: Kubeconfig,
+    kubeconfig_path: PathBuf,
+    process: Mutex<Option<ManagedProcess>>,
+    components: Mutex<Vec<ManagedProcess>>,
+}
+
+impl ApiServer {
+    /// Creates its folder, PKI and kubeconfig; does not start it.
+    pub(crate) fn prepare(
+        name: &str,
+        env_dir: &Path,
+        etcd_url: &str,
+        pid_file: &Path,
+    ) -> Result<Self, Error> {
+        let dir = env_dir.join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let pki = ClusterPki::generate(name, &dir)?;
+        let port = process::free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--etcd-prefix=/{name}"),
+            "--bind-address=127.0.0.1".to_string(),
+            "--advertise-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", dir.join("certs").display()),
+            format!("--tls-cert-file={}", pki.serving_cert.display()),
+            format!("--tls-private-key-file={}", pki.serving_key.display()),
+            format!("--client-ca-file={}", pki.ca_cert.display()),
+            format!("--service-account-key-file={}", pki.sa_public_key.display()),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.sa_private_key.display()
+            ),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
+            "--authorization-mode=RBAC".to_string(),
+            "--service-cluster-ip-range=10.96.0.0/16".to_string(),
+            "--allow-privileged=true".to_string(),
+            "--profiling=false".to_string(),
+            // Loopback test servers: no need to announce endpoints or hold per-server leases.
+            "--endpoint-reconciler-type=none".to_string(),
+            "--v=1".to_string(),
+        ];
+        let mut server = ApiServer {
+            name: name.to_string(),
+            dir: dir.clone(),
+            port,
+            url,
+            pki,
+            args,
+            pid_file: pid_file.to_path_buf(),
+            kubeconfig: Kubeconfig::default(),
+            kubeconfig_path: dir.join("kubeconfig"),
+            process: Mutex::new(None),
+            components: Mutex::new(Vec::new()),
+        };
+        server.kubeconfig = kubeconfig::for_server(&server)?;
+        kubeconfig::write(&server.kubeconfig_path, &server.kubeconfig)?;
+        Ok(server)
+    }
+
+    /// Its name: `host`, `member1`, ….
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The loopback port it serves on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its certificates and keys.
+    pub fn pki(&self) -> &ClusterPki {
+        &self.pki
+    }
+
+    /// Its CA certificate (PEM), e.g. for a Cluster secret's `caBundle`.
+    pub fn ca_pem(&self) -> Result<Vec<u8>, Error> {
+        std::fs::read(&self.pki.ca_cert).map_err(|e| Error::io(&self.pki.ca_cert, e))
+    }
+
+    /// Its admin kubeconfig file (context named after the server).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// Its admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
+    }
+
+    /// Its folder (logs, certificates).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The kube-apiserver log file.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("kube-apiserver.log")
+    }
+
+    /// A client configuration with the admin identity.
+    pub async fn kube_config(&self) -> Result<kube::Config, Error> {
+        kube::Config::from_custom_kubeconfig(self.kubeconfig.clone(), &KubeConfigOptions::default())
+            .await
+            .map_err(|e| Error::Kubeconfig(format!("{}: {e}", self.name)))
+    }
+
+    /// An admin client, or an error naming the server.
+    pub async fn try_client(&self) -> Result<Client, Error> {
+        let config = self.kube_config().await?;
+        Client::try_from(config).map_err(|e| Error::kube(format!("client for {}", self.name), e))
+    }
+
+    /// An admin client. Panics with the cause if one cannot be built from the kubeconfig this
+    /// environment wrote (a broken environment, which should fail the test).
+    pub async fn client(&self) -> Client {
+        match self.try_client().await {
+            Ok(c) => c,
+            Err(e) => panic!("testenv: {e}"),
+        }
+    }
+
+    /// Pid of its kube-apiserver, if running.
+    pub fn pid(&self) -> Option<u32> {
+        self.process
+            .lock()
+            .ok()
+            .and_then(|p| p.as_ref().map(|p| p.pid()))
+    }
+
+    pub(crate) fn spawn(&self) -> Result<(), Error> {
+        let mut guard = self
+            .process
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
+        if guard.as_mut().is_some_and(|p| p.is_running()) {
+            return Ok(());
+        }
+        *guard = Some(ManagedProcess::spawn(
+            &format!("{}/kube-apiserver", self.name),
+            &binaries::locate("kube-apiserver")?,
+            &self.args,
+            &self.log_path(),
+            &self.pid_file,
+        )?);
+        Ok(())
+    }
+
+    fn check_running(&self) -> Result<(), Error> {
+        let mut guard = self
+            .process
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
+        match guard.as_mut() {
+            Some(p) => p.check_running(),
+            None => Err(Error::Process(format!(
+                "{}: kube-apiserver is stopped",
+                self.name
+            ))),
+        }
+    }
+
+    /// Waits until `/readyz` answers 200 and the `default` namespace exists.
+    pub(crate) async fn wait_ready(&self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        let client = self.try_client().await?;
+        loop {
+            self.check_running()?;
+            let req = http::Request::get("/readyz")
+                .body(Vec::new())
+                .map_err(|e| Error::Process(e.to_string()))?;
+            let ready = client
+                .request_text(req)
+                .await
+                .is_ok_and(|body| body.trim() == "ok");
+            // The default namespace appears shortly after readyz; tests create objects in it.
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            if ready && namespaces.get_opt("default").await.ok().flatten().is_some() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout(format!(
+                    "{} kube-apiserver not ready within {timeout:?}; last lines of {}:\n{}",
+                    self.name,
+                    self.log_path().display(),
+                    process::log_tail(&self.log_path())
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Stops its kube-apiserver (SIGTERM, then SIGKILL), e.g. to test recovery. Components keep running.
+    pub fn stop(&self) {
+        if let Some(mut p) = self.process.lock().ok().and_then(|mut g| g.take()) {
+            p.stop(Duration::from_secs(10));
+        }
+    }
+
+    /// Kills its kube-apiserver with SIGKILL, as a crash would.
+    pub fn kill(&self) {
+        if let Some(mut p) = self.process.lock().ok().and_then(|mut g| g.take()) {
+            p.kill();
+        }
+    }
+
+    /// Starts its kube-apiserver again on the same port and waits until it is ready.
+    pub async fn start(&self) -> Result<(), Error> {
+        self.spawn()?;
+        self.wait_ready(Duration::from_secs(90)).await
+    }
+
+    /// Stops its components, then the API server.
+    pub(crate) fn stop_all(&self) {
+        if let Ok(mut comps) = self.components.lock() {
+            for c in comps.iter_mut() {
+                c.stop(Duration::from_secs(5));
+            }
+            comps.clear();
+        }
+        self.stop();
+    }
+
+    fn start_component(&self, binary: &str, args: Vec<String>) -> Result<(), Error> {
+        let proc = ManagedProcess::spawn(
+            &format!("{}/{binary}", self.name),
+            &binaries::locate(binary)?,
+            &args,
+            &self.dir.join(format!("{binary}.log")),
+            &self.pid_file,
+        )?;
+        self.components
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?
+            .push(proc);
+        Ok(())
+    }
+
+    /// Pids of the components running beside it (kube-controller-manager, kube-scheduler, kwok).
+    pub fn component_pids(&self) -> Vec<u32> {
+        self.components
+            .lock()
+            .map(|c| c.iter().map(|p| p.pid()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Runs kube-controller-manager against it: garbage collector, namespace, service-account and the
+    /// workload controllers, as in a real cluster.
+    pub(crate) fn start_controller_manager(&self) -> Result<(), Error> {
+        let kc = self.kubeconfig_path.display().to_string();
+        self.start_component(
+            "kube-controller-manager",
+            vec![
+                format!("--kubeconfig={kc}"),
+                format!("--authentication-kubeconfig={kc}"),
+                format!("--authorization-kubeconfig={kc}"),
+                "--bind-address=127.0.0.1".to_string(),
+                format!("--secure-port={}", process::free_port()?),
+                "--leader-elect=false".to_string(),
+                "--controllers=*".to_string(),
+                format!("--cluster-name={}", self.name),
+                format!("--root-ca-file={}", self.pki.ca_cert.display()),
+                format!(
+                    "--service-account-private-key-file={}",
+                    self.pki.sa_private_key.display()
+                ),
+                format!("--cluster-signing-cert-file={}", self.pki.ca_cert.display()),
+                format!("--cluster-signing-key-file={}", self.pki.ca_key.display()),
+                "--use-service-account-credentials=false".to_string(),
+                "--kube-api-qps=200".to_string(),
+                "--kube-api-burst=400".to_string(),
+                "--v=1".to_string(),
+            ],
+        )
+    }
+
+    /// Waits until kube-controller-manager has created the `default` ServiceAccount (it is working).
+    pub(crate) async fn wait_controller_manager(&self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        let client = self.try_client().await?;
+        let sas: Api<ServiceAccount> = Api::namespaced(client, "default");
+        loop {
+            if sas.get_opt("default").await.ok().flatten().is_some() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = self.dir.join("kube-controller-manager.log");
+                return Err(Error::Timeout(format!(
+                    "{}: kube-controller-manager did not create the default ServiceAccount within \
+                     {timeout:?}; last lines of {}:\n{}",
+                    self.name,
+                    log.display(),
+                    process::log_tail(&log)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Runs kube-scheduler against it.
+    pub(crate) fn start_scheduler(&self) -> Result<(), Error> {
+        let kc = self.kubeconfig_path.display().to_string();
+        self.start_component(
+            "kube-scheduler",
+            vec![
+                format!("--kubeconfig={kc}"),
+                format!("--authentication-kubeconfig={kc}"),
+                format!("--authorization-kubeconfig={kc}"),
+                "--bind-address=127.0.0.1".to_string(),
+                format!("--secure-port={}", process::free_port()?),
+                "--leader-elect=false".to_string(),
+                "--v=1".to_string(),
+            ],
+        )
+    }
+
+    /// Runs kwok against it, managing the nodes annotated `kwok.x-k8s.io/node=fake`.
+    pub(crate) fn start_kwok(&self) -> Result<(), Error> {
+        let mut args = vec![
+            format!("--kubeconfig={}", self.kubeconfig_path.display()),
+            "--manage-all-nodes=false".to_string(),
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
+            "--cidr=10.244.0.0/16".to_string(),
+            "--node-ip=10.0.0.1".to_string(),
+            format!("--server-address=127.0.0.1:{}", process::free_port()?),
+        ];
+        for stage in binaries::kwok_stages()? {
+            args.push(format!("--config={}", stage.display()));
+        }
+        self.start_component("kwok", args)
+    }
+
+    /// Creates `count` fake nodes (32 CPU, 256Gi, 110 pods each) and waits until kwok reports them Ready.
+    pub(crate) async fn add_kwok_nodes(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let client = self.try_client().await?;
+        let nodes: Api<Node> = Api::all(client);
+        for i in 0..count {
+            let name = format!("{}-kwok-node-{i}", self.name);
+            let node: Node = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": {
+                        "type": "kwok",
+                        "kubernetes.io/arch": "amd64",
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/hostname": name,
+                        "node-role.kubernetes.io/agent": "",
+                    },
+                },
+                "status": {
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "nodeInfo": {
+                        "architecture": "amd64",
+                        "operatingSystem": "linux",
+                        "kubeletVersion": "fake",
+                        "kubeProxyVersion": "fake",
+                    },
+                },
+            }))
+            .map_err(|e| Error::Process(format!("node manifest: {e}")))?;
+            match nodes.create(&PostParams::default(), &node).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => {
+                    return Err(Error::kube(
+                        format!("{}: creating node {name}", self.name),
+                        e,
+                    ));
+                }
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let list = nodes
+                .list(&Default::default())
+                .await
+                .map_err(|e| Error::kube(format!("{}: listing nodes", self.name), e))?;
+            let ready = list
+                .items
+                .iter()
+                .filter(|n| {
+                    n.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        })
+                })
+                .count();
+            if ready >= count {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = self.dir.join("kwok.log");
+                return Err(Error::Timeout(format!(
+                    "{}: {ready}/{count} kwok nodes Ready after {timeout:?}; last lines of {}:\n{}",
+                    self.name,
+                    log.display(),
+                    process::log_tail(&log)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}

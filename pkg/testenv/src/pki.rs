@@ -1,0 +1,97 @@
+//! Certificates and keys for one API server: a cluster CA, a serving certificate for the loopback address,
+//! an admin client certificate (`O=system:masters`) and the service-account signing key pair.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+use crate::Error;
+
+/// The PEM files of one cluster's PKI, written under its directory.
+#[derive(Debug, Clone)]
+pub struct ClusterPki {
+    pub ca_cert: PathBuf,
+    pub ca_key: PathBuf,
+    pub serving_cert: PathBuf,
+    pub serving_key: PathBuf,
+    pub admin_cert: PathBuf,
+    pub admin_key: PathBuf,
+    pub sa_public_key: PathBuf,
+    pub sa_private_key: PathBuf,
+}
+
+impl ClusterPki {
+    /// Generates a fresh PKI for the cluster `name` and writes it into `dir`.
+    pub fn generate(name: &str, dir: &Path) -> Result<Self, Error> {
+        let pki_err = |e: rcgen::Error| Error::Pki(format!("cluster {name}: {e}"));
+
+        let ca_key = KeyPair::generate().map_err(pki_err)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, format!("{name}-ca"));
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(pki_err)?;
+        let issuer = Issuer::from_params(&ca_params, &ca_key);
+
+        let serving_key = KeyPair::generate().map_err(pki_err)?;
+        let mut serving = CertificateParams::new(vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "kubernetes".to_string(),
+            "kubernetes.default".to_string(),
+            "kubernetes.default.svc".to_string(),
+        ])
+        .map_err(pki_err)?;
+        serving
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let serving_cert = serving.signed_by(&serving_key, &issuer).map_err(pki_err)?;
+
+        let admin_key = KeyPair::generate().map_err(pki_err)?;
+        let mut admin = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
+        admin
+            .distinguished_name
+            .push(DnType::CommonName, "karmada-rs-admin");
+        admin
+            .distinguished_name
+            .push(DnType::OrganizationName, "system:masters");
+        admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let admin_cert = admin.signed_by(&admin_key, &issuer).map_err(pki_err)?;
+
+        let sa_key = KeyPair::generate().map_err(pki_err)?;
+
+        let pki = ClusterPki {
+            ca_cert: dir.join("ca.crt"),
+            ca_key: dir.join("ca.key"),
+            serving_cert: dir.join("apiserver.crt"),
+            serving_key: dir.join("apiserver.key"),
+            admin_cert: dir.join("admin.crt"),
+            admin_key: dir.join("admin.key"),
+            sa_public_key: dir.join("sa.pub"),
+            sa_private_key: dir.join("sa.key"),
+        };
+        for (path, pem) in [
+            (&pki.ca_cert, ca_cert.pem()),
+            (&pki.ca_key, ca_key.serialize_pem()),
+            (&pki.serving_cert, serving_cert.pem()),
+            (&pki.serving_key, serving_key.serialize_pem()),
+            (&pki.admin_cert, admin_cert.pem()),
+            (&pki.admin_key, admin_key.serialize_pem()),
+            (&pki.sa_public_key, sa_key.public_key_pem()),
+            (&pki.sa_private_key, sa_key.serialize_pem()),
+        ] {
+            std::fs::write(path, pem).map_err(|e| Error::io(path, e))?;
+        }
+        Ok(pki)
+    }
+}
