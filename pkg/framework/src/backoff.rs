@@ -22,7 +22,11 @@ impl Default for Backoff {
 impl Backoff {
     /// Backoff from `min` doubling up to `max`.
     pub fn new(min: Duration, max: Duration) -> Self {
-        Self { min, max, attempt: 0 }
+        Self {
+            min,
+            max,
+            attempt: 0,
+        }
     }
 
     /// The next delay.
@@ -46,9 +50,15 @@ mod tests {
     fn grows_with_jitter_and_resets() {
         let mut b = Backoff::default();
         let d0 = b.next_delay();
-        assert!(d0 >= Duration::from_millis(800) && d0 <= Duration::from_millis(1200), "{d0:?}");
+        assert!(
+            d0 >= Duration::from_millis(800) && d0 <= Duration::from_millis(1200),
+            "{d0:?}"
+        );
         let d1 = b.next_delay();
-        assert!(d1 >= Duration::from_millis(1600) && d1 <= Duration::from_millis(2400), "{d1:?}");
+        assert!(
+            d1 >= Duration::from_millis(1600) && d1 <= Duration::from_millis(2400),
+            "{d1:?}"
+        );
         for _ in 0..20 {
             assert!(b.next_delay() <= Duration::from_secs(45));
         }

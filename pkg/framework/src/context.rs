@@ -26,7 +26,11 @@ struct Inner {
 
 impl ClusterContext {
     /// Bundles a cluster's parts; `token` should be a child of the process (or registry) token.
-    pub fn new(token: CancellationToken, metrics: Arc<ClusterMetrics>, clients: ClientFactory) -> Self {
+    pub fn new(
+        token: CancellationToken,
+        metrics: Arc<ClusterMetrics>,
+        clients: ClientFactory,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 name: clients.cluster().to_string(),

@@ -70,6 +70,14 @@ pub enum Error {
         /// Type name that was requested.
         requested: &'static str,
     },
+    /// A dynamic object has no `apiVersion`/`kind`, so its controller cannot be chosen.
+    #[error("object {name:?} in cluster {cluster:?} has no apiVersion/kind")]
+    ObjectWithoutKind {
+        /// Cluster name.
+        cluster: String,
+        /// Object name.
+        name: String,
+    },
     /// A cluster with this name is already registered.
     #[error("cluster {0:?} is already registered")]
     ClusterExists(String),

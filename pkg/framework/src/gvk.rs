@@ -29,7 +29,10 @@ mod tests {
     fn formats() {
         assert_eq!(group_kind_string("apps", "Deployment"), "Deployment.apps");
         assert_eq!(group_kind_string("", "ConfigMap"), "ConfigMap");
-        assert_eq!(gvk_string(&GroupVersionKind::gvk("", "v1", "Pod")), "v1, Kind=Pod");
+        assert_eq!(
+            gvk_string(&GroupVersionKind::gvk("", "v1", "Pod")),
+            "v1, Kind=Pod"
+        );
         assert_eq!(
             gvk_string(&GroupVersionKind::gvk("apps", "v1", "Deployment")),
             "apps/v1, Kind=Deployment"

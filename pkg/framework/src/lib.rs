@@ -7,7 +7,9 @@
 pub mod backoff;
 pub mod cache;
 pub mod client;
+pub mod cluster;
 pub mod context;
+pub mod controller;
 pub mod error;
 pub mod gvk;
 pub mod key;
@@ -15,5 +17,12 @@ pub mod metrics;
 pub mod queue;
 pub mod runtime;
 
+pub use cache::{Cache, CacheFactory, CacheOptions, CacheScope, Store};
+pub use client::{ClientFactory, ClientOptions};
+pub use cluster::{Cluster, ClusterOptions, ClusterRegistry, MANAGED_SELECTOR};
+pub use controller::{
+    ControllerFactory, ControllerOptions, HandlerResult, SharedController, WorkerOptions,
+};
 pub use error::{BoxError, Error, Result};
 pub use key::ObjectKey;
+pub use queue::{RateLimiterOptions, WorkQueue};

@@ -184,7 +184,11 @@ impl CacheFactory {
     }
 
     /// A dynamic cache of `gvk` in an explicit scope.
-    pub fn for_gvk_in(&self, gvk: &GroupVersionKind, scope: CacheScope) -> Result<Cache<DynamicObject>> {
+    pub fn for_gvk_in(
+        &self,
+        gvk: &GroupVersionKind,
+        scope: CacheScope,
+    ) -> Result<Cache<DynamicObject>> {
         let clients = self.inner.ctx.clients().clone();
         let g = gvk.clone();
         self.get_or_create(gvk, scope, move || {
@@ -271,4 +275,3 @@ impl<K: CacheObject> std::fmt::Debug for Cache<K> {
             .finish()
     }
 }
-

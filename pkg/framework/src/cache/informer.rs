@@ -31,7 +31,13 @@ use crate::key::ObjectKey;
 /// Bounds of an object a cache can hold: typed k8s-openapi/CRD types, `DynamicObject`, or
 /// `PartialObjectMeta<K>` for metadata-only caches.
 pub trait CacheObject:
-    Resource<DynamicType: Clone + Send + Sync + 'static> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+    Resource<DynamicType: Clone + Send + Sync + 'static>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
 }
 impl<T> CacheObject for T
@@ -42,7 +48,8 @@ where
 }
 
 /// Produces the dynamic type (e.g. the `ApiResource` found by discovery) when the watch starts.
-pub type Resolver<K> = Arc<dyn Fn() -> BoxFuture<'static, Result<<K as Resource>::DynamicType>> + Send + Sync>;
+pub type Resolver<K> =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<<K as Resource>::DynamicType>> + Send + Sync>;
 
 /// Called with every key whose object changed or was deleted.
 pub type Subscriber = Arc<dyn Fn(&ObjectKey) + Send + Sync>;
@@ -85,7 +92,9 @@ impl<K: CacheObject> Cache<K> {
         strip: bool,
         page_size: Option<u32>,
     ) -> Self {
-        let gauge = ctx.metrics().cached_objects(&key.group, &key.version, &key.kind);
+        let gauge = ctx
+            .metrics()
+            .cached_objects(&key.group, &key.version, &key.kind);
         let token = ctx.token().child_token();
         Self {
             inner: Arc::new(CacheInner {

@@ -177,7 +177,15 @@ impl<K: Resource> Store<K> {
         let l = label.to_string();
         self.add_index(
             label_index_name(label),
-            Arc::new(move |o: &K| o.meta().labels.as_ref().and_then(|m| m.get(&l)).cloned().into_iter().collect()),
+            Arc::new(move |o: &K| {
+                o.meta()
+                    .labels
+                    .as_ref()
+                    .and_then(|m| m.get(&l))
+                    .cloned()
+                    .into_iter()
+                    .collect()
+            }),
         );
     }
 
@@ -187,7 +195,11 @@ impl<K: Resource> Store<K> {
         st.indexes
             .get(name)
             .and_then(|i| i.get(value))
-            .map(|keys| keys.iter().filter_map(|k| st.objects.get(k).cloned()).collect())
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| st.objects.get(k).cloned())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -271,7 +283,12 @@ impl<K: Resource> Store<K> {
     pub fn end_relist(&self) -> Vec<ObjectKey> {
         let mut st = self.inner.state.write();
         let seen = st.relist.take().unwrap_or_default();
-        let gone: Vec<ObjectKey> = st.objects.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+        let gone: Vec<ObjectKey> = st
+            .objects
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
         for k in &gone {
             if let Some(old) = st.objects.remove(k)
                 && !st.indexers.is_empty()
@@ -356,8 +373,14 @@ mod tests {
         let s = Store::<ConfigMap>::new(None);
         s.index_by_namespace();
         s.index_by_label("app");
-        assert!(matches!(s.apply(cm("a", "x", "1", Some("web"))), Applied::Changed(_)));
-        assert!(matches!(s.apply(cm("a", "x", "1", Some("web"))), Applied::Unchanged(_)));
+        assert!(matches!(
+            s.apply(cm("a", "x", "1", Some("web"))),
+            Applied::Changed(_)
+        ));
+        assert!(matches!(
+            s.apply(cm("a", "x", "1", Some("web"))),
+            Applied::Unchanged(_)
+        ));
         s.apply(cm("b", "y", "1", Some("web")));
         assert_eq!(s.list_namespace("a").len(), 1);
         assert_eq!(s.list_by_label("app", "web").len(), 2);
@@ -369,7 +392,10 @@ mod tests {
         assert!(s.list_namespace("a").is_empty());
         assert!(s.list_by_label("app", "db").is_empty());
         // an index added late covers existing objects
-        s.add_index("name", Arc::new(|o: &ConfigMap| o.metadata.name.iter().cloned().collect()));
+        s.add_index(
+            "name",
+            Arc::new(|o: &ConfigMap| o.metadata.name.iter().cloned().collect()),
+        );
         assert_eq!(s.by_index("name", "y").len(), 1);
     }
 

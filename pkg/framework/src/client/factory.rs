@@ -101,7 +101,14 @@ impl ClientFactory {
             .unwrap_or_default();
         let cluster = cluster.into();
         let bucket = Arc::new(TokenBucket::new(options.qps, options.burst));
-        let default = build_client(&cluster, &config, &options.user_agent, &bucket, &metrics, &host)?;
+        let default = build_client(
+            &cluster,
+            &config,
+            &options.user_agent,
+            &bucket,
+            &metrics,
+            &host,
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 cluster,
@@ -159,7 +166,11 @@ impl ClientFactory {
         }
         let i = &self.inner;
         let client = build_client(&i.cluster, &i.config, ua, &i.bucket, &i.metrics, &i.host)?;
-        Ok(i.clients.lock().entry(ua.to_string()).or_insert(client).clone())
+        Ok(i.clients
+            .lock()
+            .entry(ua.to_string())
+            .or_insert(client)
+            .clone())
     }
 
     /// A typed client for `K` across all namespaces.
@@ -174,7 +185,10 @@ impl ClientFactory {
     /// Maps `gvk` to its resource through the cached REST mapping (discovery on a miss).
     pub async fn resolve(&self, gvk: &GroupVersionKind) -> Result<(ApiResource, ApiCapabilities)> {
         let client = self.client();
-        self.inner.mapper.resolve(&self.inner.cluster, &client, gvk).await
+        self.inner
+            .mapper
+            .resolve(&self.inner.cluster, &client, gvk)
+            .await
     }
 
     /// A dynamic client for `gvk` across all namespaces.

@@ -89,13 +89,17 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn requests_wait_for_tokens() {
         let bucket = Arc::new(TokenBucket::new(10.0, 2));
-        let mut svc = RateLimitLayer::new(bucket).layer(tower::service_fn(|_: ()| async { Ok::<_, ()>(()) }));
+        let mut svc =
+            RateLimitLayer::new(bucket).layer(tower::service_fn(|_: ()| async { Ok::<_, ()>(()) }));
         let start = tokio::time::Instant::now();
         for _ in 0..4 {
             svc.ready().await.unwrap().call(()).await.unwrap();
         }
         // 2 from the burst, then 2 more at 10/s
         let elapsed = start.elapsed();
-        assert!(elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(250), "{elapsed:?}");
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(250),
+            "{elapsed:?}"
+        );
     }
 }

@@ -230,3 +230,47 @@ async fn property_no_key_runs_concurrently_and_no_add_is_lost() {
         assert!(max_parallel.load(Ordering::SeqCst) <= workers);
     }
 }
+
+#[tokio::test]
+async fn delayed_key_wakes_idle_workers_on_time() {
+    let q = queue(RateLimiterOptions {
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_secs(5),
+        bucket: None,
+    });
+    let times: Arc<Mutex<Vec<tokio::time::Instant>>> = Arc::default();
+    let mut hs = vec![];
+    for _ in 0..5 {
+        let (q, times) = (q.clone(), times.clone());
+        hs.push(tokio::spawn(async move {
+            while let Some(k) = q.get().await {
+                let n = {
+                    let mut t = times.lock();
+                    t.push(tokio::time::Instant::now());
+                    t.len()
+                };
+                if n < 4 {
+                    q.add_rate_limited(k.clone());
+                }
+                q.done(&k);
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    q.add("a".into());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    q.shut_down();
+    for h in hs {
+        h.await.unwrap();
+    }
+    let t = times.lock().clone();
+    assert_eq!(t.len(), 4);
+    let gaps: Vec<Duration> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    for (i, g) in gaps.iter().enumerate() {
+        let expect = Duration::from_millis(20 << i);
+        assert!(
+            *g >= expect && *g < expect + Duration::from_millis(30),
+            "gap {i}: {g:?} (all {gaps:?})"
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! token now and says how long the caller must wait for it. Used both by the queue's overall rate
 //! limiter and by the client-side QPS/burst limit.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use parking_lot::Mutex;
 

@@ -1,0 +1,15 @@
+//! Shared controllers: one queue and worker pool per (cluster, kind, scope) with handlers
+//! registered and removed at run time.
+
+pub mod factory;
+pub mod handler;
+pub mod shared;
+pub mod workers;
+
+pub use factory::{ControllerFactory, ControllerOptions};
+pub use handler::{Handler, HandlerResult};
+pub use shared::{HandlerId, SharedController};
+pub use workers::{MAX_WORKERS, WorkerOptions};
+
+#[cfg(test)]
+mod tests;
