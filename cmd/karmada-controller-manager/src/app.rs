@@ -15,7 +15,10 @@ use lariat::runtime::{
     GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
     SignalHandler,
 };
+use lariat::controller::WorkerOptions;
+use lariat::{Cluster, ClusterOptions, RateLimiterOptions};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use crate::controllers::{ControllerContext, SyncReporter};
 use crate::options::{self, Command, LEASE_NAME, Options};
@@ -123,7 +126,7 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     };
     let server = config.cluster_url.to_string();
     tracing::info!(server = %server, kubeconfig = %source, "using the Karmada API server");
-    let client = kube::Client::try_from(config)
+    let client = kube::Client::try_from(config.clone())
         .with_context(|| format!("cannot build a client for {server} ({source})"))?;
 
     let leader_election = opts.leader_election.enabled.then(|| LeaderElectionConfig {
@@ -151,28 +154,58 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     }
 
     let opts = Arc::new(opts);
-    let work_client = client.clone();
     let result = manager
-        .lead(client, &shutdown, move |ctx| {
-            run_controllers(work_client, opts, ctx)
-        })
+        .lead(client, &shutdown, move |ctx| run_controllers(config, opts, ctx))
         .await;
     manager.shutdown().await;
     drop(signals);
     result.map_err(Into::into)
 }
 
-/// Starts every enabled controller, marks the process ready once all report synced, and returns when
-/// all have stopped (after `ctx.cancel`) or one failed.
-fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext) -> LeaderWork {
+/// The control plane's framework settings from the flags.
+fn control_plane_options(opts: &Options) -> ClusterOptions {
+    let mut o = ClusterOptions::default();
+    o.clients.qps = f64::from(opts.kube_api_qps);
+    o.clients.burst = opts.kube_api_burst;
+    o.clients.user_agent = NAME.to_string();
+    // controller-runtime runs one worker for kinds without a GroupKindConcurrency entry.
+    o.controllers.workers = WorkerOptions {
+        default_workers: 1,
+        group_kind_concurrency: opts
+            .group_kind_concurrency
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
+    };
+    o.controllers.rate_limiter = RateLimiterOptions {
+        base_delay: opts.rate_limiter.base_delay,
+        max_delay: opts.rate_limiter.max_delay,
+        bucket: Some((
+            f64::from(opts.rate_limiter.qps),
+            opts.rate_limiter.bucket_size,
+        )),
+    };
+    o
+}
+
+/// Starts every enabled controller on a fresh control-plane [`Cluster`], marks the process ready once
+/// all report synced, and returns when all have stopped (after `ctx.cancel`, draining the control
+/// plane's workers within the graceful timeout) or one failed.
+fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext) -> LeaderWork {
     Box::pin(async move {
+        // The framework's tasks live under this token; the guard cancels it if this future is dropped
+        // (e.g. aborted when leadership is lost), so nothing outlives the leader work.
+        let cluster_token = CancellationToken::new();
+        let _stop_on_drop = cluster_token.clone().drop_guard();
+        let control_plane = Cluster::new("", config, control_plane_options(&opts), &cluster_token)?;
+        control_plane.controllers().start();
+
         let enabled: Vec<_> = controllers::registry()
             .into_iter()
             .filter(|s| controllers::is_enabled(&opts.controllers, s.name))
             .collect();
         let names: Vec<&str> = enabled.iter().map(|s| s.name).collect();
         tracing::info!(controllers = ?names, "starting controllers");
-        let group_kind_concurrency = Arc::new(opts.group_kind_concurrency.clone());
         let mut running = JoinSet::new();
         let mut receivers = Vec::new();
         for spec in enabled {
@@ -180,9 +213,8 @@ fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext)
             receivers.push(rx);
             let cctx = ControllerContext {
                 name: spec.name,
-                client: client.clone(),
+                control_plane: control_plane.clone(),
                 options: opts.clone(),
-                group_kind_concurrency: group_kind_concurrency.clone(),
                 cancel: ctx.cancel.child_token(),
                 synced: reporter,
             };
@@ -198,6 +230,7 @@ fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext)
         };
         tokio::pin!(all_synced);
         let mut synced = false;
+        let mut failure = None;
         loop {
             tokio::select! {
                 biased;
@@ -212,12 +245,17 @@ fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext)
                     None => break,
                     Some(Ok((_, Ok(())))) => {}
                     Some(Ok((name, Err(e)))) => {
-                        return Err(format!("controller {name:?} failed: {e}").into());
+                        failure = Some(format!("controller {name:?} failed: {e}"));
+                        break;
                     }
-                    Some(Err(e)) => return Err(format!("a controller panicked: {e}").into()),
-                }
+                    Some(Err(e)) => {
+                        failure = Some(format!("a controller panicked: {e}"));
+                        break;
+                    }
+                },
             }
         }
+        running.abort_all();
         if ctx.cancel.is_cancelled()
             && let Ok(v) = std::env::var(SLOW_SHUTDOWN_ENV)
             && let Ok(d) = GoDuration::parse(&v)
@@ -225,6 +263,12 @@ fn run_controllers(client: kube::Client, opts: Arc<Options>, ctx: LeaderContext)
             tracing::warn!(delay = %d, "{SLOW_SHUTDOWN_ENV} is set: delaying shutdown");
             tokio::time::sleep(d.to_std()).await;
         }
-        Ok(())
+        if !control_plane.stop(GRACEFUL_SHUTDOWN_TIMEOUT).await {
+            tracing::warn!("some control-plane workers did not stop in time");
+        }
+        match failure {
+            Some(f) => Err(f.into()),
+            None => Ok(()),
+        }
     })
 }

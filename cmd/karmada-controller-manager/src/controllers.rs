@@ -2,13 +2,13 @@
 //! default, and how to start it. Later work replaces placeholder starters with real controllers; the
 //! names, defaults and selection rules stay.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{ApiResource, DynamicObject};
+use lariat::{HandlerResult, ObjectKey};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -115,23 +115,16 @@ impl SyncReporter {
 pub struct ControllerContext {
     /// The controller's `--controllers` name.
     pub name: &'static str,
-    /// Client for the Karmada API server.
-    pub client: kube::Client,
+    /// The Karmada control plane: its rate-limited clients (`--kube-api-qps/-burst`), shared caches,
+    /// and shared controllers with per-GroupKind workers (`--concurrent-*-syncs`) and the
+    /// `--rate-limiter-*` queue limits.
+    pub control_plane: lariat::Cluster,
     /// All validated options.
     pub options: Arc<Options>,
-    /// Workers per GroupKind (`Kind.group`), from the `--concurrent-*-syncs` flags.
-    pub group_kind_concurrency: Arc<BTreeMap<String, usize>>,
     /// Cancelled when the controller must stop (shutdown or lost leadership).
     pub cancel: CancellationToken,
     /// Report here once caches are synced.
     pub synced: SyncReporter,
-}
-
-impl ControllerContext {
-    /// Workers for a GroupKind key (`Kind.group`), if a flag sets it.
-    pub fn concurrency_for(&self, group_kind: &str) -> Option<usize> {
-        self.group_kind_concurrency.get(group_kind).copied()
-    }
 }
 
 /// One registry entry.
@@ -281,35 +274,41 @@ fn watched_resources(name: &str) -> &'static [Resource] {
     }
 }
 
-/// A stand-in until the real controller exists: waits until every resource the controller watches is
-/// served and listable (what its caches would need to sync), reports synced, then idles until stopped.
+/// A stand-in until the real controller exists: registers a no-op handler on the shared controller of
+/// every kind the real controller watches (so the control plane's caches, queues and workers for those
+/// kinds run, with their metrics), reports synced once those caches synced, then idles until stopped.
 fn placeholder(name: &'static str) -> StartFn {
     Arc::new(move |ctx: ControllerContext| {
         Box::pin(async move {
+            let mut caches = Vec::new();
             for resource in watched_resources(name) {
-                let api: Api<DynamicObject> =
-                    Api::all_with(ctx.client.clone(), &resource.api_resource());
-                let mut logged = false;
-                let params = ListParams::default().limit(1);
+                let shared = ctx
+                    .control_plane
+                    .controllers()
+                    .for_resource(&resource.api_resource())?;
+                shared.register_handler(
+                    name,
+                    ctx.cancel.clone(),
+                    |_key: ObjectKey, _obj: Option<Arc<DynamicObject>>| async {
+                        HandlerResult::Success
+                    },
+                );
+                caches.push((resource, shared.cache().clone()));
+            }
+            for (resource, cache) in caches {
+                let mut warned = false;
                 loop {
-                    let listed = tokio::select! {
+                    let synced = tokio::select! {
                         _ = ctx.cancel.cancelled() => return Ok(()),
-                        r = tokio::time::timeout(Duration::from_secs(10), api.list_metadata(&params)) => r,
+                        r = cache.wait_for_sync(Duration::from_secs(10)) => r,
                     };
-                    match listed {
-                        Ok(Ok(_)) => break,
-                        Ok(Err(e)) if !logged => {
-                            tracing::warn!(controller = name, resource = %resource.describe(), error = %e, "waiting for the resource to be served");
-                            logged = true;
+                    match synced {
+                        Ok(()) => break,
+                        Err(e) if !warned => {
+                            tracing::warn!(controller = name, resource = %resource.describe(), error = %e, "waiting for the cache to sync");
+                            warned = true;
                         }
-                        Ok(Err(e)) => {
-                            tracing::debug!(controller = name, resource = %resource.describe(), error = %e, "still waiting")
-                        }
-                        Err(_) => tracing::debug!(controller = name, resource = %resource.describe(), "list timed out"),
-                    }
-                    tokio::select! {
-                        _ = ctx.cancel.cancelled() => return Ok(()),
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        Err(e) => tracing::debug!(controller = name, error = %e, "cache still not synced"),
                     }
                 }
             }

@@ -7,6 +7,7 @@
 //! the whole filter. As in Kubernetes, text goes to stderr and JSON to stdout.
 
 use std::fmt;
+use std::io::IsTerminal;
 use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
@@ -102,6 +103,7 @@ pub fn init(opts: &LogOptions) -> Result<(), LoggingError> {
         LogFormat::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
             .with_target(true)
             .with_span_events(FmtSpan::NONE)
             .try_init(),

@@ -1,0 +1,132 @@
+//! `karmada-controller-manager` command line: bad flags exit 2 naming the flag, `version`, `--help`
+//! groups, a missing kubeconfig, and an unreachable API server.
+
+mod controller_manager_support;
+
+use std::time::Duration;
+
+use controller_manager_support::*;
+
+const T: Duration = Duration::from_secs(30);
+
+#[test]
+fn unknown_controller_exits_2_listing_valid_names() {
+    let (code, _, err) = run_to_exit(&["--controllers=*,nope"], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--controllers"), "{err}");
+    assert!(err.contains("\"nope\""), "{err}");
+    assert!(err.contains("workStatus") && err.contains("clustertaintpolicy"), "{err}");
+}
+
+#[test]
+fn negative_lease_duration_exits_2_naming_the_flag() {
+    let (code, _, err) = run_to_exit(&["--leader-elect-lease-duration=-1s"], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--leader-elect-lease-duration"), "{err}");
+    assert!(err.contains("must be greater than 0"), "{err}");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let (code, _, err) = run_to_exit(
+        &[
+            "--controllers=nope",
+            "--leader-elect-lease-duration=-1s",
+            "--cluster-status-update-frequency=0s",
+            "--logging-format=xml",
+            "--feature-gates=NoSuchGate=true",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 5, "{err}");
+    for flag in [
+        "--controllers",
+        "--leader-elect-lease-duration",
+        "--cluster-status-update-frequency",
+        "--logging-format",
+        "--feature-gates",
+    ] {
+        assert!(err.contains(flag), "{flag} not named in:\n{err}");
+    }
+}
+
+#[test]
+fn unparsable_and_unknown_flags_exit_2() {
+    let (code, _, err) = run_to_exit(&["--leader-elect-retry-period=soon"], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--leader-elect-retry-period"), "{err}");
+    let (code, _, err) = run_to_exit(&["--no-such-flag"], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--no-such-flag"), "{err}");
+}
+
+#[test]
+fn missing_kubeconfig_exits_2_naming_the_flag() {
+    let (code, _, err) = run_to_exit(
+        &[
+            "--kubeconfig=/nonexistent/kubeconfig",
+            "--health-probe-bind-address=0",
+            "--metrics-bind-address=0",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--kubeconfig"), "{err}");
+    assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+}
+
+#[test]
+fn version_prints_version_commit_and_build_date() {
+    for args in [&["version"][..], &["--version"][..]] {
+        let (code, out, err) = run_to_exit(args, T);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.starts_with("karmada-controller-manager version: "), "{out}");
+        for field in ["GitVersion:\"v", "GitCommit:", "BuildDate:\"20"] {
+            assert!(out.contains(field), "{field} missing in {out}");
+        }
+    }
+}
+
+#[test]
+fn help_groups_flags_like_karmada() {
+    let (code, out, _) = run_to_exit(&["--help"], T);
+    assert_eq!(code, Some(0));
+    let logs = out.find("Logs flags:").expect("Logs section");
+    let generic = out.find("Generic flags:").expect("Generic section");
+    let failover = out.find("Cluster failover flags:").expect("Cluster failover section");
+    assert!(logs < generic && generic < failover, "{out}");
+    for flag in [
+        "--kubeconfig",
+        "--controllers",
+        "--leader-elect-resource-namespace",
+        "--concurrent-work-syncs",
+        "--rate-limiter-bucket-size",
+        "--feature-gates",
+        "--logging-format",
+        "--enable-no-execute-taint-eviction",
+        "hpaScaleTargetMarker",
+    ] {
+        assert!(out.contains(flag), "{flag} missing in help");
+    }
+}
+
+#[tokio::test]
+async fn unreachable_api_server_is_reported_clearly_and_probes_stay_up() {
+    let dir = std::env::temp_dir();
+    let port = free_port();
+    let server = format!("https://127.0.0.1:{port}");
+    let kubeconfig = kubeconfig_for(&dir, &server);
+    let mut kcm = Kcm::start(&kubeconfig, &[], &[]);
+    kcm.wait_for("a clear error naming the server", Duration::from_secs(20), |k| {
+        let log = k.log();
+        log.contains("cannot reach the API server") && log.contains(&format!("127.0.0.1:{port}"))
+    })
+    .await;
+    assert_eq!(kcm.probe("/healthz").map(|r| r.0), Some(200));
+    kcm.signal(libc::SIGTERM);
+    let status = kcm.wait_exit(Duration::from_secs(10)).await.expect("exits after SIGTERM");
+    assert_eq!(Kcm::code(status), Some(0), "{}", kcm.log());
+    let _ = std::fs::remove_file(kubeconfig);
+}

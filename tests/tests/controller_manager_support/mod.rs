@@ -1,0 +1,475 @@
+//! Helpers for the `controller_manager_*` tests: build and run the real `karmada-controller-manager`
+//! binary against a real API server, signal it, read its probes, metrics, log and Lease.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
+/// The lease name Karmada uses.
+pub const LEASE: &str = "karmada-controller-manager";
+
+/// The built binary. Built once per test process with `cargo build -p karmada-controller-manager`
+/// (cheap when up to date), and located from cargo's own report, so it is never stale.
+pub fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("KARMADA_CONTROLLER_MANAGER_BIN") {
+            return PathBuf::from(p);
+        }
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let out = Command::new(env!("CARGO"))
+            .current_dir(&workspace)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "karmada-controller-manager",
+                "--bin",
+                "karmada-controller-manager",
+                "--message-format=json",
+            ])
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run cargo build");
+        assert!(
+            out.status.success(),
+            "cargo build -p karmada-controller-manager failed"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in stdout.lines() {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if msg["reason"] == "compiler-artifact"
+                && msg["target"]["name"] == "karmada-controller-manager"
+                && let Some(exe) = msg["executable"].as_str()
+            {
+                return PathBuf::from(exe);
+            }
+        }
+        panic!("cargo did not report the karmada-controller-manager executable");
+    })
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    testenv::process::free_port().expect("free port")
+}
+
+/// A fresh namespace on the host (leases of different tests never meet).
+pub async fn fresh_namespace(client: &kube::Client, prefix: &str) -> String {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
+    name
+}
+
+/// The lease's holder, if any.
+pub async fn lease_holder(client: &kube::Client, ns: &str) -> Option<String> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), ns);
+    api.get_opt(LEASE)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+/// A running `karmada-controller-manager`, killed (SIGKILL) when dropped. Its stdout and stderr go to a
+/// log file; the kernel kills it if the test thread dies (PR_SET_PDEATHSIG).
+pub struct Kcm {
+    child: Child,
+    log: PathBuf,
+    pub probe_port: u16,
+    pub metrics_port: u16,
+    exit: Option<ExitStatus>,
+    /// When the process was spawned.
+    pub started: Instant,
+    _dir: tempfile_dir::TempDir,
+}
+
+mod tempfile_dir {
+    //! A temporary folder removed on drop.
+    use std::path::{Path, PathBuf};
+
+    pub struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub fn new(tag: &str) -> Self {
+            static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "kcm-test-{tag}-{}-{}",
+                std::process::id(),
+                SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).expect("create temp dir");
+            TempDir(p)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+}
+
+/// Runs the binary to completion with `args` and returns (exit code, stdout, stderr).
+pub fn run_to_exit(args: &[&str], timeout: Duration) -> (Option<i32>, String, String) {
+    let dir = tempfile_dir::TempDir::new("oneshot");
+    let out_path = dir.path().join("stdout");
+    let err_path = dir.path().join("stderr");
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .expect("spawn karmada-controller-manager");
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "karmada-controller-manager {args:?} did not exit within {timeout:?}; stderr:\n{}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.code(),
+        std::fs::read_to_string(&out_path).unwrap_or_default(),
+        std::fs::read_to_string(&err_path).unwrap_or_default(),
+    )
+}
+
+impl Kcm {
+    /// Starts the binary with probe and metrics on fresh local ports plus `args`; `env` adds variables.
+    pub fn start(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> Kcm {
+        let probe_port = free_port();
+        let metrics_port = free_port();
+        let dir = tempfile_dir::TempDir::new("kcm");
+        let log = dir.path().join("kcm.log");
+        let out = File::create(&log).expect("create log");
+        let err = out.try_clone().expect("clone log");
+        let binary = binary();
+        let mut cmd = Command::new(binary);
+        cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--health-probe-bind-address=127.0.0.1:{probe_port}"))
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn karmada-controller-manager");
+        Kcm {
+            child,
+            log,
+            probe_port,
+            metrics_port,
+            exit: None,
+            started: Instant::now(),
+            _dir: dir,
+        }
+    }
+
+    /// Process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends `sig` (e.g. `libc::SIGTERM`).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Whether it has exited (and its status).
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+        }
+        self.exit
+    }
+
+    /// Waits for it to exit, up to `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_exit() {
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `GET path` on the probe port: (status, body), or `None` when nothing answers.
+    pub fn probe(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.probe_port, path)
+    }
+
+    /// `GET /metrics` body.
+    pub fn metrics(&self) -> Option<String> {
+        http_get(self.metrics_port, "/metrics").map(|(_, b)| b)
+    }
+
+    /// `leader_election_master_status{name="karmada-controller-manager"}` as served now.
+    pub fn is_master(&self) -> Option<bool> {
+        let text = self.metrics()?;
+        text.lines()
+            .find(|l| {
+                l.starts_with("leader_election_master_status{") && l.contains(&format!("name=\"{LEASE}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .map(|v| v.trim() == "1")
+    }
+
+    /// The identity it elects with, from its log.
+    pub fn identity(&self) -> Option<String> {
+        let log = self.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("attempting to acquire leader lease"))?;
+        let start = line.find("identity=")? + "identity=".len();
+        Some(
+            line[start..]
+                .split_whitespace()
+                .next()?
+                .trim_matches('"')
+                .to_string(),
+        )
+    }
+
+    /// Polls `cond` every 50 ms until true or `timeout`; panics with the log on timeout.
+    pub async fn wait_for(&mut self, what: &str, timeout: Duration, mut cond: impl FnMut(&Kcm) -> bool) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if cond(self) {
+                return;
+            }
+            if let Some(s) = self.try_exit() {
+                panic!("karmada-controller-manager exited ({s:?}) while waiting for {what}; log:\n{}", self.log());
+            }
+            if Instant::now() > deadline {
+                panic!("timed out after {timeout:?} waiting for {what}; log:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Exit code (`None` when killed by a signal).
+    pub fn code(status: ExitStatus) -> Option<i32> {
+        status.code().or_else(|| status.signal().map(|s| 128 + s))
+    }
+}
+
+impl Drop for Kcm {
+    fn drop(&mut self) {
+        if self.try_exit().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- karmada-controller-manager log ({}) ---\n{}", self.log.display(), self.log());
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 GET (the probe and metrics servers are plain HTTP on loopback).
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(2),
+    )
+    .ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked { dechunk(body) } else { body.to_string() };
+    Some((status, body))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Checks that `text` is well-formed Prometheus text exposition: every non-comment line is
+/// `name{labels} value` with a valid metric name and a float value; every sample's family has # TYPE.
+pub fn assert_prometheus_text(text: &str) {
+    let mut typed = std::collections::HashSet::new();
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split_whitespace();
+            let name = parts.next().expect("TYPE name");
+            let kind = parts.next().expect("TYPE kind");
+            assert!(
+                ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                "bad TYPE line: {line}"
+            );
+            typed.insert(name.to_string());
+            continue;
+        }
+        if line.starts_with('#') {
+            assert!(line.starts_with("# HELP "), "bad comment line: {line}");
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad sample line: {line}"));
+        let value = value.trim();
+        assert!(
+            value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value),
+            "bad value in: {line}"
+        );
+        let name = series.split('{').next().unwrap();
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !name.starts_with(|c: char| c.is_ascii_digit()),
+            "bad metric name in: {line}"
+        );
+        if let Some(labels) = series.strip_prefix(name) {
+            if !labels.is_empty() {
+                assert!(labels.starts_with('{') && labels.ends_with('}'), "bad labels in: {line}");
+            }
+        }
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .unwrap_or(name);
+        assert!(typed.contains(family), "sample without # TYPE: {line}");
+    }
+}
+
+/// Writes a kubeconfig pointing at `server` (nothing needs to listen there).
+pub fn kubeconfig_for(dir: &Path, server: &str) -> PathBuf {
+    let path = dir.join(format!("kubeconfig-{}", free_port()));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    insecure-skip-tls-verify: true\n\
+             users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Installs a minimal (schema-less) CRD for `plural.group` and waits until it is served.
+pub async fn install_minimal_crd(client: &kube::Client, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) {
+    let name = format!("{plural}.{group}");
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": group,
+            "scope": if namespaced { "Namespaced" } else { "Cluster" },
+            "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+            "versions": [{
+                "name": version, "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}}
+            }]
+        }
+    }))
+    .unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(&name, &PatchParams::apply("kcm-tests").force(), &Patch::Apply(&crd))
+        .await
+        .expect("apply CRD");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let established = api
+            .get(&name)
+            .await
+            .ok()
+            .and_then(|c| c.status)
+            .and_then(|s| s.conditions)
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+        if established {
+            return;
+        }
+        assert!(Instant::now() < deadline, "CRD {name} not established");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
