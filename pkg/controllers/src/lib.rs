@@ -1,1 +1,8 @@
-//! The Karmada controllers, one module per controller.
+//! The Karmada controllers, one module per controller, and what they share: the [`ControllerContext`]
+//! each one starts with and the [`MemberClusters`] they reach members through.
+
+pub mod context;
+pub mod members;
+
+pub use context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn, SyncReporter};
+pub use members::MemberClusters;

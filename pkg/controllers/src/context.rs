@@ -1,0 +1,93 @@
+//! What every controller gets when it starts: the control plane, the member clusters, the settings
+//! taken from flags, a cancellation token and a way to report that its caches have synced.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lariat::runtime::features::FeatureGates;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::members::MemberClusters;
+
+/// Error type a controller's run future returns.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A running controller: resolves when its cancel token fired and it drained, or on a fatal error.
+pub type ControllerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
+
+/// Starts a controller.
+pub type StartFn = Arc<dyn Fn(ControllerContext) -> ControllerFuture + Send + Sync>;
+
+/// The controller settings that come from `karmada-controller-manager` flags (Karmada's names in the
+/// field docs). The process builds it once from its validated options.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `--cluster-status-update-frequency` (10s).
+    pub cluster_status_update_frequency: Duration,
+    /// `--cluster-success-threshold` (30s).
+    pub cluster_success_threshold: Duration,
+    /// `--cluster-failure-threshold` (30s).
+    pub cluster_failure_threshold: Duration,
+    /// `--cluster-cache-sync-timeout` (2m).
+    pub cluster_cache_sync_timeout: Duration,
+    /// `--cluster-api-qps` (40): one token bucket per member cluster.
+    pub cluster_api_qps: f32,
+    /// `--cluster-api-burst` (60).
+    pub cluster_api_burst: u32,
+    /// `--enable-cluster-resource-modeling` (true): member Node/Pod caches for resource summaries.
+    pub enable_cluster_resource_modeling: bool,
+    /// `--skipped-propagating-apis`, as given (syntax already validated).
+    pub skipped_propagating_apis: String,
+    /// `--skipped-propagating-namespaces`, anchored and compiled.
+    pub skipped_propagating_namespaces: Vec<regex::Regex>,
+    /// `--concurrent-resource-template-syncs` (5): detector workers.
+    pub concurrent_resource_template_syncs: usize,
+    /// `--concurrent-propagation-policy-syncs` (1).
+    pub concurrent_propagation_policy_syncs: usize,
+    /// `--concurrent-cluster-propagation-policy-syncs` (1).
+    pub concurrent_cluster_propagation_policy_syncs: usize,
+    /// `--concurrent-work-syncs` (5): execution and work-status workers.
+    pub concurrent_work_syncs: usize,
+    /// `--rate-limiter-*`: per-key backoff and overall bucket for every queue.
+    pub rate_limiter: lariat::RateLimiterOptions,
+    /// `--feature-gates`.
+    pub feature_gates: FeatureGates,
+}
+
+/// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).
+#[derive(Debug, Clone)]
+pub struct SyncReporter(Arc<watch::Sender<bool>>);
+
+impl SyncReporter {
+    /// A reporter and the receiver that sees its report.
+    pub fn new() -> (SyncReporter, watch::Receiver<bool>) {
+        let (tx, rx) = watch::channel(false);
+        (SyncReporter(Arc::new(tx)), rx)
+    }
+
+    /// Marks this controller's caches as synced.
+    pub fn synced(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// What a controller gets when it starts.
+#[derive(Clone)]
+pub struct ControllerContext {
+    /// The controller's `--controllers` name.
+    pub name: &'static str,
+    /// The Karmada control plane: rate-limited clients (`--kube-api-qps/-burst`), shared caches, and
+    /// shared controllers with per-GroupKind workers (`--concurrent-*-syncs`) and queue limits.
+    pub control_plane: lariat::Cluster,
+    /// The member clusters this process is connected to (shared by all controllers).
+    pub members: Arc<MemberClusters>,
+    /// Settings from flags.
+    pub settings: Arc<Settings>,
+    /// Cancelled when the controller must stop (shutdown or lost leadership).
+    pub cancel: CancellationToken,
+    /// Report here once caches are synced.
+    pub synced: SyncReporter,
+}
