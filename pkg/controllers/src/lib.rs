@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod members;
+pub mod registry;
 
 pub use context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn, SyncReporter};
 pub use members::MemberClusters;
