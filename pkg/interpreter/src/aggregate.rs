@@ -30,7 +30,11 @@ fn member_status<'a>(
     match &item.status {
         None | Some(Value::Null) => Ok(None),
         Some(status @ Value::Object(_)) => Ok(Some(status)),
-        Some(_) => Err(member_error(item, Cause::NotAnObject, ctx)),
+        Some(_) => Err(member_error(
+            item,
+            Cause::wrong_type(&["status"], "an object"),
+            ctx,
+        )),
     }
 }
 
