@@ -15,6 +15,42 @@
 //! - execution controller: [`Interpreter::retain`], [`Interpreter::matches_member`];
 //! - work-status controller: [`Interpreter::reflect_status`], [`Interpreter::interpret_health`];
 //! - binding-status controller: [`Interpreter::aggregate_status`].
+//!
+//! ```
+//! use karmada_interpreter::{GroupKind, Interpreter, KindRules, Operation};
+//! use serde_json::json;
+//!
+//! let mut interpreter = Interpreter::default();
+//! let deployment = json!({
+//!     "apiVersion": "apps/v1", "kind": "Deployment",
+//!     "metadata": {"namespace": "default", "name": "nginx"},
+//!     "spec": {"replicas": 3, "template": {"spec": {"containers": [
+//!         {"name": "nginx", "resources": {"requests": {"cpu": "250m"}}}]}}}
+//! });
+//! let replicas = interpreter.get_replicas(&deployment)?.expect("Deployments have replicas");
+//! assert_eq!(replicas.replicas, 3);
+//!
+//! // A custom kind: only the operations given are overridden, the rest use the defaults.
+//! let widget = GroupKind::new("example.io", "Widget");
+//! interpreter.register(widget.clone(), KindRules::default().with_health(|o, _| {
+//!     Ok(o["status"]["ready"] == json!(true))
+//! }));
+//! assert!(interpreter.hook_enabled(&widget, Operation::InterpretHealth));
+//! # Ok::<(), karmada_interpreter::InterpretError>(())
+//! ```
+//!
+//! Where karmada-rs deliberately differs from Karmada's Go code (all noted on the rules):
+//! - a member Deployment/ReplicaSet/StatefulSet/DaemonSet without the
+//!   `resourcetemplate.karmada.io/generation` annotation reflects `resourceTemplateGeneration: 0`
+//!   instead of failing;
+//! - StatefulSet status reflects `observedGeneration` and aggregation compares members with the
+//!   template's generation (Karmada's StatefulSet `observedGeneration` can never advance);
+//! - "status unchanged" is decided field by field (or by Go zero-value equality), so a template
+//!   whose status also carries conditions is not rewritten on every pass;
+//! - [`Interpreter::matches_member`] runs the kind's retain rule on the member side too, so e.g.
+//!   Services are not updated on every pass;
+//! - malformed entries (a ServiceAccount secret without a name, ...) are skipped or reported as
+//!   errors instead of panicking.
 
 mod aggregate;
 pub mod division;

@@ -180,3 +180,10 @@ fn an_interpreter_without_native_rules_uses_the_defaults() {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 2}})
     );
 }
+
+#[test]
+fn interpreter_is_shareable_across_workers() {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    assert_send_sync::<Interpreter>();
+    assert_send_sync::<KindRules>();
+}
