@@ -63,7 +63,10 @@ fn main() {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default().as_str() {
+    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH")
+        .unwrap_or_default()
+        .as_str()
+    {
         "x86_64" => "amd64".to_string(),
         "aarch64" => "arm64".to_string(),
         "x86" => "386".to_string(),

@@ -15,7 +15,10 @@ fn unknown_controller_exits_2_listing_valid_names() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--controllers"), "{err}");
     assert!(err.contains("\"nope\""), "{err}");
-    assert!(err.contains("workStatus") && err.contains("clustertaintpolicy"), "{err}");
+    assert!(
+        err.contains("workStatus") && err.contains("clustertaintpolicy"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -82,7 +85,10 @@ fn version_prints_version_commit_and_build_date() {
     for args in [&["version"][..], &["--version"][..]] {
         let (code, out, err) = run_to_exit(args, T);
         assert_eq!(code, Some(0), "{err}");
-        assert!(out.starts_with("karmada-controller-manager version: "), "{out}");
+        assert!(
+            out.starts_with("karmada-controller-manager version: "),
+            "{out}"
+        );
         for field in ["GitVersion:\"v", "GitCommit:", "BuildDate:\"20"] {
             assert!(out.contains(field), "{field} missing in {out}");
         }
@@ -95,7 +101,9 @@ fn help_groups_flags_like_karmada() {
     assert_eq!(code, Some(0));
     let logs = out.find("Logs flags:").expect("Logs section");
     let generic = out.find("Generic flags:").expect("Generic section");
-    let failover = out.find("Cluster failover flags:").expect("Cluster failover section");
+    let failover = out
+        .find("Cluster failover flags:")
+        .expect("Cluster failover section");
     assert!(logs < generic && generic < failover, "{out}");
     for flag in [
         "--kubeconfig",
@@ -119,14 +127,22 @@ async fn unreachable_api_server_is_reported_clearly_and_probes_stay_up() {
     let server = format!("https://127.0.0.1:{port}");
     let kubeconfig = kubeconfig_for(&dir, &server);
     let mut kcm = Kcm::start(&kubeconfig, &[], &[]);
-    kcm.wait_for("a clear error naming the server", Duration::from_secs(20), |k| {
-        let log = k.log();
-        log.contains("cannot reach the API server") && log.contains(&format!("127.0.0.1:{port}"))
-    })
+    kcm.wait_for(
+        "a clear error naming the server",
+        Duration::from_secs(20),
+        |k| {
+            let log = k.log();
+            log.contains("cannot reach the API server")
+                && log.contains(&format!("127.0.0.1:{port}"))
+        },
+    )
     .await;
     assert_eq!(kcm.probe("/healthz").map(|r| r.0), Some(200));
     kcm.signal(libc::SIGTERM);
-    let status = kcm.wait_exit(Duration::from_secs(10)).await.expect("exits after SIGTERM");
+    let status = kcm
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("exits after SIGTERM");
     assert_eq!(Kcm::code(status), Some(0), "{}", kcm.log());
     let _ = std::fs::remove_file(kubeconfig);
 }

@@ -27,8 +27,10 @@ async fn healthz_at_once_and_metrics_are_prometheus_text() {
         ],
         &[],
     );
-    kcm.wait_for("/healthz to answer", Duration::from_secs(10), |k| k.probe("/healthz").is_some())
-        .await;
+    kcm.wait_for("/healthz to answer", Duration::from_secs(10), |k| {
+        k.probe("/healthz").is_some()
+    })
+    .await;
     let (status, body) = kcm.probe("/healthz").unwrap();
     assert_eq!((status, body.as_str()), (200, "ok"));
     let elapsed = kcm.started.elapsed();
@@ -39,7 +41,10 @@ async fn healthz_at_once_and_metrics_are_prometheus_text() {
     assert_eq!(kcm.probe("/healthz/ping").map(|r| r.0), Some(200));
     assert_eq!(kcm.probe("/healthz/nope").map(|r| r.0), Some(404));
 
-    kcm.wait_for("leadership", Duration::from_secs(30), |k| k.is_master() == Some(true)).await;
+    kcm.wait_for("leadership", Duration::from_secs(30), |k| {
+        k.is_master() == Some(true)
+    })
+    .await;
     kcm.wait_for("/readyz 200", Duration::from_secs(30), |k| {
         k.probe("/readyz").map(|r| r.0) == Some(200)
     })
@@ -90,10 +95,20 @@ async fn readyz_fails_until_caches_sync() {
     }
     assert_eq!(kcm.probe("/healthz").map(|r| r.0), Some(200));
 
-    install_minimal_crd(&client, "cluster.karmada.io", "v1alpha1", "Cluster", "clusters", false).await;
-    kcm.wait_for("/readyz 200 after the CRD exists", Duration::from_secs(30), |k| {
-        k.probe("/readyz").map(|r| r.0) == Some(200)
-    })
+    install_minimal_crd(
+        &client,
+        "cluster.karmada.io",
+        "v1alpha1",
+        "Cluster",
+        "clusters",
+        false,
+    )
+    .await;
+    kcm.wait_for(
+        "/readyz 200 after the CRD exists",
+        Duration::from_secs(30),
+        |k| k.probe("/readyz").map(|r| r.0) == Some(200),
+    )
     .await;
     let (_, body) = kcm.probe("/readyz?verbose").unwrap();
     assert!(body.contains("[+]informer-sync ok"), "{body}");

@@ -9,14 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use karmada_controllers::{MemberClusters, Settings};
+use lariat::controller::WorkerOptions;
 use lariat::runtime::client::{ClientConfigError, ConfigSource, load_config, wait_for_api_server};
 use lariat::runtime::logging::{self, LogOptions};
 use lariat::runtime::{
     GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
     SignalHandler,
 };
-use lariat::controller::WorkerOptions;
-use lariat::{Cluster, ClusterOptions, RateLimiterOptions};
+use lariat::{
+    CacheOptions, ClientOptions, Cluster, ClusterOptions, ControllerOptions, RateLimiterOptions,
+};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -119,7 +122,12 @@ async fn run(opts: Options) -> anyhow::Result<()> {
 
     let (config, source) = match load_config(opts.kubeconfig.as_deref()).await {
         Ok(c) => c,
-        Err(e @ ClientConfigError::Kubeconfig { source_desc: ConfigSource::Flag(_), .. }) => {
+        Err(
+            e @ ClientConfigError::Kubeconfig {
+                source_desc: ConfigSource::Flag(_),
+                ..
+            },
+        ) => {
             return Err(UsageError(format!("invalid value for --kubeconfig: {e}")).into());
         }
         Err(e) => return Err(e.into()),
@@ -155,7 +163,9 @@ async fn run(opts: Options) -> anyhow::Result<()> {
 
     let opts = Arc::new(opts);
     let result = manager
-        .lead(client, &shutdown, move |ctx| run_controllers(config, opts, ctx))
+        .lead(client, &shutdown, move |ctx| {
+            run_controllers(config, opts, ctx)
+        })
         .await;
     manager.shutdown().await;
     drop(signals);
@@ -164,33 +174,61 @@ async fn run(opts: Options) -> anyhow::Result<()> {
 
 /// The control plane's framework settings from the flags.
 fn control_plane_options(opts: &Options) -> ClusterOptions {
-    let mut o = ClusterOptions::default();
-    o.clients.qps = f64::from(opts.kube_api_qps);
-    o.clients.burst = opts.kube_api_burst;
-    o.clients.user_agent = NAME.to_string();
-    // controller-runtime runs one worker for kinds without a GroupKindConcurrency entry.
-    o.controllers.workers = WorkerOptions {
-        default_workers: 1,
-        group_kind_concurrency: opts
-            .group_kind_concurrency
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect(),
-    };
-    o.controllers.rate_limiter = RateLimiterOptions {
-        base_delay: opts.rate_limiter.base_delay,
-        max_delay: opts.rate_limiter.max_delay,
-        bucket: Some((
-            f64::from(opts.rate_limiter.qps),
-            opts.rate_limiter.bucket_size,
-        )),
-    };
-    o
+    ClusterOptions {
+        clients: ClientOptions {
+            qps: f64::from(opts.kube_api_qps),
+            burst: opts.kube_api_burst,
+            user_agent: NAME.to_string(),
+        },
+        caches: CacheOptions::default(),
+        controllers: ControllerOptions {
+            // controller-runtime runs one worker for kinds without a GroupKindConcurrency entry.
+            workers: WorkerOptions {
+                default_workers: 1,
+                group_kind_concurrency: opts
+                    .group_kind_concurrency
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect(),
+            },
+            rate_limiter: RateLimiterOptions {
+                base_delay: opts.rate_limiter.base_delay,
+                max_delay: opts.rate_limiter.max_delay,
+                bucket: Some((
+                    f64::from(opts.rate_limiter.qps),
+                    opts.rate_limiter.bucket_size,
+                )),
+            },
+        },
+    }
 }
 
-/// Starts every enabled controller on a fresh control-plane [`Cluster`], marks the process ready once
-/// all report synced, and returns when all have stopped (after `ctx.cancel`, draining the control
-/// plane's workers within the graceful timeout) or one failed.
+/// The controllers' settings from the flags.
+fn controller_settings(opts: &Options) -> Settings {
+    Settings {
+        cluster_status_update_frequency: opts.cluster_status_update_frequency,
+        cluster_success_threshold: opts.cluster_success_threshold,
+        cluster_failure_threshold: opts.cluster_failure_threshold,
+        cluster_cache_sync_timeout: opts.cluster_cache_sync_timeout,
+        cluster_api_qps: opts.cluster_api_qps,
+        cluster_api_burst: opts.cluster_api_burst,
+        enable_cluster_resource_modeling: opts.enable_cluster_resource_modeling,
+        skipped_propagating_apis: opts.skipped_propagating_apis.clone(),
+        skipped_propagating_namespaces: opts.skipped_propagating_namespaces.clone(),
+        concurrent_resource_template_syncs: opts.concurrent_resource_template_syncs,
+        concurrent_propagation_policy_syncs: opts.concurrent_propagation_policy_syncs,
+        concurrent_cluster_propagation_policy_syncs: opts
+            .concurrent_cluster_propagation_policy_syncs,
+        concurrent_work_syncs: opts
+            .group_kind_concurrency
+            .get(crate::options::group_kinds::WORK)
+            .copied()
+            .unwrap_or(5),
+        rate_limiter: control_plane_options(opts).controllers.rate_limiter,
+        feature_gates: opts.feature_gates.clone(),
+    }
+}
+
 fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext) -> LeaderWork {
     Box::pin(async move {
         // The framework's tasks live under this token; the guard cancels it if this future is dropped
@@ -199,6 +237,9 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
         let _stop_on_drop = cluster_token.clone().drop_guard();
         let control_plane = Cluster::new("", config, control_plane_options(&opts), &cluster_token)?;
         control_plane.controllers().start();
+        let members = Arc::new(MemberClusters::new(cluster_token.child_token()));
+        members.start();
+        let settings = Arc::new(controller_settings(&opts));
 
         let enabled: Vec<_> = controllers::registry()
             .into_iter()
@@ -214,7 +255,8 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
             let cctx = ControllerContext {
                 name: spec.name,
                 control_plane: control_plane.clone(),
-                options: opts.clone(),
+                members: members.clone(),
+                settings: settings.clone(),
                 cancel: ctx.cancel.child_token(),
                 synced: reporter,
             };
@@ -263,8 +305,12 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
             tracing::warn!(delay = %d, "{SLOW_SHUTDOWN_ENV} is set: delaying shutdown");
             tokio::time::sleep(d.to_std()).await;
         }
-        if !control_plane.stop(GRACEFUL_SHUTDOWN_TIMEOUT).await {
-            tracing::warn!("some control-plane workers did not stop in time");
+        let (members_done, control_plane_done) = tokio::join!(
+            members.shutdown(GRACEFUL_SHUTDOWN_TIMEOUT),
+            control_plane.stop(GRACEFUL_SHUTDOWN_TIMEOUT)
+        );
+        if !(members_done && control_plane_done) {
+            tracing::warn!("some controller workers did not stop in time");
         }
         match failure {
             Some(f) => Err(f.into()),

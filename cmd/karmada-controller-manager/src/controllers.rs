@@ -2,26 +2,12 @@
 //! default, and how to start it. Later work replaces placeholder starters with real controllers; the
 //! names, defaults and selection rules stay.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use karmada_controllers::{ControllerContext, ControllerFuture, StartFn, SyncReporter};
 use kube::api::{ApiResource, DynamicObject};
 use lariat::{HandlerResult, ObjectKey};
-use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
-
-use crate::options::Options;
-
-/// Error type controllers return.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A running controller: resolves when its cancel token fired and it drained, or on a fatal error.
-pub type ControllerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
-
-/// Starts a controller.
-pub type StartFn = Arc<dyn Fn(ControllerContext) -> ControllerFuture + Send + Sync>;
 
 /// Every controller name Karmada accepts in `--controllers`, sorted.
 pub const ALL_CONTROLLERS: &[&str] = &[
@@ -91,40 +77,6 @@ pub fn is_enabled(selection: &[String], name: &str) -> bool {
         }
     }
     star && !DISABLED_BY_DEFAULT.contains(&name)
-}
-
-/// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).
-#[derive(Debug, Clone)]
-pub struct SyncReporter(Arc<watch::Sender<bool>>);
-
-impl SyncReporter {
-    /// A reporter and the receiver that sees its report.
-    pub fn new() -> (SyncReporter, watch::Receiver<bool>) {
-        let (tx, rx) = watch::channel(false);
-        (SyncReporter(Arc::new(tx)), rx)
-    }
-
-    /// Marks this controller's caches as synced.
-    pub fn synced(&self) {
-        self.0.send_replace(true);
-    }
-}
-
-/// What a controller gets when it starts.
-#[derive(Clone)]
-pub struct ControllerContext {
-    /// The controller's `--controllers` name.
-    pub name: &'static str,
-    /// The Karmada control plane: its rate-limited clients (`--kube-api-qps/-burst`), shared caches,
-    /// and shared controllers with per-GroupKind workers (`--concurrent-*-syncs`) and the
-    /// `--rate-limiter-*` queue limits.
-    pub control_plane: lariat::Cluster,
-    /// All validated options.
-    pub options: Arc<Options>,
-    /// Cancelled when the controller must stop (shutdown or lost leadership).
-    pub cancel: CancellationToken,
-    /// Report here once caches are synced.
-    pub synced: SyncReporter,
 }
 
 /// One registry entry.
@@ -208,7 +160,10 @@ fn watched_resources(name: &str) -> &'static [Resource] {
     match name {
         "cluster" | "clusterStatus" | "unifiedAuth" => &[CLUSTERS],
         "binding" | "bindingStatus" | "gracefulEviction" | "applicationFailover" => &[RBS, CRBS],
-        "execution" | "workStatus" | "endpointSlice" | "endpointsliceCollect"
+        "execution"
+        | "workStatus"
+        | "endpointSlice"
+        | "endpointsliceCollect"
         | "endpointsliceDispatch" => &[WORKS],
         "namespace" => &[NAMESPACES],
         "serviceExport" => &[Resource(
@@ -251,7 +206,12 @@ fn watched_resources(name: &str) -> &'static [Resource] {
             "MultiClusterService",
             "multiclusterservices",
         )],
-        "remedy" => &[Resource("remedy.karmada.io", "v1alpha1", "Remedy", "remedies")],
+        "remedy" => &[Resource(
+            "remedy.karmada.io",
+            "v1alpha1",
+            "Remedy",
+            "remedies",
+        )],
         "workloadRebalancer" => &[Resource(
             "apps.karmada.io",
             "v1alpha1",
@@ -308,11 +268,16 @@ fn placeholder(name: &'static str) -> StartFn {
                             tracing::warn!(controller = name, resource = %resource.describe(), error = %e, "waiting for the cache to sync");
                             warned = true;
                         }
-                        Err(e) => tracing::debug!(controller = name, error = %e, "cache still not synced"),
+                        Err(e) => {
+                            tracing::debug!(controller = name, error = %e, "cache still not synced")
+                        }
                     }
                 }
             }
-            tracing::debug!(controller = name, "placeholder controller ready (not implemented yet)");
+            tracing::debug!(
+                controller = name,
+                "placeholder controller ready (not implemented yet)"
+            );
             ctx.synced.synced();
             ctx.cancel.cancelled().await;
             Ok(())
@@ -320,15 +285,32 @@ fn placeholder(name: &'static str) -> StartFn {
     })
 }
 
-/// The registry: every Karmada controller, with its starter.
+/// The registry: every Karmada controller, with the real starter from `karmada-controllers` where one
+/// exists and a [placeholder] otherwise.
 pub fn registry() -> Vec<ControllerSpec> {
+    let mut implemented = karmada_controllers::registry::implemented();
     ALL_CONTROLLERS
         .iter()
-        .map(|name| ControllerSpec {
-            name,
-            enabled_by_default: !DISABLED_BY_DEFAULT.contains(name),
-            start: placeholder(name),
+        .map(|name| {
+            let start = match implemented.iter().position(|(n, _)| n == name) {
+                Some(i) => implemented.swap_remove(i).1,
+                None => placeholder(name),
+            };
+            ControllerSpec {
+                name,
+                enabled_by_default: !DISABLED_BY_DEFAULT.contains(name),
+                start,
+            }
         })
+        .collect()
+}
+
+/// Names `karmada-controllers` implements that Karmada does not know (a bug in that crate's table).
+pub fn unknown_implemented() -> Vec<&'static str> {
+    karmada_controllers::registry::implemented()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !ALL_CONTROLLERS.contains(n))
         .collect()
 }
 
@@ -385,5 +367,10 @@ mod tests {
         for name in ALL_CONTROLLERS {
             assert!(!watched_resources(name).is_empty(), "{name}");
         }
+        assert!(
+            unknown_implemented().is_empty(),
+            "{:?}",
+            unknown_implemented()
+        );
     }
 }

@@ -31,6 +31,7 @@ pub const LEASE_NAME: &str = "karmada-controller-manager";
                   the matching Kubernetes resources in member clusters.",
     disable_version_flag = true,
     args_conflicts_with_subcommands = true,
+    args_override_self = true,
     next_display_order = None,
     after_help = "Flags taking a duration accept Go's syntax (e.g. 300ms, 15s, 1m30s). Boolean flags take \
                   their value after '=' (e.g. --leader-elect=false)."
@@ -69,13 +70,23 @@ pub enum Command {
 #[command(next_help_heading = "Logs flags")]
 pub struct LogFlags {
     /// Log verbosity, klog style: 0-3 info, 4-5 adds debug, 6 and up adds trace.
-    #[arg(short = 'v', long = "v", value_name = "Level", default_value = "0", allow_hyphen_values = true)]
+    #[arg(
+        short = 'v',
+        long = "v",
+        value_name = "Level",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
     pub v: String,
     /// Log format: text (stderr) or json (stdout).
     #[arg(long = "logging-format", value_name = "format", default_value = "text")]
     pub logging_format: String,
     /// Maximum time between log flushes (logs are written unbuffered; accepted for compatibility).
-    #[arg(long = "log-flush-frequency", value_name = "duration", default_value = "5s")]
+    #[arg(
+        long = "log-flush-frequency",
+        value_name = "duration",
+        default_value = "5s"
+    )]
     pub log_flush_frequency: String,
     /// Per-file verbosity (pattern=N,...); accepted for compatibility, has no effect.
     #[arg(long = "vmodule", value_name = "pattern=N,...")]
@@ -141,22 +152,49 @@ pub struct GenericFlags {
     #[arg(long = "leader-elect", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
     pub leader_elect: String,
     /// Namespace of the leader-election Lease (named karmada-controller-manager).
-    #[arg(long = "leader-elect-resource-namespace", value_name = "namespace", default_value = "karmada-system")]
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        value_name = "namespace",
+        default_value = "karmada-system"
+    )]
     pub leader_elect_resource_namespace: String,
     /// How long a standby waits, after it last saw the leader renew, before taking the lease over: the longest a stopped leader goes unreplaced.
-    #[arg(long = "leader-elect-lease-duration", value_name = "duration", default_value = "15s", allow_hyphen_values = true)]
+    #[arg(
+        long = "leader-elect-lease-duration",
+        value_name = "duration",
+        default_value = "15s",
+        allow_hyphen_values = true
+    )]
     pub leader_elect_lease_duration: String,
     /// How long the leader keeps retrying to renew before it gives up leading; less than the lease duration.
-    #[arg(long = "leader-elect-renew-deadline", value_name = "duration", default_value = "10s", allow_hyphen_values = true)]
+    #[arg(
+        long = "leader-elect-renew-deadline",
+        value_name = "duration",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     pub leader_elect_renew_deadline: String,
     /// Time between tries to acquire or renew the lease.
-    #[arg(long = "leader-elect-retry-period", value_name = "duration", default_value = "2s", allow_hyphen_values = true)]
+    #[arg(
+        long = "leader-elect-retry-period",
+        value_name = "duration",
+        default_value = "2s",
+        allow_hyphen_values = true
+    )]
     pub leader_elect_retry_period: String,
     /// Address serving /metrics (e.g. 127.0.0.1:8080 or :8080); 0 turns it off.
-    #[arg(long = "metrics-bind-address", value_name = "address", default_value = ":8080")]
+    #[arg(
+        long = "metrics-bind-address",
+        value_name = "address",
+        default_value = ":8080"
+    )]
     pub metrics_bind_address: String,
     /// Address serving /healthz and /readyz (e.g. 127.0.0.1:10357 or :10357); 0 turns it off.
-    #[arg(long = "health-probe-bind-address", value_name = "address", default_value = ":10357")]
+    #[arg(
+        long = "health-probe-bind-address",
+        value_name = "address",
+        default_value = ":10357"
+    )]
     pub health_probe_bind_address: String,
     /// DEPRECATED: use --health-probe-bind-address. IP the health probes listen on, used with --secure-port.
     #[arg(long = "bind-address", value_name = "ip")]
@@ -165,130 +203,317 @@ pub struct GenericFlags {
     #[arg(long = "secure-port", value_name = "port")]
     pub secure_port: Option<String>,
     /// How often the cluster status controller reports each cluster's status to the Karmada API server.
-    #[arg(long = "cluster-status-update-frequency", value_name = "duration", default_value = "10s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-status-update-frequency",
+        value_name = "duration",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     pub cluster_status_update_frequency: String,
     /// How long a recovered cluster must keep succeeding before it counts as healthy.
-    #[arg(long = "cluster-success-threshold", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-success-threshold",
+        value_name = "duration",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
     pub cluster_success_threshold: String,
     /// How long a cluster must keep failing before it counts as unhealthy.
-    #[arg(long = "cluster-failure-threshold", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-failure-threshold",
+        value_name = "duration",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
     pub cluster_failure_threshold: String,
     /// How often the cluster controller checks cluster health.
-    #[arg(long = "cluster-monitor-period", value_name = "duration", default_value = "5s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-monitor-period",
+        value_name = "duration",
+        default_value = "5s",
+        allow_hyphen_values = true
+    )]
     pub cluster_monitor_period: String,
     /// How long a running cluster may go without a status update before it is marked unhealthy.
-    #[arg(long = "cluster-monitor-grace-period", value_name = "duration", default_value = "40s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-monitor-grace-period",
+        value_name = "duration",
+        default_value = "40s",
+        allow_hyphen_values = true
+    )]
     pub cluster_monitor_grace_period: String,
     /// Like --cluster-monitor-grace-period, for a cluster that has just joined.
-    #[arg(long = "cluster-startup-grace-period", value_name = "duration", default_value = "60s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-startup-grace-period",
+        value_name = "duration",
+        default_value = "60s",
+        allow_hyphen_values = true
+    )]
     pub cluster_startup_grace_period: String,
     /// Resources never propagated, besides the built-in list; ';'-separated entries of the form <group>, <group>/<version>, or <group>/<version>/<kind>,<kind> (kinds case-insensitive).
-    #[arg(long = "skipped-propagating-apis", value_name = "apis", default_value = "")]
+    #[arg(
+        long = "skipped-propagating-apis",
+        value_name = "apis",
+        default_value = ""
+    )]
     pub skipped_propagating_apis: String,
     /// Namespaces (regular expressions, comma-separated) never propagated. karmada-system, karmada-cluster and karmada-es-* are always skipped.
-    #[arg(long = "skipped-propagating-namespaces", value_name = "regexps", value_delimiter = ',', default_value = "kube-.*")]
+    #[arg(
+        long = "skipped-propagating-namespaces",
+        value_name = "regexps",
+        value_delimiter = ',',
+        default_value = "kube-.*"
+    )]
     pub skipped_propagating_namespaces: Vec<String>,
     /// Context to use in the cluster-api management cluster's kubeconfig (default: its current context).
     #[arg(long = "cluster-api-context", value_name = "name", default_value = "")]
     pub cluster_api_context: String,
     /// Kubeconfig of a cluster-api management cluster whose clusters are joined automatically.
-    #[arg(long = "cluster-api-kubeconfig", value_name = "path", default_value = "")]
+    #[arg(
+        long = "cluster-api-kubeconfig",
+        value_name = "path",
+        default_value = ""
+    )]
     pub cluster_api_kubeconfig: String,
     /// Requests per second to each member cluster's API server.
-    #[arg(long = "cluster-api-qps", value_name = "float", default_value = "40", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-api-qps",
+        value_name = "float",
+        default_value = "40",
+        allow_hyphen_values = true
+    )]
     pub cluster_api_qps: String,
     /// Burst of requests allowed to each member cluster's API server.
-    #[arg(long = "cluster-api-burst", value_name = "int", default_value = "60", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-api-burst",
+        value_name = "int",
+        default_value = "60",
+        allow_hyphen_values = true
+    )]
     pub cluster_api_burst: String,
     /// Requests per second to the Karmada API server.
-    #[arg(long = "kube-api-qps", value_name = "float", default_value = "40", allow_hyphen_values = true)]
+    #[arg(
+        long = "kube-api-qps",
+        value_name = "float",
+        default_value = "40",
+        allow_hyphen_values = true
+    )]
     pub kube_api_qps: String,
     /// Burst of requests allowed to the Karmada API server.
-    #[arg(long = "kube-api-burst", value_name = "int", default_value = "60", allow_hyphen_values = true)]
+    #[arg(
+        long = "kube-api-burst",
+        value_name = "int",
+        default_value = "60",
+        allow_hyphen_values = true
+    )]
     pub kube_api_burst: String,
     /// How long to wait for a member cluster's caches to sync.
-    #[arg(long = "cluster-cache-sync-timeout", value_name = "duration", default_value = "2m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "cluster-cache-sync-timeout",
+        value_name = "duration",
+        default_value = "2m0s",
+        allow_hyphen_values = true
+    )]
     pub cluster_cache_sync_timeout: String,
     /// Base period of full resyncs of the caches; 0 turns resyncs off.
-    #[arg(long = "resync-period", value_name = "duration", default_value = "0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "resync-period",
+        value_name = "duration",
+        default_value = "0s",
+        allow_hyphen_values = true
+    )]
     pub resync_period: String,
     /// Clusters synced concurrently.
-    #[arg(long = "concurrent-cluster-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-cluster-syncs",
+        value_name = "int",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     pub concurrent_cluster_syncs: String,
     /// ClusterResourceBindings synced concurrently.
-    #[arg(long = "concurrent-clusterresourcebinding-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-clusterresourcebinding-syncs",
+        value_name = "int",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     pub concurrent_clusterresourcebinding_syncs: String,
     /// ResourceBindings synced concurrently.
-    #[arg(long = "concurrent-resourcebinding-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-resourcebinding-syncs",
+        value_name = "int",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     pub concurrent_resourcebinding_syncs: String,
     /// Works synced concurrently.
-    #[arg(long = "concurrent-work-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-work-syncs",
+        value_name = "int",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     pub concurrent_work_syncs: String,
     /// Namespaces synced concurrently.
-    #[arg(long = "concurrent-namespace-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-namespace-syncs",
+        value_name = "int",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub concurrent_namespace_syncs: String,
     /// PropagationPolicies synced concurrently.
-    #[arg(long = "concurrent-propagation-policy-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-propagation-policy-syncs",
+        value_name = "int",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub concurrent_propagation_policy_syncs: String,
     /// ClusterPropagationPolicies synced concurrently.
-    #[arg(long = "concurrent-cluster-propagation-policy-syncs", value_name = "int", default_value = "1", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-cluster-propagation-policy-syncs",
+        value_name = "int",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub concurrent_cluster_propagation_policy_syncs: String,
     /// Resource templates synced concurrently.
-    #[arg(long = "concurrent-resource-template-syncs", value_name = "int", default_value = "5", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-resource-template-syncs",
+        value_name = "int",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
     pub concurrent_resource_template_syncs: String,
     /// Dependent resources synced concurrently.
-    #[arg(long = "concurrent-dependent-resource-syncs", value_name = "int", default_value = "2", allow_hyphen_values = true)]
+    #[arg(
+        long = "concurrent-dependent-resource-syncs",
+        value_name = "int",
+        default_value = "2",
+        allow_hyphen_values = true
+    )]
     pub concurrent_dependent_resource_syncs: String,
     /// Honour NoExecute taints on clusters: evict what does not tolerate them.
     #[arg(long = "enable-taint-manager", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
     pub enable_taint_manager: String,
     /// How long graceful eviction waits before removing a workload from its old cluster regardless.
-    #[arg(long = "graceful-eviction-timeout", value_name = "duration", default_value = "10m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "graceful-eviction-timeout",
+        value_name = "duration",
+        default_value = "10m0s",
+        allow_hyphen_values = true
+    )]
     pub graceful_eviction_timeout: String,
     /// Build a resource model of each cluster from its Nodes and Pods (used by the scheduler for dynamic replica division). Turn off to save memory when unused.
     #[arg(long = "enable-cluster-resource-modeling", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
     pub enable_cluster_resource_modeling: String,
     /// Per-item base retry delay of the controllers' rate limiter.
-    #[arg(long = "rate-limiter-base-delay", value_name = "duration", default_value = "5ms", allow_hyphen_values = true)]
+    #[arg(
+        long = "rate-limiter-base-delay",
+        value_name = "duration",
+        default_value = "5ms",
+        allow_hyphen_values = true
+    )]
     pub rate_limiter_base_delay: String,
     /// Per-item maximum retry delay of the controllers' rate limiter.
-    #[arg(long = "rate-limiter-max-delay", value_name = "duration", default_value = "16m40s", allow_hyphen_values = true)]
+    #[arg(
+        long = "rate-limiter-max-delay",
+        value_name = "duration",
+        default_value = "16m40s",
+        allow_hyphen_values = true
+    )]
     pub rate_limiter_max_delay: String,
     /// Overall queue rate (items per second) of the controllers' rate limiter.
-    #[arg(long = "rate-limiter-qps", value_name = "int", default_value = "10", allow_hyphen_values = true)]
+    #[arg(
+        long = "rate-limiter-qps",
+        value_name = "int",
+        default_value = "10",
+        allow_hyphen_values = true
+    )]
     pub rate_limiter_qps: String,
     /// Overall burst of the controllers' rate limiter.
-    #[arg(long = "rate-limiter-bucket-size", value_name = "int", default_value = "100", allow_hyphen_values = true)]
+    #[arg(
+        long = "rate-limiter-bucket-size",
+        value_name = "int",
+        default_value = "100",
+        allow_hyphen_values = true
+    )]
     pub rate_limiter_bucket_size: String,
     /// Serve profiling data under /debug/pprof/ (not available in this implementation; accepted for compatibility).
     #[arg(long = "enable-pprof", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_pprof: String,
     /// Address for profiling (only with --enable-pprof).
-    #[arg(long = "profiling-bind-address", value_name = "address", default_value = ":6060")]
+    #[arg(
+        long = "profiling-bind-address",
+        value_name = "address",
+        default_value = ":6060"
+    )]
     pub profiling_bind_address: String,
     /// Period of the FederatedHPA sync.
-    #[arg(long = "horizontal-pod-autoscaler-sync-period", value_name = "duration", default_value = "15s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-sync-period",
+        value_name = "duration",
+        default_value = "15s",
+        allow_hyphen_values = true
+    )]
     pub hpa_sync_period: String,
     /// Minimum time between two FederatedHPA scale-ups.
-    #[arg(long = "horizontal-pod-autoscaler-upscale-delay", value_name = "duration", default_value = "3m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-upscale-delay",
+        value_name = "duration",
+        default_value = "3m0s",
+        allow_hyphen_values = true
+    )]
     pub hpa_upscale_delay: String,
     /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation.
-    #[arg(long = "horizontal-pod-autoscaler-downscale-stabilization", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-downscale-stabilization",
+        value_name = "duration",
+        default_value = "5m0s",
+        allow_hyphen_values = true
+    )]
     pub hpa_downscale_stabilization: String,
     /// Minimum time between two FederatedHPA scale-downs.
-    #[arg(long = "horizontal-pod-autoscaler-downscale-delay", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-downscale-delay",
+        value_name = "duration",
+        default_value = "5m0s",
+        allow_hyphen_values = true
+    )]
     pub hpa_downscale_delay: String,
     /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale.
-    #[arg(long = "horizontal-pod-autoscaler-tolerance", value_name = "float", default_value = "0.1", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-tolerance",
+        value_name = "float",
+        default_value = "0.1",
+        allow_hyphen_values = true
+    )]
     pub hpa_tolerance: String,
     /// Time after a pod starts during which its CPU samples may be ignored.
-    #[arg(long = "horizontal-pod-autoscaler-cpu-initialization-period", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-cpu-initialization-period",
+        value_name = "duration",
+        default_value = "5m0s",
+        allow_hyphen_values = true
+    )]
     pub hpa_cpu_initialization_period: String,
     /// Time after a pod starts during which readiness changes count as its first readiness.
-    #[arg(long = "horizontal-pod-autoscaler-initial-readiness-delay", value_name = "duration", default_value = "30s", allow_hyphen_values = true)]
+    #[arg(
+        long = "horizontal-pod-autoscaler-initial-readiness-delay",
+        value_name = "duration",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
     pub hpa_initial_readiness_delay: String,
     /// Period of the full FederatedResourceQuota recalculation.
-    #[arg(long = "federated-resource-quota-sync-period", value_name = "duration", default_value = "5m0s", allow_hyphen_values = true)]
+    #[arg(
+        long = "federated-resource-quota-sync-period",
+        value_name = "duration",
+        default_value = "5m0s",
+        allow_hyphen_values = true
+    )]
     pub federated_resource_quota_sync_period: String,
     /// Feature gates as key=value pairs, comma-separated.
     #[arg(long = "feature-gates", value_name = "key=value,...", default_value = "", long_help = feature_gates_help())]
@@ -303,10 +528,19 @@ pub struct ClusterFailoverFlags {
     #[arg(long = "enable-no-execute-taint-eviction", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_no_execute_taint_eviction: String,
     /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules.
-    #[arg(long = "no-execute-taint-eviction-purge-mode", value_name = "mode", default_value = "Gracefully")]
+    #[arg(
+        long = "no-execute-taint-eviction-purge-mode",
+        value_name = "mode",
+        default_value = "Gracefully"
+    )]
     pub no_execute_taint_eviction_purge_mode: String,
     /// Resources evicted per second during cluster failover.
-    #[arg(long = "resource-eviction-rate", value_name = "float", default_value = "0.5", allow_hyphen_values = true)]
+    #[arg(
+        long = "resource-eviction-rate",
+        value_name = "float",
+        default_value = "0.5",
+        allow_hyphen_values = true
+    )]
     pub resource_eviction_rate: String,
 }
 
@@ -676,20 +910,26 @@ impl Cli {
             .filter(|s| !s.is_empty())
             .collect();
         for problem in controllers::validate_selection(&controllers) {
-            c.problems.push(format!("invalid value for --controllers: {problem}"));
+            c.problems
+                .push(format!("invalid value for --controllers: {problem}"));
         }
 
         // Leader election.
         let leader_elect = c.boolean("leader-elect", &g.leader_elect);
         let durations = [
-            ("leader-elect-lease-duration", &g.leader_elect_lease_duration),
-            ("leader-elect-renew-deadline", &g.leader_elect_renew_deadline),
+            (
+                "leader-elect-lease-duration",
+                &g.leader_elect_lease_duration,
+            ),
+            (
+                "leader-elect-renew-deadline",
+                &g.leader_elect_renew_deadline,
+            ),
             ("leader-elect-retry-period", &g.leader_elect_retry_period),
         ];
         let parsed: Vec<Option<GoDuration>> =
             durations.iter().map(|(f, v)| c.duration(f, v)).collect();
-        let (mut lease, mut renew, mut retry) =
-            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let (mut lease, mut renew, mut retry) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         if let [Some(l_d), Some(r_d), Some(p_d)] = parsed[..] {
             lease = l_d.to_std();
             renew = r_d.to_std();
@@ -753,31 +993,43 @@ impl Cli {
                         .into(),
                 );
                 if ip_ok && port_ok {
-                    let host = if ip.contains(':') { format!("[{ip}]") } else { ip };
-                    health_probe_bind_address = c.address(
-                        "bind-address",
-                        &format!("{host}:{port}"),
-                    );
+                    let host = if ip.contains(':') {
+                        format!("[{ip}]")
+                    } else {
+                        ip
+                    };
+                    health_probe_bind_address =
+                        c.address("bind-address", &format!("{host}:{port}"));
                 }
             }
         }
 
         // Cluster health.
-        let cluster_status_update_frequency =
-            c.positive_duration("cluster-status-update-frequency", &g.cluster_status_update_frequency);
+        let cluster_status_update_frequency = c.positive_duration(
+            "cluster-status-update-frequency",
+            &g.cluster_status_update_frequency,
+        );
         let cluster_success_threshold =
             c.non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold);
         let cluster_failure_threshold =
             c.non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold);
         let cluster_monitor_period =
             c.positive_duration("cluster-monitor-period", &g.cluster_monitor_period);
-        let cluster_monitor_grace_period =
-            c.positive_duration("cluster-monitor-grace-period", &g.cluster_monitor_grace_period);
-        let cluster_startup_grace_period =
-            c.positive_duration("cluster-startup-grace-period", &g.cluster_startup_grace_period);
+        let cluster_monitor_grace_period = c.positive_duration(
+            "cluster-monitor-grace-period",
+            &g.cluster_monitor_grace_period,
+        );
+        let cluster_startup_grace_period = c.positive_duration(
+            "cluster-startup-grace-period",
+            &g.cluster_startup_grace_period,
+        );
 
         // Propagation filters.
-        for token in g.skipped_propagating_apis.split(';').filter(|t| !t.is_empty()) {
+        for token in g
+            .skipped_propagating_apis
+            .split(';')
+            .filter(|t| !t.is_empty())
+        {
             if token.matches('/').count() > 2 {
                 c.bad(
                     "skipped-propagating-apis",
@@ -820,7 +1072,11 @@ impl Cli {
         // Concurrency.
         let mut group_kind_concurrency = BTreeMap::new();
         for (flag, value, key) in [
-            ("concurrent-work-syncs", &g.concurrent_work_syncs, group_kinds::WORK),
+            (
+                "concurrent-work-syncs",
+                &g.concurrent_work_syncs,
+                group_kinds::WORK,
+            ),
             (
                 "concurrent-resourcebinding-syncs",
                 &g.concurrent_resourcebinding_syncs,
@@ -831,8 +1087,16 @@ impl Cli {
                 &g.concurrent_clusterresourcebinding_syncs,
                 group_kinds::CLUSTER_RESOURCE_BINDING,
             ),
-            ("concurrent-cluster-syncs", &g.concurrent_cluster_syncs, group_kinds::CLUSTER),
-            ("concurrent-namespace-syncs", &g.concurrent_namespace_syncs, group_kinds::NAMESPACE),
+            (
+                "concurrent-cluster-syncs",
+                &g.concurrent_cluster_syncs,
+                group_kinds::CLUSTER,
+            ),
+            (
+                "concurrent-namespace-syncs",
+                &g.concurrent_namespace_syncs,
+                group_kinds::NAMESPACE,
+            ),
         ] {
             group_kind_concurrency.insert(key.to_string(), c.positive_int(flag, value));
         }
@@ -857,8 +1121,10 @@ impl Cli {
         let enable_taint_manager = c.boolean("enable-taint-manager", &g.enable_taint_manager);
         let graceful_eviction_timeout =
             c.non_negative_duration("graceful-eviction-timeout", &g.graceful_eviction_timeout);
-        let enable_cluster_resource_modeling =
-            c.boolean("enable-cluster-resource-modeling", &g.enable_cluster_resource_modeling);
+        let enable_cluster_resource_modeling = c.boolean(
+            "enable-cluster-resource-modeling",
+            &g.enable_cluster_resource_modeling,
+        );
 
         // Rate limiter: like Karmada, zero or negative values fall back to the defaults.
         let rl_duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
@@ -887,20 +1153,31 @@ impl Cli {
                 Duration::from_secs(1000),
             ),
             qps: rl_int(&mut c, "rate-limiter-qps", &g.rate_limiter_qps, 10),
-            bucket_size: rl_int(&mut c, "rate-limiter-bucket-size", &g.rate_limiter_bucket_size, 100),
+            bucket_size: rl_int(
+                &mut c,
+                "rate-limiter-bucket-size",
+                &g.rate_limiter_bucket_size,
+                100,
+            ),
         };
 
         if c.boolean("enable-pprof", &g.enable_pprof) {
-            warnings.push("--enable-pprof: profiling endpoints are not available in this implementation".into());
+            warnings.push(
+                "--enable-pprof: profiling endpoints are not available in this implementation"
+                    .into(),
+            );
         }
         if g.profiling_bind_address != "0" {
             c.address("profiling-bind-address", &g.profiling_bind_address);
         }
 
         let hpa = HpaOptions {
-            sync_period: c.positive_duration("horizontal-pod-autoscaler-sync-period", &g.hpa_sync_period),
-            upscale_delay: c
-                .non_negative_duration("horizontal-pod-autoscaler-upscale-delay", &g.hpa_upscale_delay),
+            sync_period: c
+                .positive_duration("horizontal-pod-autoscaler-sync-period", &g.hpa_sync_period),
+            upscale_delay: c.non_negative_duration(
+                "horizontal-pod-autoscaler-upscale-delay",
+                &g.hpa_upscale_delay,
+            ),
             downscale_stabilization: c.non_negative_duration(
                 "horizontal-pod-autoscaler-downscale-stabilization",
                 &g.hpa_downscale_stabilization,
@@ -928,8 +1205,10 @@ impl Cli {
 
         // Cluster failover.
         let f = &self.failover;
-        let enable_no_execute_taint_eviction =
-            c.boolean("enable-no-execute-taint-eviction", &f.enable_no_execute_taint_eviction);
+        let enable_no_execute_taint_eviction = c.boolean(
+            "enable-no-execute-taint-eviction",
+            &f.enable_no_execute_taint_eviction,
+        );
         if enable_no_execute_taint_eviction
             && !matches!(
                 f.no_execute_taint_eviction_purge_mode.as_str(),
@@ -942,14 +1221,19 @@ impl Cli {
                 "must be \"Gracefully\" or \"Directly\"",
             );
         }
-        let resource_eviction_rate = match c.float("resource-eviction-rate", &f.resource_eviction_rate) {
-            Some(v) if v >= 0.0 => v as f32,
-            Some(_) => {
-                c.bad("resource-eviction-rate", &f.resource_eviction_rate, "must not be negative");
-                0.0
-            }
-            None => 0.0,
-        };
+        let resource_eviction_rate =
+            match c.float("resource-eviction-rate", &f.resource_eviction_rate) {
+                Some(v) if v >= 0.0 => v as f32,
+                Some(_) => {
+                    c.bad(
+                        "resource-eviction-rate",
+                        &f.resource_eviction_rate,
+                        "must not be negative",
+                    );
+                    0.0
+                }
+                None => 0.0,
+            };
 
         // Feature gates.
         let mut feature_gates = FeatureGates::new(KARMADA_FEATURES);
@@ -1003,7 +1287,9 @@ impl Cli {
             federated_resource_quota_sync_period,
             cluster_failover: ClusterFailoverOptions {
                 enable_no_execute_taint_eviction,
-                no_execute_taint_eviction_purge_mode: f.no_execute_taint_eviction_purge_mode.clone(),
+                no_execute_taint_eviction_purge_mode: f
+                    .no_execute_taint_eviction_purge_mode
+                    .clone(),
                 resource_eviction_rate,
             },
             feature_gates,
@@ -1060,7 +1346,10 @@ mod tests {
         assert_eq!(o.cluster_failure_threshold, Duration::from_secs(30));
         assert_eq!(o.group_kind_concurrency[group_kinds::WORK], 5);
         assert_eq!(o.group_kind_concurrency[group_kinds::RESOURCE_BINDING], 5);
-        assert_eq!(o.group_kind_concurrency[group_kinds::CLUSTER_RESOURCE_BINDING], 5);
+        assert_eq!(
+            o.group_kind_concurrency[group_kinds::CLUSTER_RESOURCE_BINDING],
+            5
+        );
         assert_eq!(o.group_kind_concurrency[group_kinds::CLUSTER], 5);
         assert_eq!(o.group_kind_concurrency[group_kinds::NAMESPACE], 1);
         assert_eq!(o.concurrent_resource_template_syncs, 5);
@@ -1077,11 +1366,17 @@ mod tests {
             }
         );
         assert_eq!(o.graceful_eviction_timeout, Duration::from_secs(600));
-        assert_eq!(o.federated_resource_quota_sync_period, Duration::from_secs(300));
+        assert_eq!(
+            o.federated_resource_quota_sync_period,
+            Duration::from_secs(300)
+        );
         assert!(o.enable_taint_manager);
         assert!(o.enable_cluster_resource_modeling);
         assert!(!o.cluster_failover.enable_no_execute_taint_eviction);
-        assert_eq!(o.cluster_failover.no_execute_taint_eviction_purge_mode, "Gracefully");
+        assert_eq!(
+            o.cluster_failover.no_execute_taint_eviction_purge_mode,
+            "Gracefully"
+        );
         assert_eq!(o.cluster_failover.resource_eviction_rate, 0.5);
         assert_eq!(o.skipped_propagating_namespaces.len(), 1);
         assert!(o.skipped_propagating_namespaces[0].is_match("kube-system"));
@@ -1116,9 +1411,10 @@ mod tests {
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
         assert!(o.warnings.iter().any(|w| w.contains("--log-dir")));
-        let o = parse(&["--leader-elect", "-v", "2"]).unwrap();
+        let o = parse(&["--leader-elect", "-v", "2", "-v=3"]).unwrap();
         assert!(o.leader_election.enabled);
-        assert_eq!(o.verbosity, 2);
+        // Like pflag, a repeated flag takes its last value.
+        assert_eq!(o.verbosity, 3);
     }
 
     #[test]
@@ -1158,11 +1454,17 @@ mod tests {
     fn leader_election_timing_relations() {
         let errs = parse(&["--leader-elect-renew-deadline=20s"]).unwrap_err();
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].contains("--leader-elect-lease-duration"), "{errs:?}");
+        assert!(
+            errs[0].contains("--leader-elect-lease-duration"),
+            "{errs:?}"
+        );
         // Not checked when leader election is off.
         assert!(parse(&["--leader-elect=false", "--leader-elect-renew-deadline=20s"]).is_ok());
         let errs = parse(&["--leader-elect-retry-period=9s"]).unwrap_err();
-        assert!(errs[0].contains("--leader-elect-renew-deadline"), "{errs:?}");
+        assert!(
+            errs[0].contains("--leader-elect-renew-deadline"),
+            "{errs:?}"
+        );
     }
 
     #[test]
@@ -1199,7 +1501,12 @@ mod tests {
     #[test]
     fn normalizes_underscores_in_flag_names_only() {
         assert_eq!(
-            normalize_args(["x".into(), "--log_dir=/a_b".into(), "--one_output".into(), "-v".into()]),
+            normalize_args([
+                "x".into(),
+                "--log_dir=/a_b".into(),
+                "--one_output".into(),
+                "-v".into()
+            ]),
             vec!["x", "--log-dir=/a_b", "--one-output", "-v"]
         );
     }

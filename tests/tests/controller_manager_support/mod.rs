@@ -188,7 +188,9 @@ impl Kcm {
         let binary = binary();
         let mut cmd = Command::new(binary);
         cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--health-probe-bind-address=127.0.0.1:{probe_port}"))
+            .arg(format!(
+                "--health-probe-bind-address=127.0.0.1:{probe_port}"
+            ))
             .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
             .args(args)
             .envs(env.iter().copied())
@@ -272,7 +274,8 @@ impl Kcm {
         let text = self.metrics()?;
         text.lines()
             .find(|l| {
-                l.starts_with("leader_election_master_status{") && l.contains(&format!("name=\"{LEASE}\""))
+                l.starts_with("leader_election_master_status{")
+                    && l.contains(&format!("name=\"{LEASE}\""))
             })
             .and_then(|l| l.rsplit(' ').next())
             .map(|v| v.trim() == "1")
@@ -295,17 +298,28 @@ impl Kcm {
     }
 
     /// Polls `cond` every 50 ms until true or `timeout`; panics with the log on timeout.
-    pub async fn wait_for(&mut self, what: &str, timeout: Duration, mut cond: impl FnMut(&Kcm) -> bool) {
+    pub async fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut cond: impl FnMut(&Kcm) -> bool,
+    ) {
         let deadline = Instant::now() + timeout;
         loop {
             if cond(self) {
                 return;
             }
             if let Some(s) = self.try_exit() {
-                panic!("karmada-controller-manager exited ({s:?}) while waiting for {what}; log:\n{}", self.log());
+                panic!(
+                    "karmada-controller-manager exited ({s:?}) while waiting for {what}; log:\n{}",
+                    self.log()
+                );
             }
             if Instant::now() > deadline {
-                panic!("timed out after {timeout:?} waiting for {what}; log:\n{}", self.log());
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}; log:\n{}",
+                    self.log()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -324,7 +338,11 @@ impl Drop for Kcm {
             let _ = self.child.wait();
         }
         if std::thread::panicking() {
-            eprintln!("--- karmada-controller-manager log ({}) ---\n{}", self.log.display(), self.log());
+            eprintln!(
+                "--- karmada-controller-manager log ({}) ---\n{}",
+                self.log.display(),
+                self.log()
+            );
         }
     }
 }
@@ -350,7 +368,11 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let chunked = head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    let body = if chunked { dechunk(body) } else { body.to_string() };
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     Some((status, body))
 }
 
@@ -392,7 +414,9 @@ pub fn assert_prometheus_text(text: &str) {
             assert!(line.starts_with("# HELP "), "bad comment line: {line}");
             continue;
         }
-        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad sample line: {line}"));
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad sample line: {line}"));
         let value = value.trim();
         assert!(
             value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value),
@@ -409,7 +433,10 @@ pub fn assert_prometheus_text(text: &str) {
         );
         if let Some(labels) = series.strip_prefix(name) {
             if !labels.is_empty() {
-                assert!(labels.starts_with('{') && labels.ends_with('}'), "bad labels in: {line}");
+                assert!(
+                    labels.starts_with('{') && labels.ends_with('}'),
+                    "bad labels in: {line}"
+                );
             }
         }
         let family = ["_bucket", "_sum", "_count"]
@@ -435,7 +462,14 @@ pub fn kubeconfig_for(dir: &Path, server: &str) -> PathBuf {
 }
 
 /// Installs a minimal (schema-less) CRD for `plural.group` and waits until it is served.
-pub async fn install_minimal_crd(client: &kube::Client, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) {
+pub async fn install_minimal_crd(
+    client: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) {
     let name = format!("{plural}.{group}");
     let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -454,9 +488,13 @@ pub async fn install_minimal_crd(client: &kube::Client, group: &str, version: &s
     }))
     .unwrap();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(&name, &PatchParams::apply("kcm-tests").force(), &Patch::Apply(&crd))
-        .await
-        .expect("apply CRD");
+    api.patch(
+        &name,
+        &PatchParams::apply("kcm-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("apply CRD");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let established = api
@@ -465,7 +503,10 @@ pub async fn install_minimal_crd(client: &kube::Client, group: &str, version: &s
             .ok()
             .and_then(|c| c.status)
             .and_then(|s| s.conditions)
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
         if established {
             return;
         }
