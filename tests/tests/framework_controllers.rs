@@ -12,7 +12,9 @@ use framework_support::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
-use lariat::{CacheScope, ClusterOptions, HandlerResult, ObjectKey, RateLimiterOptions, WorkerOptions};
+use lariat::{
+    CacheScope, ClusterOptions, HandlerResult, ObjectKey, RateLimiterOptions, WorkerOptions,
+};
 use serde_json::json;
 use testenv::{EnvOptions, TestEnv};
 use tokio::time::Instant;
@@ -44,7 +46,11 @@ fn scoped(ns: &str) -> CacheScope {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controllers_on_one_kind_share_one_watch_and_new_crds_are_discovered() {
     let client = env().host().client().await;
-    let c = cluster("it-shared-watch", host_config().await, ClusterOptions::default());
+    let c = cluster(
+        "it-shared-watch",
+        host_config().await,
+        ClusterOptions::default(),
+    );
     let gvk = kube::api::GroupVersionKind::gvk("shared.lariat.test", "v1", "Widget");
     // unknown before the CRD exists; found afterwards without restarting anything
     assert!(c.clients().resolve(&gvk).await.is_err());
@@ -63,19 +69,26 @@ async fn two_controllers_on_one_kind_share_one_watch_and_new_crds_are_discovered
     // "controller A" and "controller B" each look the kind up and register a handler
     for seen in [seen_a.clone(), seen_b.clone()] {
         let ctrl = c.controllers().for_gvk(&gvk).unwrap();
-        ctrl.register_handler("h", CancellationToken::new(), move |_k, o: Option<Arc<DynamicObject>>| {
-            let seen = seen.clone();
-            async move {
-                if o.is_some() {
-                    seen.fetch_add(1, Ordering::SeqCst);
+        ctrl.register_handler(
+            "h",
+            CancellationToken::new(),
+            move |_k, o: Option<Arc<DynamicObject>>| {
+                let seen = seen.clone();
+                async move {
+                    if o.is_some() {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                    }
+                    HandlerResult::Success
                 }
-                HandlerResult::Success
-            }
-        });
+            },
+        );
     }
     // a third consumer reads the store of the same kind
     let store = c.caches().for_gvk(&gvk).unwrap().store();
-    c.caches().wait_for_sync(Duration::from_secs(30)).await.unwrap();
+    c.caches()
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
 
     let (ar, _) = c.clients().resolve(&gvk).await.unwrap();
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "it-shared-watch", &ar);
@@ -91,8 +104,16 @@ async fn two_controllers_on_one_kind_share_one_watch_and_new_crds_are_discovered
     })
     .await;
 
-    assert_eq!(open_watches(&client, "shared.lariat.test", "widgets").await, 1.0, "exactly one WATCH");
-    assert_eq!(lists(&client, "shared.lariat.test", "widgets").await, 1.0, "exactly one LIST");
+    assert_eq!(
+        open_watches(&client, "shared.lariat.test", "widgets").await,
+        1.0,
+        "exactly one WATCH"
+    );
+    assert_eq!(
+        lists(&client, "shared.lariat.test", "widgets").await,
+        1.0,
+        "exactly one LIST"
+    );
     assert_eq!(c.caches().started().len(), 1);
     // our own client metrics counted the traffic for this cluster
     assert!(rest_requests("it-shared-watch") >= 3);
@@ -110,7 +131,10 @@ async fn a_kind_only_looked_up_opens_no_watch() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!ctrl.is_initialized());
     assert!(c.caches().started().is_empty());
-    assert_eq!(open_watches(&client, "lookup.lariat.test", "gadgets").await, 0.0);
+    assert_eq!(
+        open_watches(&client, "lookup.lariat.test", "gadgets").await,
+        0.0
+    );
     assert_eq!(lists(&client, "lookup.lariat.test", "gadgets").await, 0.0);
     c.stop(Duration::from_secs(10)).await;
 }
@@ -120,48 +144,79 @@ async fn deletes_deliver_none_late_handlers_see_everything_removed_handlers_stop
     let client = env().host().client().await;
     let ns = "it-handlers";
     namespace(&client, ns).await;
-    let c = cluster("it-handlers", host_config().await, ClusterOptions::default());
+    let c = cluster(
+        "it-handlers",
+        host_config().await,
+        ClusterOptions::default(),
+    );
     c.controllers().start();
-    let ctrl = c.controllers().for_kind_in::<ConfigMap>(scoped(ns)).unwrap();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
     let log: CallLog = Arc::default();
     let record = |name: &'static str, log: CallLog| {
         move |k: ObjectKey, o: Option<Arc<ConfigMap>>| {
             let log = log.clone();
             async move {
-                log.lock().push((name.to_string(), k.to_string(), o.is_some()));
+                log.lock()
+                    .push((name.to_string(), k.to_string(), o.is_some()));
                 HandlerResult::Success
             }
         }
     };
-    ctrl.register_handler("early", CancellationToken::new(), record("early", log.clone()));
+    ctrl.register_handler(
+        "early",
+        CancellationToken::new(),
+        record("early", log.clone()),
+    );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for i in 0..3 {
-        cms.create(&PostParams::default(), &cm(ns, &format!("cm{i}"), "x")).await.unwrap();
+        cms.create(&PostParams::default(), &cm(ns, &format!("cm{i}"), "x"))
+            .await
+            .unwrap();
     }
     let saw = |log: &CallLog, handler: &str, key: &str, present: bool| {
-        log.lock().iter().any(|(h, k, p)| h == handler && k == key && *p == present)
+        log.lock()
+            .iter()
+            .any(|(h, k, p)| h == handler && k == key && *p == present)
     };
-    eventually("early handler saw 3 objects", Duration::from_secs(20), || {
-        let log = log.clone();
-        async move { (0..3).all(|i| saw(&log, "early", &format!("{ns}/cm{i}"), true)) }
-    })
+    eventually(
+        "early handler saw 3 objects",
+        Duration::from_secs(20),
+        || {
+            let log = log.clone();
+            async move { (0..3).all(|i| saw(&log, "early", &format!("{ns}/cm{i}"), true)) }
+        },
+    )
     .await;
 
     // late registration replays every key in the store
     let late_cancel = CancellationToken::new();
     ctrl.register_handler("late", late_cancel.clone(), record("late", log.clone()));
-    eventually("late handler saw all 3 existing objects", Duration::from_secs(20), || {
-        let log = log.clone();
-        async move { (0..3).all(|i| saw(&log, "late", &format!("{ns}/cm{i}"), true)) }
-    })
+    eventually(
+        "late handler saw all 3 existing objects",
+        Duration::from_secs(20),
+        || {
+            let log = log.clone();
+            async move { (0..3).all(|i| saw(&log, "late", &format!("{ns}/cm{i}"), true)) }
+        },
+    )
     .await;
 
     // delete → None for every handler
     cms.delete("cm1", &DeleteParams::default()).await.unwrap();
-    eventually("both handlers saw the delete as None", Duration::from_secs(20), || {
-        let log = log.clone();
-        async move { saw(&log, "early", &format!("{ns}/cm1"), false) && saw(&log, "late", &format!("{ns}/cm1"), false) }
-    })
+    eventually(
+        "both handlers saw the delete as None",
+        Duration::from_secs(20),
+        || {
+            let log = log.clone();
+            async move {
+                saw(&log, "early", &format!("{ns}/cm1"), false)
+                    && saw(&log, "late", &format!("{ns}/cm1"), false)
+            }
+        },
+    )
     .await;
 
     // removed handler: no more calls; the remaining one proves events still flow
@@ -172,14 +227,23 @@ async fn deletes_deliver_none_late_handlers_see_everything_removed_handlers_stop
     })
     .await;
     let late_calls = log.lock().iter().filter(|(h, _, _)| h == "late").count();
-    cms.create(&PostParams::default(), &cm(ns, "after", "x")).await.unwrap();
-    eventually("early handler saw the new object", Duration::from_secs(20), || {
-        let log = log.clone();
-        async move { saw(&log, "early", &format!("{ns}/after"), true) }
-    })
+    cms.create(&PostParams::default(), &cm(ns, "after", "x"))
+        .await
+        .unwrap();
+    eventually(
+        "early handler saw the new object",
+        Duration::from_secs(20),
+        || {
+            let log = log.clone();
+            async move { saw(&log, "early", &format!("{ns}/after"), true) }
+        },
+    )
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(log.lock().iter().filter(|(h, _, _)| h == "late").count(), late_calls);
+    assert_eq!(
+        log.lock().iter().filter(|(h, _, _)| h == "late").count(),
+        late_calls
+    );
     c.stop(Duration::from_secs(10)).await;
 }
 
@@ -196,37 +260,50 @@ async fn error_backs_off_ignore_does_not_requeue_requeue_after_fires() {
     };
     let c = cluster("it-results", host_config().await, opts);
     c.controllers().start();
-    let ctrl = c.controllers().for_kind_in::<ConfigMap>(scoped(ns)).unwrap();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
     let runs: Arc<parking_lot_free::Mutex<HashMap<String, Vec<Instant>>>> = Arc::default();
     let r = runs.clone();
-    ctrl.register_handler("results", CancellationToken::new(), move |k: ObjectKey, o: Option<Arc<ConfigMap>>| {
-        let r = r.clone();
-        async move {
-            let n = {
-                let mut r = r.lock();
-                let v = r.entry(k.name().to_string()).or_default();
-                v.push(Instant::now());
-                v.len()
-            };
-            if o.is_none() {
-                return HandlerResult::Success;
+    ctrl.register_handler(
+        "results",
+        CancellationToken::new(),
+        move |k: ObjectKey, o: Option<Arc<ConfigMap>>| {
+            let r = r.clone();
+            async move {
+                let n = {
+                    let mut r = r.lock();
+                    let v = r.entry(k.name().to_string()).or_default();
+                    v.push(Instant::now());
+                    v.len()
+                };
+                if o.is_none() {
+                    return HandlerResult::Success;
+                }
+                match k.name() {
+                    "fail" if n <= 5 => HandlerResult::error(format!("transient failure {n}")),
+                    "ignore" => HandlerResult::ignore("cannot be fixed by retrying"),
+                    "later" if n == 1 => HandlerResult::RequeueAfter(Duration::from_millis(800)),
+                    _ => HandlerResult::Success,
+                }
             }
-            match k.name() {
-                "fail" if n <= 5 => HandlerResult::error(format!("transient failure {n}")),
-                "ignore" => HandlerResult::ignore("cannot be fixed by retrying"),
-                "later" if n == 1 => HandlerResult::RequeueAfter(Duration::from_millis(800)),
-                _ => HandlerResult::Success,
-            }
-        }
-    });
+        },
+    );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for name in ["fail", "ignore", "later"] {
-        cms.create(&PostParams::default(), &cm(ns, name, "x")).await.unwrap();
+        cms.create(&PostParams::default(), &cm(ns, name, "x"))
+            .await
+            .unwrap();
     }
-    eventually("fail retried until it succeeded", Duration::from_secs(20), || {
-        let runs = runs.clone();
-        async move { runs.lock().get("fail").is_some_and(|v| v.len() >= 6) }
-    })
+    eventually(
+        "fail retried until it succeeded",
+        Duration::from_secs(20),
+        || {
+            let runs = runs.clone();
+            async move { runs.lock().get("fail").is_some_and(|v| v.len() >= 6) }
+        },
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let runs = runs.lock().clone();
@@ -235,19 +312,31 @@ async fn error_backs_off_ignore_does_not_requeue_requeue_after_fires() {
     let gaps: Vec<Duration> = fail.windows(2).map(|w| w[1] - w[0]).collect();
     for (i, g) in gaps.iter().enumerate() {
         let expect = Duration::from_millis(50 << i);
-        assert!(*g >= expect, "retry {i} came after {g:?}, expected ≥ {expect:?} ({gaps:?})");
+        assert!(
+            *g >= expect,
+            "retry {i} came after {g:?}, expected ≥ {expect:?} ({gaps:?})"
+        );
     }
     assert!(gaps[4] > gaps[0] * 8, "delays grow exponentially: {gaps:?}");
     assert_eq!(runs["ignore"].len(), 1, "ignored errors are not retried");
     let later = &runs["later"];
     assert_eq!(later.len(), 2);
     let gap = later[1] - later[0];
-    assert!(gap >= Duration::from_millis(800) && gap < Duration::from_millis(1300), "requeue-after fired after {gap:?}");
+    assert!(
+        gap >= Duration::from_millis(800) && gap < Duration::from_millis(1300),
+        "requeue-after fired after {gap:?}"
+    );
 
     // controller-runtime's series were counted
     let series = framework_series("it-results");
-    assert!(series.iter().any(|s| s.starts_with("controller_runtime_reconcile_total{") && s.contains("result=error")));
-    assert!(series.iter().any(|s| s.starts_with("workqueue_retries_total{")));
+    assert!(series.iter().any(
+        |s| s.starts_with("controller_runtime_reconcile_total{") && s.contains("result=error")
+    ));
+    assert!(
+        series
+            .iter()
+            .any(|s| s.starts_with("workqueue_retries_total{"))
+    );
     c.stop(Duration::from_secs(10)).await;
 }
 
@@ -263,29 +352,38 @@ async fn no_key_runs_twice_at_once_under_bursts_and_final_state_is_seen() {
     };
     let c = cluster("it-exclusive", host_config().await, opts);
     c.controllers().start();
-    let ctrl = c.controllers().for_kind_in::<ConfigMap>(scoped(ns)).unwrap();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
     let running: Arc<parking_lot_free::Mutex<HashSet<String>>> = Arc::default();
     let violations = Arc::new(AtomicUsize::new(0));
     let last: Arc<parking_lot_free::Mutex<BTreeMap<String, String>>> = Arc::default();
     let (run, viol, lst) = (running.clone(), violations.clone(), last.clone());
-    ctrl.register_handler("exclusive", CancellationToken::new(), move |k: ObjectKey, o: Option<Arc<ConfigMap>>| {
-        let (run, viol, lst) = (run.clone(), viol.clone(), lst.clone());
-        async move {
-            if !run.lock().insert(k.to_string()) {
-                viol.fetch_add(1, Ordering::SeqCst);
+    ctrl.register_handler(
+        "exclusive",
+        CancellationToken::new(),
+        move |k: ObjectKey, o: Option<Arc<ConfigMap>>| {
+            let (run, viol, lst) = (run.clone(), viol.clone(), lst.clone());
+            async move {
+                if !run.lock().insert(k.to_string()) {
+                    viol.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_millis(fastrand_ms(k.name()))).await;
+                if let Some(v) = o.and_then(|o| o.data.as_ref().and_then(|d| d.get("v").cloned())) {
+                    lst.lock().insert(k.name().to_string(), v);
+                }
+                run.lock().remove(k.as_str());
+                HandlerResult::Success
             }
-            tokio::time::sleep(Duration::from_millis(fastrand_ms(k.name()))).await;
-            if let Some(v) = o.and_then(|o| o.data.as_ref().and_then(|d| d.get("v").cloned())) {
-                lst.lock().insert(k.name().to_string(), v);
-            }
-            run.lock().remove(k.as_str());
-            HandlerResult::Success
-        }
-    });
+        },
+    );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let keys = 6;
     for i in 0..keys {
-        cms.create(&PostParams::default(), &cm(ns, &format!("k{i}"), "0")).await.unwrap();
+        cms.create(&PostParams::default(), &cm(ns, &format!("k{i}"), "0"))
+            .await
+            .unwrap();
     }
     let rounds = 25;
     let mut writers = vec![];
@@ -294,22 +392,38 @@ async fn no_key_runs_twice_at_once_under_bursts_and_final_state_is_seen() {
         writers.push(tokio::spawn(async move {
             for r in 1..=rounds {
                 let patch = json!({"data": {"v": r.to_string()}});
-                cms.patch(&format!("k{i}"), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+                cms.patch(
+                    &format!("k{i}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .unwrap();
             }
         }));
     }
     for w in writers {
         w.await.unwrap();
     }
-    eventually("every key's final value handled", Duration::from_secs(30), || {
-        let last = last.clone();
-        async move {
-            let l = last.lock();
-            (0..keys).all(|i| l.get(&format!("k{i}")).map(String::as_str) == Some(&*rounds.to_string()))
-        }
-    })
+    eventually(
+        "every key's final value handled",
+        Duration::from_secs(30),
+        || {
+            let last = last.clone();
+            async move {
+                let l = last.lock();
+                (0..keys).all(|i| {
+                    l.get(&format!("k{i}")).map(String::as_str) == Some(&*rounds.to_string())
+                })
+            }
+        },
+    )
     .await;
-    assert_eq!(violations.load(Ordering::SeqCst), 0, "a key ran on two workers at once");
+    assert_eq!(
+        violations.load(Ordering::SeqCst),
+        0,
+        "a key ran on two workers at once"
+    );
     c.stop(Duration::from_secs(10)).await;
 }
 
@@ -333,8 +447,11 @@ async fn per_group_kind_worker_limits_hold() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     for i in 0..12 {
-        cms.create(&PostParams::default(), &cm(ns, &format!("c{i}"), "x")).await.unwrap();
-        let s: Secret = serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm(ns, &format!("c{i}"), "x"))
+            .await
+            .unwrap();
+        let s: Secret =
+            serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
         secrets.create(&PostParams::default(), &s).await.unwrap();
     }
     fn measure<K: lariat::cache::CacheObject>(
@@ -344,37 +461,58 @@ async fn per_group_kind_worker_limits_hold() {
         let max = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicUsize::new(0));
         let (a, m, d) = (active, max.clone(), done.clone());
-        ctrl.register_handler("measure", CancellationToken::new(), move |_k, o: Option<Arc<K>>| {
-            let (a, m, d) = (a.clone(), m.clone(), d.clone());
-            async move {
-                let now = a.fetch_add(1, Ordering::SeqCst) + 1;
-                m.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                a.fetch_sub(1, Ordering::SeqCst);
-                if o.is_some() {
-                    d.fetch_add(1, Ordering::SeqCst);
+        ctrl.register_handler(
+            "measure",
+            CancellationToken::new(),
+            move |_k, o: Option<Arc<K>>| {
+                let (a, m, d) = (a.clone(), m.clone(), d.clone());
+                async move {
+                    let now = a.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    a.fetch_sub(1, Ordering::SeqCst);
+                    if o.is_some() {
+                        d.fetch_add(1, Ordering::SeqCst);
+                    }
+                    HandlerResult::Success
                 }
-                HandlerResult::Success
-            }
-        });
+            },
+        );
         (max, done)
     }
-    let cm_ctrl = c.controllers().for_kind_in::<ConfigMap>(scoped(ns)).unwrap();
+    let cm_ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
     let secret_ctrl = c.controllers().for_kind_in::<Secret>(scoped(ns)).unwrap();
     let (cm_max, cm_done) = measure(&cm_ctrl);
     let (s_max, s_done) = measure(&secret_ctrl);
-    c.caches().wait_for_sync(Duration::from_secs(30)).await.unwrap();
+    c.caches()
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
     c.controllers().start();
     eventually("all handled", Duration::from_secs(30), || {
         let (a, b) = (cm_done.clone(), s_done.clone());
         async move { a.load(Ordering::SeqCst) >= 12 && b.load(Ordering::SeqCst) >= 12 }
     })
     .await;
-    assert_eq!(cm_max.load(Ordering::SeqCst), 2, "ConfigMap.\"\" limited to 2 workers");
-    assert_eq!(s_max.load(Ordering::SeqCst), 4, "default of 4 workers for Secret");
+    assert_eq!(
+        cm_max.load(Ordering::SeqCst),
+        2,
+        "ConfigMap.\"\" limited to 2 workers"
+    );
+    assert_eq!(
+        s_max.load(Ordering::SeqCst),
+        4,
+        "default of 4 workers for Secret"
+    );
     let series = framework_series("it-workers");
     assert!(
-        series.iter().any(|s| s.starts_with("controller_runtime_max_concurrent_reconciles{") && s.contains("controller=ConfigMap[")),
+        series.iter().any(
+            |s| s.starts_with("controller_runtime_max_concurrent_reconciles{")
+                && s.contains("controller=ConfigMap[")
+        ),
         "{series:?}"
     );
     c.stop(Duration::from_secs(10)).await;
@@ -389,27 +527,47 @@ async fn label_scope_metadata_only_and_indexes() {
     for (name, managed) in [("a", true), ("b", false), ("c", true)] {
         let mut o = cm(ns, name, &"x".repeat(100));
         if managed {
-            o.metadata.labels = Some([("karmada.io/managed".to_string(), "true".to_string())].into());
+            o.metadata.labels =
+                Some([("karmada.io/managed".to_string(), "true".to_string())].into());
         }
         o.metadata.annotations = Some(
-            [(lariat::cache::LAST_APPLIED_ANNOTATION.to_string(), "{\"big\":true}".to_string())].into(),
+            [(
+                lariat::cache::LAST_APPLIED_ANNOTATION.to_string(),
+                "{\"big\":true}".to_string(),
+            )]
+            .into(),
         );
         cms.create(&PostParams::default(), &o).await.unwrap();
     }
     let c = cluster("it-scope", host_config().await, ClusterOptions::member());
     // member defaults: only managed objects
     let managed = c.caches().for_kind::<ConfigMap>().unwrap();
-    managed.add_index("app", Arc::new(|o: &ConfigMap| o.metadata.name.iter().cloned().collect()));
+    managed.add_index(
+        "app",
+        Arc::new(|o: &ConfigMap| o.metadata.name.iter().cloned().collect()),
+    );
     let store = managed.store();
     store.index_by_namespace();
-    managed.wait_for_sync(Duration::from_secs(30)).await.unwrap();
+    managed
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
     let mine: Vec<_> = store.list_namespace(ns);
-    let mut names: Vec<_> = mine.iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+    let mut names: Vec<_> = mine
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
     names.sort();
     assert_eq!(names, vec!["a", "c"]);
     let a = store.get_named(Some(ns), "a").unwrap();
-    assert!(a.metadata.managed_fields.is_none(), "managedFields stripped");
-    assert!(a.metadata.annotations.is_none(), "last-applied annotation stripped");
+    assert!(
+        a.metadata.managed_fields.is_none(),
+        "managedFields stripped"
+    );
+    assert!(
+        a.metadata.annotations.is_none(),
+        "last-applied annotation stripped"
+    );
     assert_eq!(store.by_index("app", "c").len(), 1);
 
     // metadata-only cache of the same namespace: no data, but names and labels
@@ -430,14 +588,20 @@ async fn label_scope_metadata_only_and_indexes() {
     let ar = ApiResource::erase::<ConfigMap>(&());
     let dynamic = c
         .caches()
-        .for_gvk_in(&kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"), CacheScope {
-            namespace: Some(ns.to_string()),
-            label_selector: Some("karmada.io/managed=true".to_string()),
-            field_selector: None,
-        })
+        .for_gvk_in(
+            &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            CacheScope {
+                namespace: Some(ns.to_string()),
+                label_selector: Some("karmada.io/managed=true".to_string()),
+                field_selector: None,
+            },
+        )
         .unwrap();
     assert_eq!(ar.kind, "ConfigMap");
-    dynamic.wait_for_sync(Duration::from_secs(30)).await.unwrap();
+    dynamic
+        .wait_for_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
     assert_eq!(dynamic.peek_store().len(), 2);
     c.stop(Duration::from_secs(10)).await;
 }

@@ -23,7 +23,10 @@ where
 {
     let deadline = tokio::time::Instant::now() + timeout;
     while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -66,7 +69,10 @@ pub async fn crd(client: &Client, group: &str, kind: &str) -> GroupVersionKind {
                 .ok()
                 .and_then(|c| c.status)
                 .and_then(|s| s.conditions)
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
         }
     })
     .await;
@@ -80,7 +86,11 @@ pub async fn apiserver_metric(client: &Client, metric: &str, labels: &[(&str, &s
     let prefix = format!("{metric}{{");
     text.lines()
         .filter(|l| l.starts_with(&prefix))
-        .filter(|l| labels.iter().all(|(k, v)| l.contains(&format!("{k}=\"{v}\""))))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
@@ -116,8 +126,14 @@ pub fn framework_series(cluster: &str) -> Vec<String> {
     for mf in lariat::metrics::registry().gather() {
         for m in mf.get_metric() {
             let labels = m.get_label();
-            if labels.iter().any(|l| l.name() == "cluster" && l.value() == cluster) {
-                let ls: Vec<String> = labels.iter().map(|l| format!("{}={}", l.name(), l.value())).collect();
+            if labels
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == cluster)
+            {
+                let ls: Vec<String> = labels
+                    .iter()
+                    .map(|l| format!("{}={}", l.name(), l.value()))
+                    .collect();
                 out.push(format!("{}{{{}}}", mf.name(), ls.join(",")));
             }
         }
@@ -132,7 +148,11 @@ pub fn rest_requests(cluster: &str) -> u64 {
         .into_iter()
         .filter(|mf| mf.name() == "rest_client_requests_total")
         .flat_map(|mf| mf.get_metric().to_vec())
-        .filter(|m| m.get_label().iter().any(|l| l.name() == "cluster" && l.value() == cluster))
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == cluster)
+        })
         .map(|m| m.get_counter().value() as u64)
         .sum()
 }

@@ -284,14 +284,17 @@ impl<K: CacheObject> CacheInner<K> {
         // A namespace scope is a field selector on the cluster-wide path, which works for any
         // resource scope type (typed, dynamic, metadata-only).
         let api: Api<K> = Api::all_with(client, &dt);
-        let mut wc = watcher::Config::default();
-        wc.label_selector = self.key.scope.label_selector.clone();
-        wc.field_selector = match (&self.key.scope.namespace, &self.key.scope.field_selector) {
+        let field_selector = match (&self.key.scope.namespace, &self.key.scope.field_selector) {
             (Some(ns), Some(f)) => Some(format!("metadata.namespace={ns},{f}")),
             (Some(ns), None) => Some(format!("metadata.namespace={ns}")),
             (None, f) => f.clone(),
         };
-        wc.page_size = self.page_size;
+        let wc = watcher::Config {
+            label_selector: self.key.scope.label_selector.clone(),
+            field_selector,
+            page_size: self.page_size,
+            ..watcher::Config::default()
+        };
         let transform = self.transform.lock().clone();
         let mut stream = watcher::watcher(api, wc).boxed();
         loop {

@@ -20,21 +20,12 @@ use crate::gvk::group_kind_string;
 use crate::queue::RateLimiterOptions;
 
 /// Controller settings of one cluster.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ControllerOptions {
     /// Worker counts.
     pub workers: WorkerOptions,
     /// Per-key backoff and overall bucket of every controller's queue.
     pub rate_limiter: RateLimiterOptions,
-}
-
-impl Default for ControllerOptions {
-    fn default() -> Self {
-        Self {
-            workers: WorkerOptions::default(),
-            rate_limiter: RateLimiterOptions::default(),
-        }
-    }
 }
 
 trait AnyController: Send + Sync {
