@@ -279,3 +279,103 @@ fn retain_rejects_non_objects() {
         "ConfigMap c: field `metadata.labels` must be a map of strings"
     );
 }
+
+/// What a member API server and its controllers add to an applied manifest.
+fn as_applied(manifest: &Value, member_side: Value) -> Value {
+    let mut member = manifest.clone();
+    let metadata = member["metadata"].as_object_mut().unwrap();
+    metadata.insert("uid".into(), json!("member-uid"));
+    metadata.insert("resourceVersion".into(), json!("1001"));
+    metadata.insert("generation".into(), json!(1));
+    metadata.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+    metadata.insert("managedFields".into(), json!([{"manager": "karmada"}]));
+    merge(&mut member, member_side);
+    member
+}
+
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                merge(t.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (t, p) => *t = p,
+    }
+}
+
+#[test]
+fn applied_objects_match_their_manifests_so_restarts_write_nothing() {
+    let i = interpreter();
+    let managed = json!({"karmada.io/managed": "true"});
+    let cases = [
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "n",
+                "labels": managed.clone(), "annotations": {"deployment.kubernetes.io/revision": "1"}},
+                "spec": {"replicas": 2}, "status": {"replicas": 2}}),
+            json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "4"}},
+                "status": {"replicas": 2, "readyReplicas": 2}}),
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "n", "labels": managed.clone()},
+                "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.5"], "ports": [{"port": 80, "nodePort": 30080}]}}),
+            json!({"spec": {"clusterIP": "10.1.0.9", "clusterIPs": ["10.1.0.9"], "healthCheckNodePort": 32000},
+                "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}}),
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "n", "labels": managed.clone()}}),
+            json!({"secrets": [{"name": "sa-token-abcde"}], "imagePullSecrets": [{"name": "member-registry"}]}),
+        ),
+        (
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "n", "labels": managed.clone()},
+                "spec": {"ttlSecondsAfterFinished": 60, "template": {"metadata": {"labels": {"app": "j"}}, "spec": {"restartPolicy": "Never"}}}}),
+            json!({"spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "member-uid"}},
+                "template": {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "member-uid",
+                    "batch.kubernetes.io/job-name": "j", "controller-uid": "member-uid", "job-name": "j"}}}},
+                "status": {"active": 1}}),
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                "metadata": {"name": "t", "namespace": "n", "labels": managed.clone(),
+                    "annotations": {"kubernetes.io/service-account.name": "sa"}}}),
+            json!({"metadata": {"annotations": {"kubernetes.io/service-account.uid": "member-sa-uid"}},
+                "data": {"token": "dG9rZW4=", "ca.crt": "Y2E="}}),
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "n", "labels": managed.clone()},
+                "spec": {"resources": {"requests": {"storage": "1Gi"}}}}),
+            json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "node-7", "pv.kubernetes.io/bind-completed": "yes"}},
+                "spec": {"volumeName": "pvc-123"}, "status": {"phase": "Bound"}}),
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n", "labels": managed.clone()},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+            json!({"metadata": {"finalizers": ["member/finalizer"]},
+                "spec": {"nodeName": "node-1", "serviceAccountName": "default",
+                "volumes": [{"name": "kube-api-access"}],
+                "containers": [{"name": "c", "image": "nginx", "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run"}]}]},
+                "status": {"phase": "Running"}}),
+        ),
+    ];
+    for (template, member_side) in cases {
+        let mut manifest = template.clone();
+        i.prune(&mut manifest).unwrap();
+        let member = as_applied(&manifest, member_side);
+        let mut desired = manifest.clone();
+        i.retain(&mut desired, &member).unwrap();
+        assert!(
+            i.matches_member(&desired, &member).unwrap(),
+            "{}: desired {desired:#} vs member {member:#}",
+            template["kind"]
+        );
+        // A real template change is still seen.
+        let mut edited = manifest.clone();
+        edited["metadata"]["labels"]["edited"] = json!("yes");
+        i.retain(&mut edited, &member).unwrap();
+        assert!(
+            !i.matches_member(&edited, &member).unwrap(),
+            "{}",
+            template["kind"]
+        );
+    }
+}
