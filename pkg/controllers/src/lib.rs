@@ -2,8 +2,10 @@
 //! each one starts with and the [`MemberClusters`] they reach members through.
 
 pub mod context;
+pub mod detector;
 pub mod members;
 pub mod registry;
+pub mod scheduler;
 
 pub use context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn, SyncReporter};
 pub use members::MemberClusters;

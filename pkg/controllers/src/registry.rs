@@ -5,5 +5,5 @@ use crate::context::StartFn;
 
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {
-    Vec::new()
+    vec![("scheduler", crate::scheduler::start_fn())]
 }

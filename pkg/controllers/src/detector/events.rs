@@ -1,0 +1,106 @@
+//! Kubernetes Events (`core/v1`, like Karmada's `record.EventRecorder`) on templates and bindings.
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use kube::{Client, Resource, ResourceExt};
+
+/// `Normal` or `Warning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Something happened as expected.
+    Normal,
+    /// Something went wrong.
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// Writes Events as one component (`source.component`).
+#[derive(Clone)]
+pub struct EventRecorder {
+    client: Client,
+    component: &'static str,
+}
+
+impl EventRecorder {
+    /// A recorder writing as `component` (Karmada: `resource-detector`, `default-scheduler`).
+    pub fn new(client: Client, component: &'static str) -> Self {
+        EventRecorder { client, component }
+    }
+
+    /// Records an Event about the object `target`. Failures are logged, never returned: an Event is
+    /// informational and must not fail the reconcile that reports it.
+    pub async fn record(
+        &self,
+        target: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        let namespace = target
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_owned());
+        let now = Timestamp::now();
+        let name = format!(
+            "{}.{:x}",
+            target.name.as_deref().unwrap_or("unknown"),
+            now.as_nanosecond()
+        );
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(namespace.clone()),
+                ..Default::default()
+            },
+            involved_object: target.clone(),
+            reason: Some(reason.to_owned()),
+            message: Some(message.into()),
+            type_: Some(type_.as_str().to_owned()),
+            source: Some(EventSource {
+                component: Some(self.component.to_owned()),
+                host: None,
+            }),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            count: Some(1),
+            reporting_component: Some(self.component.to_owned()),
+            reporting_instance: Some(self.component.to_owned()),
+            ..Default::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        if let Err(e) = api.create(&PostParams::default(), &event).await {
+            tracing::warn!(
+                kind = target.kind.as_deref().unwrap_or_default(),
+                namespace = target.namespace.as_deref().unwrap_or_default(),
+                name = target.name.as_deref().unwrap_or_default(),
+                reason,
+                error = %e,
+                "failed to record event"
+            );
+        }
+    }
+}
+
+/// The reference of a typed object for an Event.
+pub fn reference_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        namespace: obj.namespace(),
+        name: Some(obj.name_any()),
+        uid: obj.uid(),
+        resource_version: obj.resource_version(),
+        field_path: None,
+    }
+}
