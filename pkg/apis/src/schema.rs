@@ -113,3 +113,33 @@ pub(crate) fn zero_default(schema: &mut Schema) {
         .ensure_object()
         .insert("default".into(), Value::from(0));
 }
+
+/// JSON pointer (RFC 6901): empty, or starting with `/`.
+pub(crate) const JSON_POINTER_PATTERN: &str = r"^(/.*)?$";
+
+/// A schemars transform on an object schema requiring exactly one of `properties` to be present, as
+/// OpenAPI `oneOf` of `required` (no CEL cost, so it can sit deep inside lists).
+pub(crate) fn exactly_one_of(properties: &'static [&'static str]) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let alternatives = properties
+            .iter()
+            .map(|p| serde_json::json!({ "required": [p] }))
+            .collect();
+        schema
+            .ensure_object()
+            .insert("oneOf".into(), Value::Array(alternatives));
+    }
+}
+
+/// Sets `keyword: value` on the named properties of a list's item schema, for constraining item
+/// types we don't own (e.g. `NodeSelectorRequirement.key`).
+pub(crate) fn set_item_property(schema: &mut Schema, property: &str, keyword: &str, value: Value) {
+    if let Some(Value::Object(target)) = schema
+        .as_object_mut()
+        .and_then(|o| o.get_mut("items"))
+        .and_then(|items| items.get_mut("properties"))
+        .and_then(|properties| properties.get_mut(property))
+    {
+        target.insert(keyword.into(), value);
+    }
+}

@@ -53,7 +53,6 @@ pub const CLUSTER_NAME_MAX_LENGTH: usize = 48;
         "self.metadata.name.size() <= 48 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')"
     )
     .message("metadata.name must be a DNS-1123 label of at most 48 characters")
-    .field_path(".metadata.name")
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = cel(CLUSTER_SPEC_RULES))]
@@ -94,6 +93,7 @@ pub struct ClusterSpec {
 
     /// Proxy (`http`, `https` or `socks5`) used to talk to the member cluster.
     #[serde(rename = "proxyURL", default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 4096))]
     pub proxy_url: String,
 
     /// HTTP headers sent to the proxy; multiple values for one header are comma-separated.
@@ -121,8 +121,9 @@ pub struct ClusterSpec {
     pub zones: Vec<String>,
 
     /// Taints on the cluster; workloads that don't tolerate them aren't scheduled (or are evicted) here.
+    /// Unique by key and effect.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 128))]
+    #[schemars(transform = cluster_taints)]
     pub taints: Vec<Taint>,
 
     /// Resource models (grades of node sizes) used to estimate how many replicas fit.
@@ -146,17 +147,31 @@ const CLUSTER_SPEC_RULES: &[Cel] = &[
         "!(has(self.zone) && self.zone != '' && has(self.zones) && size(self.zones) > 0)",
         "zone and zones cannot co-exist",
     ),
-    Cel::at(
-        ".taints",
-        "!has(self.taints) || self.taints.all(t, has(t.effect) && t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
-        "taint effect must be one of NoSchedule, PreferNoSchedule or NoExecute",
-    ),
-    Cel::at(
-        ".taints",
-        "!has(self.taints) || self.taints.all(t, self.taints.exists_one(u, u.key == t.key && u.effect == t.effect))",
-        "taints must be unique by key and effect",
-    ),
 ];
+
+/// What the aggregated API server checks on taints: the key is a qualified name, the value a label
+/// value, the effect one of the three Kubernetes effects, and (key, effect) pairs are unique, which
+/// the API server enforces for a list of type `map`.
+fn cluster_taints(schema: &mut schemars::Schema) {
+    use crate::schema::{QUALIFIED_NAME_MAX_LENGTH, QUALIFIED_NAME_PATTERN, set_item_property};
+    use serde_json::json;
+    set_item_property(schema, "key", "maxLength", json!(QUALIFIED_NAME_MAX_LENGTH));
+    set_item_property(schema, "key", "pattern", json!(QUALIFIED_NAME_PATTERN));
+    set_item_property(schema, "value", "maxLength", json!(63));
+    set_item_property(schema, "value", "pattern", json!(LABEL_VALUE_PATTERN));
+    set_item_property(
+        schema,
+        "effect",
+        "enum",
+        json!(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+    );
+    let object = schema.ensure_object();
+    object.insert("x-kubernetes-list-type".into(), json!("map"));
+    object.insert(
+        "x-kubernetes-list-map-keys".into(),
+        json!(["key", "effect"]),
+    );
+}
 
 string_enum! {
     /// How a member cluster receives resources from the control plane.

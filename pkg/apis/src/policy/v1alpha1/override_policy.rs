@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ClusterAffinity, ResourceSelector};
-use crate::schema::{Cel, any_json, cel};
+use crate::schema::{Cel, JSON_POINTER_PATTERN, any_json, cel, exactly_one_of};
 
 /// The desired behaviour of an OverridePolicy or ClusterOverridePolicy: which resources it applies to
 /// and the override rules per target cluster.
@@ -166,17 +166,11 @@ pub struct ImageOverrider {
 
 /// Selects the image field an [`ImageOverrider`] changes.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[schemars(transform = cel(IMAGE_PREDICATE_RULES))]
 pub struct ImagePredicate {
     /// JSON pointer (RFC 6901) to the image field.
+    #[schemars(regex(pattern = JSON_POINTER_PATTERN))]
     pub path: String,
 }
-
-const IMAGE_PREDICATE_RULES: &[Cel] = &[Cel::at(
-    ".path",
-    "self.path == '' || self.path.startsWith('/')",
-    "path must be a JSON pointer: empty or starting with '/'",
-)];
 
 string_enum! {
     /// A component of an image reference `[registry/]repository[:tag]`.
@@ -219,12 +213,13 @@ pub struct PlaintextOverrider {
     pub value: Option<serde_json::Value>,
 }
 
-/// Patches a JSON or YAML document held in a string field (one of `json` or `yaml`).
+/// Patches a JSON or YAML document held in a string field (exactly one of `json` or `yaml`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = cel(FIELD_OVERRIDER_RULES))]
+#[schemars(transform = exactly_one_of(&["json", "yaml"]))]
 pub struct FieldOverrider {
     /// JSON pointer (RFC 6901) to the string field holding the document, e.g. `/data/config.yaml`.
+    #[schemars(regex(pattern = JSON_POINTER_PATTERN))]
     pub field_path: String,
     /// Operations on a JSON document.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -234,24 +229,12 @@ pub struct FieldOverrider {
     pub yaml: Vec<YamlPatchOperation>,
 }
 
-const FIELD_OVERRIDER_RULES: &[Cel] = &[
-    Cel::new(
-        "(has(self.json) && size(self.json) > 0) != (has(self.yaml) && size(self.yaml) > 0)",
-        "FieldOverrider must have exactly one of JSON or YAML set",
-    ),
-    Cel::at(
-        ".fieldPath",
-        "self.fieldPath == '' || self.fieldPath.startsWith('/')",
-        "fieldPath must be a JSON pointer: empty or starting with '/'",
-    ),
-];
-
 /// One operation on the JSON document of a [`FieldOverrider`].
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = cel(PATCH_OPERATION_RULES))]
 pub struct JsonPatchOperation {
-    /// JSON pointer inside the document.
+    /// JSON pointer (RFC 6901) inside the document.
+    #[schemars(regex(pattern = JSON_POINTER_PATTERN))]
     pub sub_path: String,
     /// The operation.
     pub operator: OverriderOperator,
@@ -264,9 +247,9 @@ pub struct JsonPatchOperation {
 /// One operation on the YAML document of a [`FieldOverrider`].
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = cel(PATCH_OPERATION_RULES))]
 pub struct YamlPatchOperation {
-    /// JSON pointer inside the document.
+    /// JSON pointer (RFC 6901) inside the document.
+    #[schemars(regex(pattern = JSON_POINTER_PATTERN))]
     pub sub_path: String,
     /// The operation.
     pub operator: OverriderOperator,
@@ -275,22 +258,3 @@ pub struct YamlPatchOperation {
     #[schemars(schema_with = "any_json")]
     pub value: Option<serde_json::Value>,
 }
-
-/// What Karmada's webhook checks on each field-overrider operation, as CEL.
-const PATCH_OPERATION_RULES: &[Cel] = &[
-    Cel::at(
-        ".subPath",
-        "self.subPath == '' || self.subPath.startsWith('/')",
-        "subPath must be a JSON pointer: empty or starting with '/'",
-    ),
-    Cel::at(
-        ".value",
-        "self.operator != 'remove' || !has(self.value)",
-        "value is not allowed for remove operation",
-    ),
-    Cel::at(
-        ".value",
-        "!(self.operator in ['add', 'replace']) || has(self.value)",
-        "value is required for add or replace operation",
-    ),
-];

@@ -166,19 +166,29 @@ pub struct ResourceSelector {
 /// Filters clusters by their `provider`, `region` and `zone` fields.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = cel(FIELD_SELECTOR_RULES))]
 pub struct FieldSelector {
     /// Requirements on cluster fields (keys `provider`, `region`, `zone`; operators `In`, `NotIn`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(transform = cluster_field_requirements)]
     pub match_expressions: Vec<NodeSelectorRequirement>,
 }
 
-const FIELD_SELECTOR_RULES: &[Cel] = &[Cel::at(
-    ".matchExpressions",
-    "!has(self.matchExpressions) || self.matchExpressions.all(e, e.key in ['provider', 'region', 'zone'] && e.operator in ['In', 'NotIn'])",
-    "unsupported field selector: key must be provider, region, or zone and operator must be In or NotIn",
-)];
+/// Restricts field-selector requirements to the keys and operators Karmada supports.
+fn cluster_field_requirements(schema: &mut schemars::Schema) {
+    use crate::schema::set_item_property;
+    set_item_property(
+        schema,
+        "key",
+        "enum",
+        serde_json::json!(["provider", "region", "zone"]),
+    );
+    set_item_property(
+        schema,
+        "operator",
+        "enum",
+        serde_json::json!(["In", "NotIn"]),
+    );
+}
 
 /// Suspends parts of propagation.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
