@@ -605,3 +605,26 @@ async fn label_scope_metadata_only_and_indexes() {
     assert_eq!(dynamic.peek_store().len(), 2);
     c.stop(Duration::from_secs(10)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_qps_limit_is_shared_by_every_client_of_a_cluster() {
+    let mut opts = ClusterOptions::default();
+    opts.clients.qps = 5.0;
+    opts.clients.burst = 1;
+    let c = cluster("it-qps", host_config().await, opts);
+    let a = c.clients().client();
+    let b = c.clients().client_for_controller("other").unwrap();
+    let start = Instant::now();
+    for i in 0..6 {
+        let client = if i % 2 == 0 { a.clone() } else { b.clone() };
+        client.apiserver_version().await.unwrap();
+    }
+    let elapsed = start.elapsed();
+    // 1 token at once, then 5 more at 5/s across both clients
+    assert!(
+        elapsed >= Duration::from_millis(950),
+        "6 requests at 5 qps took only {elapsed:?}"
+    );
+    assert_eq!(rest_requests("it-qps"), 6);
+    c.stop(Duration::from_secs(5)).await;
+}

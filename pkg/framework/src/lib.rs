@@ -3,6 +3,36 @@
 //! Rancher Lasso's ideas on top of kube-rs: one watch per (cluster, kind) shared by all controllers,
 //! caches that start only when used, handler registration, a deduping rate-limited work queue,
 //! per-GroupKind worker counts, and a multi-cluster registry with per-cluster cancellation.
+//!
+//! ```no_run
+//! # async fn demo(host: kube::Config, member: kube::Config) -> lariat::Result<()> {
+//! use std::{sync::Arc, time::Duration};
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use lariat::{ClusterOptions, ClusterRegistry, HandlerResult, ObjectKey};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let shutdown = CancellationToken::new();
+//! let clusters = ClusterRegistry::new(shutdown.clone());
+//! let host = clusters.add("", host, ClusterOptions::default())?;
+//! // member caches only see objects labelled karmada.io/managed=true
+//! clusters.add("member1", member, ClusterOptions::member())?;
+//!
+//! // a cheap handle: no watch is opened until it is used
+//! let deployments = host.controllers().for_kind::<Deployment>()?;
+//! deployments.register_handler(
+//!     "detector",
+//!     shutdown.child_token(), // removes the handler when cancelled
+//!     |key: ObjectKey, obj: Option<Arc<Deployment>>| async move {
+//!         match obj {
+//!             None => HandlerResult::Success, // deleted
+//!             Some(_d) => HandlerResult::RequeueAfter(Duration::from_secs(30)),
+//!         }
+//!     },
+//! );
+//! host.caches().wait_for_sync(Duration::from_secs(120)).await?;
+//! clusters.start(); // workers run now (e.g. once elected leader)
+//! # Ok(()) }
+//! ```
 
 pub mod backoff;
 pub mod cache;

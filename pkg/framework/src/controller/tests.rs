@@ -298,3 +298,22 @@ async fn graceful_shutdown_waits_for_running_handler() {
     );
     assert!(c.stop(Duration::from_secs(2)).await);
 }
+
+#[tokio::test]
+async fn wait_for_sync_times_out_naming_kind_and_cause() {
+    let c = cluster("unit-sync-timeout", WorkerOptions::default());
+    let cache = c.caches().for_kind::<ConfigMap>().unwrap();
+    let err = cache
+        .wait_for_sync(Duration::from_millis(1500))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("v1, Kind=ConfigMap"), "{msg}");
+    assert!(msg.contains("unit-sync-timeout"), "{msg}");
+    assert!(
+        msg.contains("last error"),
+        "the watch error is reported: {msg}"
+    );
+    c.stop(Duration::from_secs(5)).await;
+    assert!(cache.wait_for_sync(Duration::from_secs(1)).await.is_err());
+}
