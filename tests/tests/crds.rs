@@ -964,6 +964,53 @@ async fn invalid_objects_are_rejected_naming_the_field() {
 }
 
 #[tokio::test]
+async fn scheduler_name_is_immutable() {
+    let client = client().await;
+    let ns = namespace(&client, "crd-immutable").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<PropagationPolicy>(&()),
+    );
+    let object: DynamicObject = serde_json::from_value(pp(
+        "fixed-scheduler",
+        json!({"resourceSelectors": deployments()}),
+    ))
+    .expect("object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("created");
+    // Other spec changes are fine.
+    api.patch(
+        "fixed-scheduler",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"priority": 5}})),
+    )
+    .await
+    .expect("priority can change");
+    match api
+        .patch(
+            "fixed-scheduler",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"schedulerName": "other-scheduler"}})),
+        )
+        .await
+    {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422);
+            assert!(
+                e.message.contains("spec.schedulerName")
+                    && e.message
+                        .contains("the schedulerName should not be updated"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("changing schedulerName was not rejected: {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn edge_cases_karmada_accepts_are_accepted() {
     let client = client().await;
     let ns = namespace(&client, "crd-valid").await;

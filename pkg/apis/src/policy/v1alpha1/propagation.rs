@@ -121,6 +121,12 @@ const PROPAGATION_SPEC_RULES: &[Cel] = &[
         "!has(self.preemption) || self.preemption != 'Always' || self.resourceSelectors.all(s, has(s.name) && s.name != '')",
         "name cannot be empty if preemption is Always, the empty name may cause unexpected resources preemption",
     ),
+    // A transition rule: only checked on update.
+    Cel::at(
+        ".schedulerName",
+        "!has(oldSelf.schedulerName) || (has(self.schedulerName) && self.schedulerName == oldSelf.schedulerName)",
+        "the schedulerName should not be updated",
+    ),
 ];
 
 cluster_scoped_twin! {
