@@ -1,9 +1,12 @@
 //! The Karmada controllers, one module per controller, and what they share: the [`ControllerContext`]
 //! each one starts with and the [`MemberClusters`] they reach members through.
 
+pub mod binding;
 pub mod context;
 pub mod detector;
+pub mod execution;
 pub mod members;
+pub mod namespace;
 pub mod registry;
 pub mod scheduler;
 

@@ -5,5 +5,10 @@ use crate::context::StartFn;
 
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {
-    vec![("scheduler", crate::scheduler::start_fn())]
+    vec![
+        ("scheduler", crate::scheduler::start_fn()),
+        ("binding", crate::binding::start_fn()),
+        ("execution", crate::execution::start_fn()),
+        ("namespace", crate::namespace::start_fn()),
+    ]
 }
