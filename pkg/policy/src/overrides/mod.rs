@@ -161,6 +161,32 @@ pub fn override_spec_matches(spec: &OverrideSpec, resource: ResourceRef<'_>) -> 
             > ImplicitPriority::Mismatch
 }
 
+/// Whether an OverridePolicy applies to the resource (ignoring clusters): it must be in the
+/// resource's namespace, and its selectors (with an empty namespace meaning the policy's own, as
+/// Karmada's webhook defaults it) must match, an empty list matching everything.
+pub fn override_policy_matches(policy: &OverridePolicy, resource: ResourceRef<'_>) -> bool {
+    let namespace = policy.metadata.namespace.as_deref().unwrap_or_default();
+    if resource.namespace.is_empty() || namespace != resource.namespace {
+        return false;
+    }
+    let spec = OverrideSpec {
+        resource_selectors: crate::matching::defaulted_selectors(
+            &policy.spec.resource_selectors,
+            namespace,
+        ),
+        ..OverrideSpec::default()
+    };
+    override_spec_matches(&spec, resource)
+}
+
+/// Whether a ClusterOverridePolicy applies to the resource (ignoring clusters).
+pub fn cluster_override_policy_matches(
+    policy: &ClusterOverridePolicy,
+    resource: ResourceRef<'_>,
+) -> bool {
+    override_spec_matches(&policy.spec, resource)
+}
+
 /// One rule to apply, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchedRule<'a> {

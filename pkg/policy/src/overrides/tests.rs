@@ -914,6 +914,31 @@ fn override_spec_matching() {
         ..Default::default()
     };
     assert!(!override_spec_matches(&other, id.as_ref()));
+
+    let any_deployment = OverrideSpec {
+        resource_selectors: vec![ResourceSelector {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    assert!(override_policy_matches(
+        &op("default", "a", any_deployment.clone()),
+        id.as_ref()
+    ));
+    assert!(!override_policy_matches(
+        &op("other", "a", any_deployment.clone()),
+        id.as_ref()
+    ));
+    assert!(cluster_override_policy_matches(
+        &cop("c", any_deployment),
+        id.as_ref()
+    ));
+    assert!(!cluster_override_policy_matches(
+        &cop("c", other),
+        id.as_ref()
+    ));
 }
 
 #[test]
