@@ -1,6 +1,8 @@
 //! Renders the CRDs of `karmada-apis` as YAML files and compares them with a directory, so the
 //! generated `crds/` can be written (`cargo run -p crdgen`) and checked (`--check`, and the test).
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

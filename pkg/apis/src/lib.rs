@@ -9,6 +9,7 @@
 // kube's `printcolumn(...)` attributes repeat `type_ = "string"`, which this lint mistakes for
 // duplicated attributes.
 #![allow(clippy::duplicated_attributes)]
+#![warn(missing_docs)]
 
 #[macro_use]
 mod macros;
