@@ -1,5 +1,9 @@
 //! `karmadactl`: joins member clusters to, and removes them from, a karmada-rs control plane.
-fn main() {
-    eprintln!("karmadactl: not implemented yet");
-    std::process::exit(1);
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = karmadactl::run(std::env::args_os()).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
 }

@@ -2,6 +2,8 @@
 //! each one starts with and the [`MemberClusters`] they reach members through.
 
 pub mod binding;
+pub mod cluster;
+pub mod cluster_status;
 pub mod context;
 pub mod detector;
 pub mod execution;

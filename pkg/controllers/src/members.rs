@@ -5,22 +5,215 @@
 //! Secret named by `spec.secretRef`) and reconnects it when its endpoint or credentials change; the
 //! cluster controller disconnects it when the Cluster goes. Other controllers only look members up.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use lariat::ClusterRegistry;
+use k8s_openapi::api::core::v1::Secret;
+use karmada_apis::Cluster;
+use karmada_apis::cluster::v1alpha1::{SECRET_CA_DATA_KEY, SECRET_TOKEN_KEY};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use lariat::{CacheScope, ClientOptions, ClusterOptions, ClusterRegistry, ControllerOptions};
 use tokio_util::sync::CancellationToken;
+
+/// How long a member's controllers get to drain when it is disconnected or reconnected.
+pub const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connect timeout of member clients: a dead endpoint fails fast instead of piling up requests.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a member could not be connected.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The Cluster has no `spec.apiEndpoint`.
+    #[error("cluster {cluster}: spec.apiEndpoint is empty")]
+    NoEndpoint {
+        /// Cluster name.
+        cluster: String,
+    },
+    /// The credentials Secret lacks the token.
+    #[error("cluster {cluster}: secret {namespace}/{name} has no `{SECRET_TOKEN_KEY}` key")]
+    NoToken {
+        /// Cluster name.
+        cluster: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+    },
+    /// The client configuration could not be built.
+    #[error("cluster {cluster}: invalid client configuration: {message}")]
+    Config {
+        /// Cluster name.
+        cluster: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The framework refused the cluster.
+    #[error("cluster {cluster}: {source}")]
+    Framework {
+        /// Cluster name.
+        cluster: String,
+        /// The framework error.
+        #[source]
+        source: Box<lariat::Error>,
+    },
+}
+
+/// What a member connection was built from; a change means the member must be reconnected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Credentials {
+    endpoint: String,
+    token: Vec<u8>,
+    ca_bundle: Vec<u8>,
+    insecure: bool,
+    proxy_url: String,
+    proxy_header: Vec<(String, String)>,
+}
+
+impl Credentials {
+    fn from(cluster: &Cluster, secret: &Secret) -> Result<Self, ConnectError> {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        let spec = &cluster.spec;
+        if spec.api_endpoint.is_empty() {
+            return Err(ConnectError::NoEndpoint { cluster: name });
+        }
+        let data = secret.data.as_ref();
+        let token = data
+            .and_then(|d| d.get(SECRET_TOKEN_KEY))
+            .map(|b| b.0.clone())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ConnectError::NoToken {
+                cluster: name.clone(),
+                namespace: secret.metadata.namespace.clone().unwrap_or_default(),
+                name: secret.metadata.name.clone().unwrap_or_default(),
+            })?;
+        let ca_bundle = data
+            .and_then(|d| d.get(SECRET_CA_DATA_KEY))
+            .map(|b| b.0.clone())
+            .unwrap_or_default();
+        Ok(Credentials {
+            endpoint: spec.api_endpoint.clone(),
+            token,
+            ca_bundle,
+            insecure: spec.insecure_skip_tls_verification,
+            proxy_url: spec.proxy_url.clone(),
+            proxy_header: spec
+                .proxy_header
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
+    }
+
+    /// A kube client configuration: endpoint, bearer token, CA bundle (PEM) unless TLS verification
+    /// is skipped, and proxy.
+    async fn kube_config(&self, cluster: &str) -> Result<kube::Config, ConnectError> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let token = String::from_utf8(self.token.clone())
+            .map_err(|_| ConnectError::Config {
+                cluster: cluster.to_string(),
+                message: "the token is not UTF-8".to_string(),
+            })?
+            .trim()
+            .to_string();
+        let mut c = serde_json::json!({"server": self.endpoint});
+        if self.insecure {
+            c["insecure-skip-tls-verify"] = serde_json::json!(true);
+        } else if !self.ca_bundle.is_empty() {
+            c["certificate-authority-data"] = serde_json::json!(b64.encode(&self.ca_bundle));
+        }
+        if !self.proxy_url.is_empty() {
+            c["proxy-url"] = serde_json::json!(self.proxy_url);
+        }
+        let kc = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": cluster, "cluster": c}],
+            "users": [{"name": cluster, "user": {"token": token}}],
+            "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+            "current-context": cluster,
+        });
+        let kc: Kubeconfig = serde_json::from_value(kc).map_err(|e| ConnectError::Config {
+            cluster: cluster.to_string(),
+            message: e.to_string(),
+        })?;
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| ConnectError::Config {
+                cluster: cluster.to_string(),
+                message: e.to_string(),
+            })?;
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        if !self.proxy_header.is_empty() {
+            // kube-rs has no hook for headers on the proxy CONNECT request; sending them to the
+            // member API server instead would leak them, so they are not used.
+            tracing::warn!(
+                cluster,
+                "spec.proxyHeader is not supported by karmada-rs member clients; ignoring it"
+            );
+        }
+        Ok(config)
+    }
+}
+
+/// How members are connected: per-member client limits, cache and queue settings.
+#[derive(Clone, Debug)]
+pub struct MemberOptions {
+    /// `--cluster-api-qps` (one token bucket per member).
+    pub qps: f64,
+    /// `--cluster-api-burst`.
+    pub burst: u32,
+    /// Queue limits of member controllers.
+    pub controllers: ControllerOptions,
+}
+
+impl Default for MemberOptions {
+    fn default() -> Self {
+        MemberOptions {
+            qps: 40.0,
+            burst: 60,
+            controllers: ControllerOptions::default(),
+        }
+    }
+}
 
 /// The registry of connected member clusters.
 pub struct MemberClusters {
     registry: ClusterRegistry,
+    options: MemberOptions,
+    credentials: Mutex<HashMap<String, Credentials>>,
 }
 
 impl MemberClusters {
     /// An empty set; every member's cancellation token is a child of `token`.
     pub fn new(token: CancellationToken) -> Self {
+        Self::with_options(token, MemberOptions::default())
+    }
+
+    /// An empty set whose members are connected with `options`.
+    pub fn with_options(token: CancellationToken, options: MemberOptions) -> Self {
         MemberClusters {
             registry: ClusterRegistry::new(token),
+            options,
+            credentials: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// An empty set with member client limits and queue settings taken from the flags.
+    pub fn from_settings(token: CancellationToken, settings: &crate::Settings) -> Self {
+        Self::with_options(
+            token,
+            MemberOptions {
+                qps: f64::from(settings.cluster_api_qps),
+                burst: settings.cluster_api_burst,
+                controllers: ControllerOptions {
+                    rate_limiter: settings.rate_limiter.clone(),
+                    ..ControllerOptions::default()
+                },
+            },
+        )
     }
 
     /// The underlying registry.
@@ -40,6 +233,88 @@ impl MemberClusters {
 
     /// Disconnects every member (controllers drained within `timeout`).
     pub async fn shutdown(&self, timeout: Duration) -> bool {
+        self.lock_credentials().clear();
         self.registry.shutdown(timeout).await
+    }
+
+    fn lock_credentials(&self) -> std::sync::MutexGuard<'_, HashMap<String, Credentials>> {
+        self.credentials
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The options a new member is registered with: its own token bucket, and caches that select
+    /// only objects Karmada manages (`karmada.io/managed=true`) unless a controller asks otherwise.
+    fn cluster_options(&self) -> ClusterOptions {
+        let mut o = ClusterOptions::member();
+        o.clients = ClientOptions {
+            qps: self.options.qps,
+            burst: self.options.burst,
+            ..ClientOptions::default()
+        };
+        o.caches.default_scope = CacheScope::labels(lariat::MANAGED_SELECTOR);
+        o.controllers = self.options.controllers.clone();
+        o
+    }
+
+    /// Connects the member described by `cluster` with the credentials in `secret` (keys `token`
+    /// and `caBundle`), or returns the existing connection if endpoint and credentials are
+    /// unchanged. A member whose endpoint, TLS settings, proxy or credentials changed (e.g. a
+    /// rotated token) is disconnected and connected again.
+    pub async fn connect(
+        &self,
+        cluster: &Cluster,
+        secret: &Secret,
+    ) -> Result<lariat::Cluster, ConnectError> {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        let creds = Credentials::from(cluster, secret)?;
+        let existing = self.registry.get(&name);
+        let same = self.lock_credentials().get(&name) == Some(&creds);
+        if let Some(member) = existing {
+            if same {
+                return Ok(member);
+            }
+            tracing::info!(
+                cluster = %name,
+                "member endpoint or credentials changed; reconnecting"
+            );
+            self.disconnect(&name).await;
+        }
+        let config = creds.kube_config(&name).await?;
+        let member = match self.registry.add(&name, config, self.cluster_options()) {
+            Ok(m) => m,
+            Err(lariat::Error::ClusterExists(_)) => {
+                // Another task connected it meanwhile; use that connection.
+                return self
+                    .registry
+                    .get(&name)
+                    .ok_or_else(|| ConnectError::Framework {
+                        cluster: name.clone(),
+                        source: Box::new(lariat::Error::ClusterNotFound(name.clone())),
+                    });
+            }
+            Err(source) => {
+                return Err(ConnectError::Framework {
+                    cluster: name,
+                    source: Box::new(source),
+                });
+            }
+        };
+        self.lock_credentials().insert(name.clone(), creds);
+        tracing::info!(cluster = %name, endpoint = %cluster.spec.api_endpoint, "member connected");
+        Ok(member)
+    }
+
+    /// Disconnects the member called `name` (stops its watches, workers and metric series). Does
+    /// nothing if it is not connected.
+    pub async fn disconnect(&self, name: &str) {
+        self.lock_credentials().remove(name);
+        if self.registry.get(name).is_none() {
+            return;
+        }
+        match self.registry.remove(name, DISCONNECT_TIMEOUT).await {
+            Ok(clean) => tracing::info!(cluster = name, clean, "member disconnected"),
+            Err(e) => tracing::debug!(cluster = name, error = %e, "member already disconnected"),
+        }
     }
 }

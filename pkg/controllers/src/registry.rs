@@ -10,5 +10,7 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("binding", crate::binding::start_fn()),
         ("execution", crate::execution::start_fn()),
         ("namespace", crate::namespace::start_fn()),
+        ("cluster", crate::cluster::start_fn()),
+        ("clusterStatus", crate::cluster_status::start_fn()),
     ]
 }

@@ -1,0 +1,187 @@
+//! Command-line flags, named as Karmada's `karmadactl join` / `unjoin` name them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// karmadactl controls a karmada-rs control plane.
+#[derive(Debug, Parser)]
+#[command(name = "karmadactl", version)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Register a cluster to Karmada control plane with Push mode.
+    Join(JoinArgs),
+    /// Remove a cluster from Karmada control plane.
+    Unjoin(UnjoinArgs),
+}
+
+/// Flags shared by join and unjoin: the control plane's kubeconfig and context.
+#[derive(Debug, Args, Clone)]
+pub struct ControlPlaneArgs {
+    /// Path to the kubeconfig file to use for CLI requests (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The name of the kubeconfig context to use.
+    #[arg(long = "karmada-context")]
+    pub karmada_context: Option<String>,
+}
+
+/// `karmadactl join CLUSTER_NAME --cluster-kubeconfig=<KUBECONFIG>`.
+#[derive(Debug, Args, Clone)]
+pub struct JoinArgs {
+    /// Name of the member cluster.
+    pub cluster_name: String,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// Namespace in the control plane where member cluster secrets are stored.
+    #[arg(long, default_value = "karmada-cluster")]
+    pub cluster_namespace: String,
+    /// Name of cluster context in kubeconfig. The current context is used by default.
+    #[arg(long)]
+    pub cluster_context: Option<String>,
+    /// Path of the cluster's kubeconfig.
+    #[arg(long)]
+    pub cluster_kubeconfig: Option<PathBuf>,
+    /// Provider of the joining cluster.
+    #[arg(long, default_value = "")]
+    pub cluster_provider: String,
+    /// The region of the joining cluster.
+    #[arg(long, default_value = "")]
+    pub cluster_region: String,
+    /// The zones of the joining cluster (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_zones: Vec<String>,
+    /// Labels for the Cluster object, `key=value` (comma-separated; karmada-rs extension).
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_labels: Vec<String>,
+    /// Username to impersonate for the operation in karmada control plane.
+    #[arg(long)]
+    pub karmada_as: Option<String>,
+    /// Group to impersonate for the operation in karmada control plane (repeatable).
+    #[arg(long = "karmada-as-group")]
+    pub karmada_as_group: Vec<String>,
+    /// Run the command in dry-run mode, without making any changes.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How long to wait for the member's token controller to fill the ServiceAccount token Secret
+    /// before falling back to the TokenRequest API.
+    #[arg(long, value_parser = humantime_duration, default_value = "15s")]
+    pub token_wait: Duration,
+    /// Lifetime of a token obtained through the TokenRequest API (fallback only).
+    #[arg(long, value_parser = humantime_duration, default_value = "8760h")]
+    pub token_request_expiration: Duration,
+}
+
+/// `karmadactl unjoin CLUSTER_NAME`.
+#[derive(Debug, Args, Clone)]
+pub struct UnjoinArgs {
+    /// Name of the member cluster.
+    pub cluster_name: String,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// Namespace in the control plane where member cluster secrets are stored.
+    #[arg(long, default_value = "karmada-cluster")]
+    pub cluster_namespace: String,
+    /// Context name of cluster in kubeconfig (default: the cluster name).
+    #[arg(long)]
+    pub cluster_context: Option<String>,
+    /// Path of the cluster's kubeconfig; when given, the objects join created in the member are
+    /// removed too.
+    #[arg(long)]
+    pub cluster_kubeconfig: Option<PathBuf>,
+    /// If the cleanup does not finish within --wait, remove the finalizers of the cluster's Works
+    /// and of the Cluster anyway (may leave resources behind in the member).
+    #[arg(long)]
+    pub force: bool,
+    /// How long to wait for the Cluster to be cleaned up and deleted.
+    #[arg(long, value_parser = humantime_duration, default_value = "60s")]
+    pub wait: Duration,
+    /// Run the command in dry-run mode, without making any changes.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Parses Go-style durations: `90s`, `2m`, `1m30s`, `500ms`, `1h`.
+pub fn humantime_duration(s: &str) -> Result<Duration, String> {
+    let err = || format!("invalid duration {s:?} (e.g. 60s, 2m, 1m30s)");
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(err());
+    }
+    while !rest.is_empty() {
+        let n_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(err)?;
+        let (num, tail) = rest.split_at(n_end);
+        let value: f64 = num.parse().map_err(|_| err())?;
+        let u_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(u_end);
+        let secs = match unit {
+            "ms" => value / 1000.0,
+            "s" => value,
+            "m" => value * 60.0,
+            "h" => value * 3600.0,
+            _ => return Err(err()),
+        };
+        total += Duration::from_secs_f64(secs);
+        rest = tail;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(humantime_duration("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            humantime_duration("1m30s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            humantime_duration("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert!(humantime_duration("5").is_err());
+        assert!(humantime_duration("x").is_err());
+    }
+
+    #[test]
+    fn parses_join_flags() {
+        let cli = Cli::try_parse_from([
+            "karmadactl",
+            "join",
+            "member1",
+            "--kubeconfig=/k",
+            "--karmada-context=karmada",
+            "--cluster-kubeconfig=/m",
+            "--cluster-context=m1",
+            "--cluster-provider=aws",
+            "--cluster-region=eu",
+            "--cluster-zones=a,b",
+        ])
+        .unwrap();
+        let Command::Join(j) = cli.command else {
+            panic!("not join")
+        };
+        assert_eq!(j.cluster_name, "member1");
+        assert_eq!(j.cluster_zones, ["a", "b"]);
+        assert_eq!(j.cluster_namespace, "karmada-cluster");
+        assert_eq!(j.control_plane.karmada_context.as_deref(), Some("karmada"));
+    }
+}

@@ -1,0 +1,38 @@
+//! `karmadactl join` / `karmadactl unjoin`: register a Push-mode member cluster with the control
+//! plane and remove it again, creating the same objects `karmadactl` of Karmada creates.
+//!
+//! In the member: namespace `karmada-cluster` (label `karmada.io/system=true`), ServiceAccounts
+//! `karmada-<cluster>` and `karmada-impersonator`, ClusterRole and ClusterRoleBinding
+//! `karmada-controller-manager:karmada-<cluster>` (all verbs on all resources, GET on all
+//! non-resource URLs). In the control plane: Secrets `<cluster>` (`token`, `caBundle`) and
+//! `<cluster>-impersonator` (`token`) in `karmada-cluster`, owned by the Cluster object.
+//!
+//! Tokens: like Karmada, a `kubernetes.io/service-account-token` Secret is created for each
+//! ServiceAccount and its token (filled in by the member's token controller) is used. Members that
+//! do not run the token controller get no token within `--token-wait`; then a long-lived token
+//! (`--token-request-expiration`, one year by default) is requested through the TokenRequest API
+//! instead — it must be renewed (join again after unjoin, or update the Secret) before it expires.
+
+mod cli;
+mod join;
+mod unjoin;
+mod util;
+
+pub use cli::{Cli, Command, JoinArgs, UnjoinArgs};
+
+use std::ffi::OsString;
+
+use clap::Parser;
+
+/// Parses `args` (the program name first) and runs the command.
+pub async fn run<I, T>(args: I) -> anyhow::Result<()>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(args)?;
+    match cli.command {
+        Command::Join(a) => join::run(a).await,
+        Command::Unjoin(a) => unjoin::run(a).await,
+    }
+}

@@ -1,0 +1,195 @@
+//! Kubeconfig loading and error wording shared by join and unjoin.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Label put on every object join creates.
+pub const SYSTEM_LABEL: (&str, &str) = ("karmada.io/system", "true");
+
+/// A loaded kubeconfig and the client built from one of its contexts.
+pub struct Target {
+    /// Client.
+    pub client: kube::Client,
+    /// PEM CA bundle of the selected cluster entry, if the kubeconfig has one.
+    pub ca_pem: Option<Vec<u8>>,
+    /// `server` of the selected cluster entry.
+    pub server: String,
+    /// `insecure-skip-tls-verify` of the selected cluster entry.
+    pub insecure: bool,
+    /// `proxy-url` of the selected cluster entry.
+    pub proxy_url: Option<String>,
+    /// Human-readable origin, for error messages.
+    pub origin: String,
+}
+
+/// Loads `path` (or `$KUBECONFIG` / `~/.kube/config`) and builds a client for `context` (or the
+/// current context), optionally impersonating.
+pub async fn load(
+    what: &str,
+    path: Option<&Path>,
+    context: Option<&str>,
+    impersonate: Option<(&str, &[String])>,
+) -> anyhow::Result<Target> {
+    let kc = match path {
+        Some(p) => Kubeconfig::read_from(p)
+            .with_context(|| format!("cannot read the {what} kubeconfig {}", p.display()))?,
+        None => Kubeconfig::read().with_context(|| {
+            format!("cannot read the {what} kubeconfig from $KUBECONFIG or ~/.kube/config")
+        })?,
+    };
+    let origin = format!(
+        "{what} (kubeconfig {}, context {})",
+        path.map(|p| p.display().to_string())
+            .unwrap_or_else(|| "default".into()),
+        context.unwrap_or("current")
+    );
+    let ctx_name = context
+        .map(str::to_string)
+        .or_else(|| kc.current_context.clone())
+        .ok_or_else(|| anyhow!("{origin}: no context given and no current context"))?;
+    let ctx = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == ctx_name)
+        .and_then(|c| c.context.clone())
+        .ok_or_else(|| anyhow!("{origin}: context {ctx_name:?} not found"))?;
+    let cluster = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == ctx.cluster)
+        .and_then(|c| c.cluster.clone())
+        .ok_or_else(|| anyhow!("{origin}: cluster entry {:?} not found", ctx.cluster))?;
+    let ca_pem = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
+        (Some(data), _) => {
+            use base64::Engine as _;
+            Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data.trim())
+                    .with_context(|| {
+                        format!("{origin}: certificate-authority-data is not base64")
+                    })?,
+            )
+        }
+        (None, Some(file)) => Some(
+            std::fs::read(file).with_context(|| format!("{origin}: cannot read CA file {file}"))?,
+        ),
+        _ => None,
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kc.clone(),
+        &KubeConfigOptions {
+            context: Some(ctx_name.clone()),
+            ..KubeConfigOptions::default()
+        },
+    )
+    .await
+    .with_context(|| format!("{origin}: invalid kubeconfig"))?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    config.read_timeout = Some(Duration::from_secs(30));
+    if let Some((user, groups)) = impersonate {
+        config.auth_info.impersonate = Some(user.to_string());
+        if !groups.is_empty() {
+            config.auth_info.impersonate_groups = Some(groups.to_vec());
+        }
+    }
+    let client = kube::Client::try_from(config)
+        .with_context(|| format!("{origin}: cannot build a client"))?;
+    Ok(Target {
+        server: cluster.server.clone().unwrap_or_default(),
+        insecure: cluster.insecure_skip_tls_verify.unwrap_or(false),
+        proxy_url: cluster.proxy_url.clone(),
+        client,
+        ca_pem,
+        origin,
+    })
+}
+
+/// Wraps an API error with what was being done and on which side, and says plainly when it is a
+/// permission or connectivity problem.
+pub fn explain(err: kube::Error, action: &str, target: &Target) -> anyhow::Error {
+    match &err {
+        kube::Error::Api(s) if s.code == 403 => anyhow!(
+            "permission denied while {action} in the {}: {}. The identity in that kubeconfig needs \
+             the rights to do this (cluster-admin is the simplest)",
+            target.origin,
+            s.message
+        ),
+        kube::Error::Api(s) if s.code == 401 => anyhow!(
+            "the {} rejected the credentials while {action}: {}",
+            target.origin,
+            s.message
+        ),
+        kube::Error::Api(s) => anyhow!("{action} in the {}: {}", target.origin, s.message),
+        _ => anyhow!(
+            "cannot reach the {} at {} while {action}: {err}",
+            target.origin,
+            target.server
+        ),
+    }
+}
+
+/// The status code of an API error.
+pub fn code(err: &kube::Error) -> Option<u16> {
+    match err {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// Validates a cluster name as Karmada does: a DNS-1123 label of at most 48 characters.
+pub fn validate_cluster_name(name: &str) -> anyhow::Result<()> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let ok_ends = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.is_empty() {
+        return Err(anyhow!("cluster name is required"));
+    }
+    if name.len() > karmada_apis::cluster::v1alpha1::CLUSTER_NAME_MAX_LENGTH
+        || !ok_chars
+        || !ok_ends
+    {
+        return Err(anyhow!(
+            "invalid cluster name({name}): must be a DNS-1123 label (lowercase alphanumerics and '-', \
+             starting and ending with an alphanumeric) of at most {} characters",
+            karmada_apis::cluster::v1alpha1::CLUSTER_NAME_MAX_LENGTH
+        ));
+    }
+    Ok(())
+}
+
+/// `karmada-controller-manager:<service account>`, Karmada's ClusterRole and binding name.
+pub fn role_name(service_account: &str) -> String {
+    format!("karmada-controller-manager:{service_account}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_names() {
+        assert!(validate_cluster_name("member1").is_ok());
+        assert!(validate_cluster_name("").is_err());
+        assert!(validate_cluster_name("Member").is_err());
+        assert!(validate_cluster_name("-a").is_err());
+        assert!(validate_cluster_name(&"a".repeat(49)).is_err());
+        assert_eq!(
+            role_name("karmada-m"),
+            "karmada-controller-manager:karmada-m"
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! Karmada's cluster metrics (`pkg/metrics/cluster.go`): same names, types, help and the
+//! `member_cluster` label, registered in the process registry the binary serves on `/metrics`.
+
+use std::sync::OnceLock;
+
+use karmada_apis::Cluster;
+use prometheus::{GaugeVec, HistogramOpts, HistogramVec, Opts};
+
+use super::quantity::Quantity;
+
+/// The label every cluster metric carries.
+pub const MEMBER_CLUSTER_LABEL: &str = "member_cluster";
+
+/// The cluster metric families.
+pub struct ClusterMetrics {
+    /// `cluster_ready_state`: 1 if Ready, 0 otherwise.
+    pub ready: GaugeVec,
+    /// `cluster_node_number`.
+    pub node_number: GaugeVec,
+    /// `cluster_ready_node_number`.
+    pub ready_node_number: GaugeVec,
+    /// `cluster_memory_allocatable_bytes`.
+    pub memory_allocatable: GaugeVec,
+    /// `cluster_cpu_allocatable_number`.
+    pub cpu_allocatable: GaugeVec,
+    /// `cluster_pod_allocatable_number`.
+    pub pod_allocatable: GaugeVec,
+    /// `cluster_memory_allocated_bytes`.
+    pub memory_allocated: GaugeVec,
+    /// `cluster_cpu_allocated_number`.
+    pub cpu_allocated: GaugeVec,
+    /// `cluster_pod_allocated_number`.
+    pub pod_allocated: GaugeVec,
+    /// `cluster_sync_status_duration_seconds` (default Prometheus buckets).
+    pub sync_status_duration: HistogramVec,
+}
+
+fn gauge(name: &str, help: &str) -> GaugeVec {
+    match GaugeVec::new(Opts::new(name, help), &[MEMBER_CLUSTER_LABEL]) {
+        Ok(g) => g,
+        Err(e) => panic!("invalid metric definition {name}: {e}"),
+    }
+}
+
+impl ClusterMetrics {
+    fn new() -> Self {
+        let sync_status_duration = match HistogramVec::new(
+            HistogramOpts::new(
+                "cluster_sync_status_duration_seconds",
+                "Duration in seconds for syncing the status of the cluster once.",
+            ),
+            &[MEMBER_CLUSTER_LABEL],
+        ) {
+            Ok(h) => h,
+            Err(e) => panic!("invalid metric definition cluster_sync_status_duration_seconds: {e}"),
+        };
+        ClusterMetrics {
+            ready: gauge(
+                "cluster_ready_state",
+                "State of the cluster (1 if ready, 0 otherwise).",
+            ),
+            node_number: gauge("cluster_node_number", "Number of nodes in the cluster."),
+            ready_node_number: gauge(
+                "cluster_ready_node_number",
+                "Number of ready nodes in the cluster.",
+            ),
+            memory_allocatable: gauge(
+                "cluster_memory_allocatable_bytes",
+                "Allocatable cluster memory resource in bytes.",
+            ),
+            cpu_allocatable: gauge(
+                "cluster_cpu_allocatable_number",
+                "Number of allocatable CPU in the cluster.",
+            ),
+            pod_allocatable: gauge(
+                "cluster_pod_allocatable_number",
+                "Number of allocatable pods in the cluster.",
+            ),
+            memory_allocated: gauge(
+                "cluster_memory_allocated_bytes",
+                "Allocated cluster memory resource in bytes.",
+            ),
+            cpu_allocated: gauge(
+                "cluster_cpu_allocated_number",
+                "Number of allocated CPU in the cluster.",
+            ),
+            pod_allocated: gauge(
+                "cluster_pod_allocated_number",
+                "Number of allocated pods in the cluster.",
+            ),
+            sync_status_duration,
+        }
+    }
+
+    fn gauges(&self) -> [&GaugeVec; 9] {
+        [
+            &self.ready,
+            &self.node_number,
+            &self.ready_node_number,
+            &self.memory_allocatable,
+            &self.cpu_allocatable,
+            &self.pod_allocatable,
+            &self.memory_allocated,
+            &self.cpu_allocated,
+            &self.pod_allocated,
+        ]
+    }
+
+    /// Records a cluster's readiness, node counts and resources from its status.
+    pub fn record_status(&self, cluster: &Cluster) {
+        let name = cluster.metadata.name.as_deref().unwrap_or_default();
+        let labels = [name];
+        self.ready
+            .with_label_values(&labels)
+            .set(if cluster.is_ready() { 1.0 } else { 0.0 });
+        let Some(status) = cluster.status.as_ref() else {
+            return;
+        };
+        if let Some(nodes) = &status.node_summary {
+            self.node_number
+                .with_label_values(&labels)
+                .set(f64::from(nodes.total_num));
+            self.ready_node_number
+                .with_label_values(&labels)
+                .set(f64::from(nodes.ready_num));
+        }
+        if let Some(rs) = &status.resource_summary {
+            let get = |m: &std::collections::BTreeMap<
+                String,
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+            >,
+                       k: &str| {
+                m.get(k)
+                    .and_then(|q| Quantity::parse(&q.0).ok())
+                    .map(|q| q.as_f64())
+                    .unwrap_or(0.0)
+            };
+            if !rs.allocatable.is_empty() {
+                self.memory_allocatable
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocatable, "memory"));
+                self.cpu_allocatable
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocatable, "cpu"));
+                self.pod_allocatable
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocatable, "pods"));
+            }
+            if !rs.allocated.is_empty() {
+                self.memory_allocated
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocated, "memory"));
+                self.cpu_allocated
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocated, "cpu"));
+                self.pod_allocated
+                    .with_label_values(&labels)
+                    .set(get(&rs.allocated, "pods"));
+            }
+        }
+    }
+
+    /// Records how long one status sync of `cluster` took.
+    pub fn record_sync_duration(&self, cluster: &str, seconds: f64) {
+        self.sync_status_duration
+            .with_label_values(&[cluster])
+            .observe(seconds);
+    }
+
+    /// Deletes every series of `cluster` (it was removed).
+    pub fn cleanup(&self, cluster: &str) {
+        for g in self.gauges() {
+            let _ = g.remove_label_values(&[cluster]);
+        }
+        let _ = self.sync_status_duration.remove_label_values(&[cluster]);
+    }
+}
+
+/// The cluster metrics, registered in [`lariat::metrics::registry`] on first use.
+pub fn cluster_metrics() -> &'static ClusterMetrics {
+    static METRICS: OnceLock<ClusterMetrics> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        let m = ClusterMetrics::new();
+        let registry = lariat::metrics::registry();
+        for g in m.gauges() {
+            if let Err(e) = registry.register(Box::new(g.clone())) {
+                tracing::warn!(error = %e, "cannot register a cluster metric");
+            }
+        }
+        if let Err(e) = registry.register(Box::new(m.sync_status_duration.clone())) {
+            tracing::warn!(error = %e, "cannot register cluster_sync_status_duration_seconds");
+        }
+        m
+    })
+}

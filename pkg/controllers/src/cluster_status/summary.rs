@@ -1,0 +1,334 @@
+//! `status.nodeSummary` and `status.resourceSummary` from a member's Nodes and Pods, computed as
+//! Karmada computes them, plus the transforms that slim cached Nodes and Pods down to the fields
+//! read here (the caches are unfiltered, so every byte counts on large members).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus,
+    ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karmada_apis::cluster::v1alpha1::{NodeSummary, ResourceSummary};
+
+use super::quantity::{Format, Quantity};
+
+fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        resource_version: meta.resource_version.clone(),
+        uid: meta.uid.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Keeps a Node's name, allocatable resources and Ready condition status.
+pub fn slim_node(node: &mut Node) {
+    let status = node.status.take().unwrap_or_default();
+    node.metadata = slim_meta(&node.metadata);
+    node.spec = Some(NodeSpec::default());
+    node.status = Some(NodeStatus {
+        allocatable: status.allocatable,
+        conditions: status.conditions.map(|cs| {
+            cs.into_iter()
+                .filter(|c| c.type_ == "Ready")
+                .map(|c| NodeCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    ..NodeCondition::default()
+                })
+                .collect()
+        }),
+        ..NodeStatus::default()
+    });
+}
+
+fn slim_containers(cs: Vec<Container>) -> Vec<Container> {
+    cs.into_iter()
+        .map(|c| Container {
+            name: c.name,
+            resources: c.resources.map(|r| ResourceRequirements {
+                requests: r.requests,
+                ..ResourceRequirements::default()
+            }),
+            ..Container::default()
+        })
+        .collect()
+}
+
+/// Keeps a Pod's name, node, phase, overhead and container resource requests.
+pub fn slim_pod(pod: &mut Pod) {
+    let spec = pod.spec.take().unwrap_or_default();
+    let phase = pod.status.take().and_then(|s| s.phase);
+    pod.metadata = slim_meta(&pod.metadata);
+    pod.spec = Some(PodSpec {
+        node_name: spec.node_name,
+        overhead: spec.overhead,
+        containers: slim_containers(spec.containers),
+        init_containers: spec.init_containers.map(slim_containers),
+        ..PodSpec::default()
+    });
+    pod.status = Some(PodStatus {
+        phase,
+        ..PodStatus::default()
+    });
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Total and Ready node counts.
+pub fn node_summary(nodes: &[Arc<Node>]) -> NodeSummary {
+    NodeSummary {
+        total_num: i32::try_from(nodes.len()).unwrap_or(i32::MAX),
+        ready_num: i32::try_from(nodes.iter().filter(|n| node_ready(n)).count())
+            .unwrap_or(i32::MAX),
+    }
+}
+
+/// Whether a resource is one Kubernetes counts as a scalar (extended, hugepages, attachable
+/// volumes, or a prefixed native resource).
+fn is_scalar(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") || name.contains('/')
+}
+
+/// Karmada's `util.Resource`: resource requests accumulated across pods.
+#[derive(Debug, Default)]
+struct Resource {
+    milli_cpu: i128,
+    memory: i128,
+    ephemeral_storage: i128,
+    pods: i128,
+    scalars: HashMap<String, i128>,
+}
+
+impl Resource {
+    fn add(&mut self, list: &BTreeMap<String, K8sQuantity>) {
+        for (name, q) in list {
+            let Ok(q) = Quantity::parse(&q.0) else {
+                continue;
+            };
+            match name.as_str() {
+                "cpu" => self.milli_cpu += q.milli,
+                "memory" => self.memory += q.value(),
+                "pods" => self.pods += q.value(),
+                "ephemeral-storage" => self.ephemeral_storage += q.value(),
+                n if is_scalar(n) => *self.scalars.entry(n.to_string()).or_default() += q.value(),
+                _ => {}
+            }
+        }
+    }
+
+    fn set_max(&mut self, list: &BTreeMap<String, K8sQuantity>) {
+        for (name, q) in list {
+            let Ok(q) = Quantity::parse(&q.0) else {
+                continue;
+            };
+            match name.as_str() {
+                "cpu" => self.milli_cpu = self.milli_cpu.max(q.milli),
+                "memory" => self.memory = self.memory.max(q.value()),
+                "pods" => self.pods = self.pods.max(q.value()),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.max(q.value())
+                }
+                n if is_scalar(n) => {
+                    let e = self.scalars.entry(n.to_string()).or_default();
+                    *e = (*e).max(q.value());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Adds one pod's requests: containers summed, then (as Karmada does, against the running
+    /// total) the largest init-container request, then the pod overhead.
+    fn add_pod(&mut self, spec: &PodSpec) {
+        for c in &spec.containers {
+            if let Some(r) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+                self.add(r);
+            }
+        }
+        for c in spec.init_containers.iter().flatten() {
+            if let Some(r) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+                self.set_max(r);
+            }
+        }
+        if let Some(o) = &spec.overhead {
+            self.add(o);
+        }
+    }
+
+    fn into_list(self) -> BTreeMap<String, K8sQuantity> {
+        let mut out = BTreeMap::new();
+        let mut put = |name: &str, q: Quantity| {
+            out.insert(name.to_string(), q.to_k8s());
+        };
+        if self.milli_cpu > 0 {
+            put(
+                "cpu",
+                Quantity::from_milli(self.milli_cpu, Format::DecimalSi),
+            );
+        }
+        if self.memory > 0 {
+            put(
+                "memory",
+                Quantity::from_value(self.memory, Format::BinarySi),
+            );
+        }
+        if self.ephemeral_storage > 0 {
+            put(
+                "ephemeral-storage",
+                Quantity::from_value(self.ephemeral_storage, Format::BinarySi),
+            );
+        }
+        if self.pods > 0 {
+            put("pods", Quantity::from_value(self.pods, Format::DecimalSi));
+        }
+        for (name, v) in self.scalars {
+            if v > 0 {
+                let format = if name.starts_with("hugepages-") {
+                    Format::BinarySi
+                } else {
+                    Format::DecimalSi
+                };
+                put(&name, Quantity::from_value(v, format));
+            }
+        }
+        out
+    }
+}
+
+fn scheduled(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+}
+
+fn terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+/// Allocatable (sum over nodes), allocating (requests of unscheduled pods) and allocated
+/// (requests of scheduled, non-terminal pods), each with its pod count.
+pub fn resource_summary(nodes: &[Arc<Node>], pods: &[Arc<Pod>]) -> ResourceSummary {
+    let mut allocatable: BTreeMap<String, Quantity> = BTreeMap::new();
+    for node in nodes {
+        for (name, q) in node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            let Ok(q) = Quantity::parse(&q.0) else {
+                continue;
+            };
+            allocatable
+                .entry(name.clone())
+                .and_modify(|sum| sum.add(&q))
+                .or_insert(q);
+        }
+    }
+    let mut allocating = Resource::default();
+    let mut allocated = Resource::default();
+    for pod in pods {
+        let Some(spec) = pod.spec.as_ref() else {
+            continue;
+        };
+        if !scheduled(pod) {
+            allocating.add_pod(spec);
+            allocating.pods += 1;
+        } else if !terminal(pod) {
+            allocated.add_pod(spec);
+            allocated.pods += 1;
+        }
+    }
+    ResourceSummary {
+        allocatable: allocatable
+            .into_iter()
+            .map(|(k, q)| (k, q.to_k8s()))
+            .collect(),
+        allocating: allocating.into_list(),
+        allocated: allocated.into_list(),
+        allocatable_modelings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_match_karmada() {
+        let node = |name: &str, ready: &str| -> Arc<Node> {
+            Arc::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "labels": {"a": "b"}},
+                    "status": {
+                        "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                        "conditions": [{"type": "Ready", "status": ready}, {"type": "MemoryPressure", "status": "False"}]
+                    }
+                }))
+                .unwrap(),
+            )
+        };
+        let pod = |node: Option<&str>, phase: &str, cpu: &str| -> Arc<Pod> {
+            let mut p: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "p", "namespace": "n"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                "status": {"phase": phase}
+            }))
+            .unwrap();
+            slim_pod(&mut p);
+            Arc::new(p)
+        };
+        let mut n1 = (*node("n1", "True")).clone();
+        slim_node(&mut n1);
+        assert!(n1.metadata.labels.is_none());
+        assert_eq!(
+            n1.status
+                .as_ref()
+                .unwrap()
+                .conditions
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
+        let nodes = vec![Arc::new(n1), node("n2", "False")];
+        let pods = vec![
+            pod(Some("n1"), "Running", "500m"),
+            pod(Some("n1"), "Running", "500m"),
+            pod(Some("n2"), "Succeeded", "1"),
+            pod(None, "Pending", "250m"),
+        ];
+        assert_eq!(
+            node_summary(&nodes),
+            NodeSummary {
+                total_num: 2,
+                ready_num: 1
+            }
+        );
+        let rs = resource_summary(&nodes, &pods);
+        assert_eq!(rs.allocatable["cpu"].0, "8");
+        assert_eq!(rs.allocatable["memory"].0, "32Gi");
+        assert_eq!(rs.allocatable["pods"].0, "220");
+        assert_eq!(rs.allocated["cpu"].0, "1");
+        assert_eq!(rs.allocated["memory"].0, "2Gi");
+        assert_eq!(rs.allocated["pods"].0, "2");
+        assert_eq!(rs.allocating["cpu"].0, "250m");
+        assert_eq!(rs.allocating["pods"].0, "1");
+    }
+}

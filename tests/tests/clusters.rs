@@ -1,0 +1,676 @@
+//! Member clusters end to end against real API servers: `karmadactl join` / `unjoin` and the
+//! `cluster` and `clusterStatus` controllers running in-process on the host.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use karmada_apis::{Cluster, Work};
+use karmada_controllers::cluster_status::metrics::cluster_metrics;
+use karmada_controllers::cluster_status::quantity::Quantity;
+use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use lariat::ClusterOptions;
+use lariat::runtime::features::FeatureGates;
+use serde_json::json;
+use testenv::{ApiServer, EnvOptions, TestEnv};
+use tokio_util::sync::CancellationToken;
+
+fn env() -> &'static TestEnv {
+    testenv::shared(EnvOptions {
+        members: 2,
+        full_members: 1,
+        install_crds: true,
+        ..Default::default()
+    })
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, failing after `timeout`.
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The cluster and clusterStatus controllers, running in this process against the host.
+struct ControlPlane {
+    cancel: CancellationToken,
+    members: Arc<MemberClusters>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ControlPlane {
+    async fn start(env: &TestEnv) -> ControlPlane {
+        let cancel = CancellationToken::new();
+        let config = env.host().kube_config().await.unwrap();
+        let plane = lariat::Cluster::new("", config, ClusterOptions::default(), &cancel).unwrap();
+        let settings = Arc::new(Settings {
+            cluster_status_update_frequency: Duration::from_secs(1),
+            cluster_success_threshold: Duration::from_secs(2),
+            cluster_failure_threshold: Duration::from_secs(2),
+            cluster_cache_sync_timeout: Duration::from_secs(30),
+            cluster_api_qps: 40.0,
+            cluster_api_burst: 60,
+            enable_cluster_resource_modeling: true,
+            skipped_propagating_apis: String::new(),
+            skipped_propagating_namespaces: Vec::new(),
+            concurrent_resource_template_syncs: 5,
+            concurrent_propagation_policy_syncs: 1,
+            concurrent_cluster_propagation_policy_syncs: 1,
+            concurrent_work_syncs: 5,
+            rate_limiter: lariat::RateLimiterOptions::default(),
+            feature_gates: FeatureGates::new(&[]),
+        });
+        let members = Arc::new(MemberClusters::from_settings(
+            cancel.child_token(),
+            &settings,
+        ));
+        members.start();
+        let mut tasks = Vec::new();
+        for (name, start) in karmada_controllers::registry::implemented() {
+            if name != "cluster" && name != "clusterStatus" {
+                continue;
+            }
+            let ctx = ControllerContext {
+                name,
+                control_plane: plane.clone(),
+                members: members.clone(),
+                settings: settings.clone(),
+                cancel: cancel.child_token(),
+                synced: SyncReporter::new().0,
+            };
+            let fut = start(ctx);
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = fut.await {
+                    panic!("controller {name} failed: {e}");
+                }
+            }));
+        }
+        plane.controllers().start();
+        ControlPlane {
+            cancel,
+            members,
+            tasks,
+        }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        self.members.shutdown(Duration::from_secs(10)).await;
+    }
+}
+
+fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+async fn join(member: &ApiServer, name: &str, extra: &[&str]) -> anyhow::Result<()> {
+    let mut args = vec![
+        "karmadactl".to_string(),
+        "join".into(),
+        name.into(),
+        format!("--kubeconfig={}", path(&env().kubeconfig_path())),
+        "--karmada-context=host".into(),
+        format!("--cluster-kubeconfig={}", path(member.kubeconfig_path())),
+        format!("--cluster-context={}", member.name()),
+        "--token-wait=3s".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    karmadactl::run(args).await
+}
+
+async fn unjoin(name: &str, member: Option<&ApiServer>) -> anyhow::Result<()> {
+    let mut args = vec![
+        "karmadactl".to_string(),
+        "unjoin".into(),
+        name.into(),
+        format!("--kubeconfig={}", path(&env().kubeconfig_path())),
+        "--karmada-context=host".into(),
+        "--wait=120s".into(),
+    ];
+    if let Some(m) = member {
+        args.push(format!(
+            "--cluster-kubeconfig={}",
+            path(m.kubeconfig_path())
+        ));
+        args.push(format!("--cluster-context={}", m.name()));
+    }
+    karmadactl::run(args).await
+}
+
+fn ready(c: &Cluster) -> Option<(String, String)> {
+    c.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+fn taint_keys(c: &Cluster) -> Vec<String> {
+    c.spec.taints.iter().map(|t| t.key.clone()).collect()
+}
+
+async fn wait_ready(
+    api: &Api<Cluster>,
+    name: &str,
+    status: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Cluster {
+    eventually(
+        &format!("cluster {name} Ready={status} ({reason})"),
+        timeout,
+        || async {
+            let c = api.get(name).await.ok()?;
+            (ready(&c) == Some((status.to_string(), reason.to_string()))).then_some(c)
+        },
+    )
+    .await
+}
+
+fn ready_metric(cluster: &str) -> f64 {
+    cluster_metrics().ready.with_label_values(&[cluster]).get()
+}
+
+/// Requests this process sent to a member (lariat's `rest_client_requests_total{cluster=...}`).
+fn member_requests(cluster: &str) -> f64 {
+    lariat::metrics::registry()
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "rest_client_requests_total")
+        .flat_map(|f| f.get_metric().iter())
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == cluster)
+        })
+        .map(|m| m.get_counter().value())
+        .sum()
+}
+
+fn sum_allocatable(nodes: &[Node], resource: &str) -> i128 {
+    nodes
+        .iter()
+        .filter_map(|n| n.status.as_ref()?.allocatable.as_ref()?.get(resource))
+        .map(|q| Quantity::parse(&q.0).unwrap().milli)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn member_cluster_lifecycle() {
+    let env = env();
+    let host = env.host().client().await;
+    let (m1, m2) = (&env.members()[0], &env.members()[1]);
+    let plane = ControlPlane::start(env).await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
+
+    // --- join the full member: Ready with version, APIs, node and resource summaries. ---
+    join(
+        m1,
+        "member1",
+        &[
+            "--cluster-provider=kwok",
+            "--cluster-region=local",
+            "--cluster-zones=z1,z2",
+        ],
+    )
+    .await
+    .unwrap();
+    wait_ready(
+        &clusters,
+        "member1",
+        "True",
+        "ClusterReady",
+        Duration::from_secs(90),
+    )
+    .await;
+    let m1_client = m1.client().await;
+    let version = m1_client.apiserver_version().await.unwrap().git_version;
+    let c = eventually(
+        "member1 status collected, untainted",
+        Duration::from_secs(60),
+        || {
+            let clusters = clusters.clone();
+            let version = version.clone();
+            async move {
+                let c = clusters.get("member1").await.ok()?;
+                let s = c.status.as_ref()?;
+                (s.kubernetes_version == version
+                    && s.node_summary.is_some()
+                    && c.spec.taints.is_empty())
+                .then_some(c)
+            }
+        },
+    )
+    .await;
+    let _ = c.metadata.uid;
+    assert_eq!(
+        c.spec.sync_mode,
+        karmada_apis::cluster::v1alpha1::ClusterSyncMode::Push
+    );
+    assert_eq!(c.spec.api_endpoint, m1.url());
+    assert_eq!(c.spec.provider, "kwok");
+    assert_eq!(c.spec.region, "local");
+    assert_eq!(c.spec.zones, ["z1", "z2"]);
+    assert!(
+        c.metadata
+            .finalizers
+            .as_ref()
+            .unwrap()
+            .contains(&"karmada.io/cluster-controller".to_string())
+    );
+    let status = c.status.clone().unwrap();
+    let gvs: Vec<&str> = status
+        .api_enablements
+        .iter()
+        .map(|e| e.group_version.as_str())
+        .collect();
+    let mut sorted = gvs.clone();
+    sorted.sort();
+    assert_eq!(gvs, sorted, "apiEnablements sorted by group-version");
+    let apps = status
+        .api_enablements
+        .iter()
+        .find(|e| e.group_version == "apps/v1")
+        .expect("apps/v1");
+    assert!(
+        apps.resources
+            .iter()
+            .any(|r| r.name == "deployments" && r.kind == "Deployment")
+    );
+    assert!(
+        apps.resources.iter().all(|r| !r.name.contains('/')),
+        "no subresources"
+    );
+    let core = status
+        .api_enablements
+        .iter()
+        .find(|e| e.group_version == "v1")
+        .expect("v1");
+    assert!(
+        core.resources
+            .iter()
+            .any(|r| r.name == "pods" && r.kind == "Pod")
+    );
+    let complete = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "CompleteAPIEnablements")
+        .unwrap();
+    assert_eq!(
+        (complete.status.as_str(), complete.reason.as_str()),
+        ("True", "Complete")
+    );
+    // Node and resource summaries match the kwok nodes.
+    let nodes = Api::<Node>::all(m1_client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(!nodes.is_empty());
+    let ready_nodes = nodes
+        .iter()
+        .filter(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    let ns = status.node_summary.clone().unwrap();
+    assert_eq!(ns.total_num as usize, nodes.len());
+    assert_eq!(ns.ready_num as usize, ready_nodes);
+    let rs = status.resource_summary.clone().unwrap();
+    for r in ["cpu", "memory", "pods"] {
+        let got = Quantity::parse(&rs.allocatable[r].0).unwrap().milli;
+        assert_eq!(got, sum_allocatable(&nodes, r), "allocatable {r}");
+    }
+    // Execution namespace, member-side objects, host Secret.
+    let es = Api::<Namespace>::all(host.clone())
+        .get("karmada-es-member1")
+        .await
+        .unwrap();
+    assert_eq!(es.metadata.labels.unwrap()["karmada.io/system"], "true");
+    Api::<ServiceAccount>::namespaced(m1_client.clone(), "karmada-cluster")
+        .get("karmada-member1")
+        .await
+        .unwrap();
+    Api::<ClusterRole>::all(m1_client.clone())
+        .get("karmada-controller-manager:karmada-member1")
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(m1_client.clone())
+        .get("karmada-controller-manager:karmada-member1")
+        .await
+        .unwrap();
+    let secret = Api::<Secret>::namespaced(host.clone(), "karmada-cluster")
+        .get("member1")
+        .await
+        .unwrap();
+    let data = secret.data.unwrap();
+    assert!(!data["token"].0.is_empty() && !data["caBundle"].0.is_empty());
+    assert_eq!(secret.metadata.owner_references.unwrap()[0].kind, "Cluster");
+    assert_eq!(ready_metric("member1"), 1.0);
+    let nodes_metric = cluster_metrics()
+        .node_number
+        .with_label_values(&["member1"])
+        .get();
+    assert_eq!(nodes_metric as usize, nodes.len());
+
+    // --- a second join of the same cluster is refused. ---
+    let err = join(m1, "member1", &[]).await.unwrap_err().to_string();
+    assert!(err.contains("has been registered"), "{err}");
+
+    // --- member2 (no token controller: TokenRequest fallback). ---
+    join(m2, "member2", &[]).await.unwrap();
+    wait_ready(
+        &clusters,
+        "member2",
+        "True",
+        "ClusterReady",
+        Duration::from_secs(90),
+    )
+    .await;
+    eventually("member2 untainted", Duration::from_secs(30), || async {
+        clusters
+            .get("member2")
+            .await
+            .ok()
+            .filter(|c| c.spec.taints.is_empty())
+    })
+    .await;
+    assert_eq!(ready_metric("member2"), 1.0);
+
+    // --- stop member2's API server: not ready after the threshold, tainted, metric 0. ---
+    tokio::task::block_in_place(|| m2.stop());
+    let c = wait_ready(
+        &clusters,
+        "member2",
+        "False",
+        "ClusterNotReachable",
+        Duration::from_secs(60),
+    )
+    .await;
+    let c =
+        if taint_keys(&c).contains(&"cluster.karmada.io/not-ready".to_string()) {
+            c
+        } else {
+            eventually(
+                "member2 not-ready taint",
+                Duration::from_secs(30),
+                || async {
+                    clusters.get("member2").await.ok().filter(|c| {
+                        taint_keys(c).contains(&"cluster.karmada.io/not-ready".to_string())
+                    })
+                },
+            )
+            .await
+        };
+    assert_eq!(c.spec.taints[0].effect, "NoSchedule");
+    eventually(
+        "cluster_ready_state{member2} = 0",
+        Duration::from_secs(10),
+        || async { (ready_metric("member2") == 0.0).then_some(()) },
+    )
+    .await;
+    // Bounded request rate to the dead endpoint (status every 1s here, watches back off).
+    let before = member_requests("member2");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let sent = member_requests("member2") - before;
+    assert!(sent < 60.0, "{sent} requests to a dead member in 10s");
+
+    // --- start it again: Ready, taint removed. ---
+    m2.start().await.unwrap();
+    wait_ready(
+        &clusters,
+        "member2",
+        "True",
+        "ClusterReady",
+        Duration::from_secs(90),
+    )
+    .await;
+    eventually("member2 taint removed", Duration::from_secs(30), || async {
+        clusters
+            .get("member2")
+            .await
+            .ok()
+            .filter(|c| c.spec.taints.is_empty())
+    })
+    .await;
+    assert_eq!(ready_metric("member2"), 1.0);
+
+    // --- wrong token: authentication failed; fixed without restart. ---
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), "karmada-cluster");
+    let good = secrets.get("member2").await.unwrap().data.unwrap()["token"].clone();
+    let bogus = json!({"data": {"token": k8s_openapi::ByteString(b"not-a-valid-token".to_vec())}});
+    secrets
+        .patch("member2", &PatchParams::default(), &Patch::Merge(&bogus))
+        .await
+        .unwrap();
+    let c = wait_ready(
+        &clusters,
+        "member2",
+        "False",
+        "ClusterAuthenticationFailed",
+        Duration::from_secs(60),
+    )
+    .await;
+    let msg = &c
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap()
+        .message;
+    assert!(msg.contains("authentication"), "{msg}");
+    let fixed = json!({"data": {"token": good}});
+    secrets
+        .patch("member2", &PatchParams::default(), &Patch::Merge(&fixed))
+        .await
+        .unwrap();
+    wait_ready(
+        &clusters,
+        "member2",
+        "True",
+        "ClusterReady",
+        Duration::from_secs(60),
+    )
+    .await;
+
+    // --- unjoin member1: Works and execution namespace gone, finalizer released, watches stopped. ---
+    let works: Api<Work> = Api::namespaced(host.clone(), "karmada-es-member1");
+    let work: Work = serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+        "metadata": {"name": "cm-work", "namespace": "karmada-es-member1"},
+        "spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}]}}
+    }))
+    .unwrap();
+    works.create(&PostParams::default(), &work).await.unwrap();
+    let member1 = plane.members.get("member1").expect("member1 connected");
+    assert!(
+        !member1.caches().started().is_empty(),
+        "member1 has watches"
+    );
+    unjoin("member1", Some(m1)).await.unwrap();
+    assert!(clusters.get_opt("member1").await.unwrap().is_none());
+    assert!(
+        Api::<Namespace>::all(host.clone())
+            .get_opt("karmada-es-member1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(works.get_opt("cm-work").await.unwrap().is_none());
+    assert!(
+        plane.members.get("member1").is_none(),
+        "member1 disconnected"
+    );
+    assert!(
+        member1.context().token().is_cancelled(),
+        "member1 watches stopped"
+    );
+    assert!(secrets.get_opt("member1").await.unwrap().is_none());
+    assert!(
+        Api::<ServiceAccount>::namespaced(m1_client.clone(), "karmada-cluster")
+            .get_opt("karmada-member1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<ClusterRole>::all(m1_client.clone())
+            .get_opt("karmada-controller-manager:karmada-member1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<ClusterRoleBinding>::all(m1_client.clone())
+            .get_opt("karmada-controller-manager:karmada-member1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // --- unjoin member2 without its kubeconfig. ---
+    unjoin("member2", None).await.unwrap();
+    assert!(clusters.get_opt("member2").await.unwrap().is_none());
+    assert!(plane.members.get("member2").is_none());
+    plane.stop().await;
+}
+
+#[tokio::test]
+async fn join_explains_an_unreachable_member() {
+    let env = env();
+    let dir = tempfile_dir("unreachable");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kc = dir.join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: dead\n  user:\n    token: x\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: dead\ncurrent-context: dead\n"
+        ),
+    )
+    .unwrap();
+    let err = karmadactl::run([
+        "karmadactl".to_string(),
+        "join".into(),
+        "dead".into(),
+        format!("--kubeconfig={}", path(&env.kubeconfig_path())),
+        "--karmada-context=host".into(),
+        format!("--cluster-kubeconfig={}", path(&kc)),
+    ])
+    .await
+    .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("cannot reach the member cluster dead"),
+        "{msg}"
+    );
+    assert!(msg.contains(&port.to_string()), "{msg}");
+    let host = env.host().client().await;
+    assert!(
+        Api::<Cluster>::all(host)
+            .get_opt("dead")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn join_explains_missing_permissions_and_bad_names() {
+    let env = env();
+    let m2 = &env.members()[1];
+    let admin = m2.client().await;
+    // A member identity with no rights at all.
+    let ns = "perm-test";
+    let _ = Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await;
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
+    let _ = sas
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "nobody"}})).unwrap(),
+        )
+        .await;
+    let tr: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": []}})).unwrap();
+    let token = sas
+        .create_token_request("nobody", &PostParams::default(), &tr)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token
+        .unwrap();
+    let dir = tempfile_dir("noperm");
+    let kc = dir.join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: m\n  user:\n    token: {token}\ncontexts:\n- name: m\n  context:\n    cluster: m\n    user: m\ncurrent-context: m\n",
+            m2.url(),
+            m2.pki().ca_cert.display()
+        ),
+    )
+    .unwrap();
+    let err = karmadactl::run([
+        "karmadactl".to_string(),
+        "join".into(),
+        "noperm".into(),
+        format!("--kubeconfig={}", path(&env.kubeconfig_path())),
+        "--karmada-context=host".into(),
+        format!("--cluster-kubeconfig={}", path(&kc)),
+    ])
+    .await
+    .unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("permission denied"), "{msg}");
+
+    let err = karmadactl::run([
+        "karmadactl",
+        "join",
+        "Bad_Name",
+        "--cluster-kubeconfig=/nonexistent",
+    ])
+    .await
+    .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("invalid cluster name"),
+        "{err:#}"
+    );
+}
+
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("karmadactl-test-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
