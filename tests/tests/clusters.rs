@@ -189,6 +189,36 @@ fn ready_metric(cluster: &str) -> f64 {
     cluster_metrics().ready.with_label_values(&[cluster]).get()
 }
 
+/// Whether `metric{member_cluster="<cluster>"}` exists in the process registry.
+fn has_cluster_series(metric: &str, cluster: &str) -> bool {
+    lariat::metrics::registry()
+        .gather()
+        .iter()
+        .filter(|f| f.name() == metric)
+        .flat_map(|f| f.get_metric().iter())
+        .any(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "member_cluster" && l.value() == cluster)
+        })
+}
+
+/// Reasons of the Events recorded about Cluster `name`.
+async fn cluster_event_reasons(host: &kube::Client, name: &str) -> Vec<String> {
+    Api::<k8s_openapi::api::core::v1::Event>::namespaced(host.clone(), "default")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some("Cluster")
+                && e.involved_object.name.as_deref() == Some(name)
+        })
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
 /// Requests this process sent to a member (lariat's `rest_client_requests_total{cluster=...}`).
 fn member_requests(cluster: &str) -> f64 {
     lariat::metrics::registry()
@@ -374,6 +404,18 @@ async fn member_cluster_lifecycle() {
         .get();
     assert_eq!(nodes_metric as usize, nodes.len());
 
+    let reasons = cluster_event_reasons(&host, "member1").await;
+    for r in ["CreateExecutionSpaceSucceed", "TaintClusterSucceed"] {
+        assert!(
+            reasons.iter().any(|x| x == r),
+            "no {r} event in {reasons:?}"
+        );
+    }
+    assert!(has_cluster_series(
+        "cluster_sync_status_duration_seconds",
+        "member1"
+    ));
+
     // --- a second join of the same cluster is refused. ---
     let err = join(m1, "member1", &[]).await.unwrap_err().to_string();
     assert!(err.contains("has been registered"), "{err}");
@@ -434,6 +476,7 @@ async fn member_cluster_lifecycle() {
     let before = member_requests("member2");
     tokio::time::sleep(Duration::from_secs(10)).await;
     let sent = member_requests("member2") - before;
+    eprintln!("requests to the stopped member2 in 10s: {sent}");
     assert!(sent < 60.0, "{sent} requests to a dead member in 10s");
 
     // --- start it again: Ready, taint removed. ---
@@ -529,6 +572,19 @@ async fn member_cluster_lifecycle() {
         "member1 watches stopped"
     );
     assert!(secrets.get_opt("member1").await.unwrap().is_none());
+    assert!(
+        !has_cluster_series("cluster_ready_state", "member1"),
+        "member1 series dropped"
+    );
+    assert!(!has_cluster_series(
+        "cluster_sync_status_duration_seconds",
+        "member1"
+    ));
+    let reasons = cluster_event_reasons(&host, "member1").await;
+    assert!(
+        reasons.iter().any(|x| x == "RemoveExecutionSpaceSucceed"),
+        "{reasons:?}"
+    );
     assert!(
         Api::<ServiceAccount>::namespaced(m1_client.clone(), "karmada-cluster")
             .get_opt("karmada-member1")

@@ -30,7 +30,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = Cli::try_parse_from(args)?;
+    execute(Cli::try_parse_from(args)?).await
+}
+
+/// Runs an already parsed command line.
+pub async fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Join(a) => join::run(a).await,
         Command::Unjoin(a) => unjoin::run(a).await,

@@ -1,8 +1,12 @@
 //! `karmadactl`: joins member clusters to, and removes them from, a karmada-rs control plane.
 
+use clap::Parser;
+
 #[tokio::main]
 async fn main() {
-    if let Err(e) = karmadactl::run(std::env::args_os()).await {
+    // clap prints help and usage errors itself (exit 0 and 2).
+    let cli = karmadactl::Cli::parse();
+    if let Err(e) = karmadactl::execute(cli).await {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

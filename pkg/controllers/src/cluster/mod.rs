@@ -26,7 +26,9 @@ use lariat::{Cache, HandlerResult, ObjectKey};
 
 use crate::cluster_status::conditions::now;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use crate::detector::events::{EventRecorder, EventType, reference_of};
 use crate::members::MemberClusters;
+use karmada_apis::well_known::event_reasons;
 
 /// The controller's name in logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-controller";
@@ -68,6 +70,7 @@ pub enum ClusterError {
 
 struct Controller {
     client: kube::Client,
+    events: EventRecorder,
     members: Arc<MemberClusters>,
     rbs: Cache<ResourceBinding>,
     crbs: Cache<ClusterResourceBinding>,
@@ -99,8 +102,10 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             BINDING_CLUSTER_INDEX,
             Arc::new(|crb: &ClusterResourceBinding| binding_clusters(&crb.spec)),
         );
+        let client = plane.clients().client_for_controller(CONTROLLER_NAME)?;
         let controller = Arc::new(Controller {
-            client: plane.clients().client_for_controller(CONTROLLER_NAME)?,
+            events: EventRecorder::new(client.clone(), CONTROLLER_NAME),
+            client,
             members: ctx.members.clone(),
             rbs,
             crbs,
@@ -165,6 +170,21 @@ pub fn desired_taints(cluster: &Cluster) -> Vec<Taint> {
     out
 }
 
+/// Karmada's event text for a cluster's taints.
+pub fn taints_message(taints: &[Taint]) -> String {
+    if taints.is_empty() {
+        return "cluster now does not have taints".to_string();
+    }
+    let parts: Vec<String> = taints
+        .iter()
+        .map(|t| match t.value.as_deref().filter(|v| !v.is_empty()) {
+            Some(v) => format!("{{Key:{},Value:{v},Effect:{}}}", t.key, t.effect),
+            None => format!("{{Key:{},Effect:{}}}", t.key, t.effect),
+        })
+        .collect();
+    format!("cluster now has taints([{}])", parts.join(","))
+}
+
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers
         .as_ref()
@@ -208,7 +228,35 @@ impl Controller {
 
     async fn sync(&self, cluster: &Cluster) -> Result<HandlerResult<Cluster>, ClusterError> {
         let name = cluster.metadata.name.clone().unwrap_or_default();
-        self.ensure_execution_space(&name).await?;
+        let target = reference_of(cluster);
+        match self.ensure_execution_space(&name).await {
+            Ok(true) => {
+                let msg = format!(
+                    "Created execution space({}) for cluster({name}).",
+                    execution_space_name(&name)
+                );
+                self.events
+                    .record(
+                        &target,
+                        EventType::Normal,
+                        event_reasons::CREATE_EXECUTION_SPACE_SUCCEED,
+                        msg,
+                    )
+                    .await;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                self.events
+                    .record(
+                        &target,
+                        EventType::Warning,
+                        event_reasons::CREATE_EXECUTION_SPACE_FAILED,
+                        e.to_string(),
+                    )
+                    .await;
+                return Err(e);
+            }
+        }
         let api: Api<Cluster> = Api::all(self.client.clone());
         let taints = desired_taints(cluster);
         let needs_finalizer = !has_finalizer(&cluster.metadata, CLUSTER_CONTROLLER_FINALIZER);
@@ -216,7 +264,8 @@ impl Controller {
             return Ok(HandlerResult::Success);
         }
         let mut updated = cluster.clone();
-        if taints != cluster.spec.taints {
+        let taints_changed = taints != cluster.spec.taints;
+        if taints_changed {
             tracing::info!(cluster = %name, taints = ?taints.iter().map(|t| format!("{}:{}", t.key, t.effect)).collect::<Vec<_>>(), "updating cluster taints");
             updated.spec.taints = taints;
         }
@@ -228,14 +277,42 @@ impl Controller {
                 .push(CLUSTER_CONTROLLER_FINALIZER.to_string());
         }
         // A PUT carries the resourceVersion, so a stale copy conflicts and is retried.
-        let written = api
-            .replace(&name, &PostParams::default(), &updated)
-            .await
-            .map_err(Self::api_err(&name, "updating", "Cluster", &name))?;
+        let written = match api.replace(&name, &PostParams::default(), &updated).await {
+            Ok(w) => w,
+            Err(e) => {
+                let err = Self::api_err(&name, "updating", "Cluster", &name)(e);
+                if taints_changed {
+                    self.events
+                        .record(
+                            &target,
+                            EventType::Warning,
+                            event_reasons::TAINT_CLUSTER_FAILED,
+                            err.to_string(),
+                        )
+                        .await;
+                }
+                return Err(err);
+            }
+        };
+        if taints_changed {
+            let msg = format!(
+                "Taint cluster succeed: {}.",
+                taints_message(&written.spec.taints)
+            );
+            self.events
+                .record(
+                    &target,
+                    EventType::Normal,
+                    event_reasons::TAINT_CLUSTER_SUCCEED,
+                    msg,
+                )
+                .await;
+        }
         Ok(HandlerResult::Updated(Arc::new(written)))
     }
 
-    async fn ensure_execution_space(&self, cluster: &str) -> Result<(), ClusterError> {
+    /// Creates the execution namespace if missing; true if it was created now.
+    async fn ensure_execution_space(&self, cluster: &str) -> Result<bool, ClusterError> {
         let ns_name = execution_space_name(cluster);
         let api: Api<Namespace> = Api::all(self.client.clone());
         let existing = api.get_opt(&ns_name).await.map_err(Self::api_err(
@@ -245,7 +322,7 @@ impl Controller {
             &ns_name,
         ))?;
         if existing.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let ns = Namespace {
             metadata: ObjectMeta {
@@ -264,9 +341,9 @@ impl Controller {
         match api.create(&PostParams::default(), &ns).await {
             Ok(_) => {
                 tracing::info!(cluster, namespace = %ns_name, "created execution space");
-                Ok(())
+                Ok(true)
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
             Err(e) => Err(Self::api_err(cluster, "creating", "Namespace", &ns_name)(e)),
         }
     }
@@ -330,12 +407,32 @@ impl Controller {
                 return Ok(HandlerResult::RequeueAfter(CLEANUP_CHECK_INTERVAL));
             }
             // 2. Then the namespace itself.
+            let target = reference_of(cluster);
             match namespaces.delete(&ns_name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 // Already gone, or already terminating.
                 Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(Self::api_err(&name, "deleting", "Namespace", &ns_name)(e)),
+                Err(e) => {
+                    let err = Self::api_err(&name, "deleting", "Namespace", &ns_name)(e);
+                    self.events
+                        .record(
+                            &target,
+                            EventType::Warning,
+                            event_reasons::REMOVE_EXECUTION_SPACE_FAILED,
+                            err.to_string(),
+                        )
+                        .await;
+                    return Err(err);
+                }
             }
+            self.events
+                .record(
+                    &target,
+                    EventType::Normal,
+                    event_reasons::REMOVE_EXECUTION_SPACE_SUCCEED,
+                    format!("Removed execution space for cluster({name})."),
+                )
+                .await;
             tracing::info!(cluster = %name, namespace = %ns_name, "waiting for the execution space to be deleted");
             return Ok(HandlerResult::RequeueAfter(CLEANUP_CHECK_INTERVAL));
         }
@@ -402,6 +499,24 @@ mod tests {
             });
         }
         c
+    }
+
+    #[test]
+    fn taint_messages() {
+        assert_eq!(taints_message(&[]), "cluster now does not have taints");
+        let t = Taint {
+            key: "a".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        };
+        let v = Taint {
+            value: Some("x".into()),
+            ..t.clone()
+        };
+        assert_eq!(
+            taints_message(&[t, v]),
+            "cluster now has taints([{Key:a,Effect:NoSchedule},{Key:a,Value:x,Effect:NoSchedule}])"
+        );
     }
 
     fn keys(ts: &[Taint]) -> Vec<&str> {

@@ -1,0 +1,62 @@
+//! The `karmadactl` binary: usage errors, and errors that name what is wrong, with exit codes.
+
+use std::process::Command;
+
+fn karmadactl(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_karmadactl"))
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("run karmadactl");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_lists_join_and_unjoin() {
+    let (code, out, _) = karmadactl(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("join") && out.contains("unjoin"), "{out}");
+    let (code, out, _) = karmadactl(&["join", "--help"]);
+    assert_eq!(code, Some(0));
+    for flag in [
+        "--kubeconfig",
+        "--karmada-context",
+        "--cluster-kubeconfig",
+        "--cluster-context",
+        "--cluster-namespace",
+        "--cluster-provider",
+        "--cluster-region",
+        "--cluster-zones",
+        "--dry-run",
+    ] {
+        assert!(out.contains(flag), "join --help lacks {flag}: {out}");
+    }
+}
+
+#[test]
+fn missing_cluster_name_is_a_usage_error() {
+    let (code, _, err) = karmadactl(&["join"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("CLUSTER_NAME"), "{err}");
+}
+
+#[test]
+fn unreadable_kubeconfig_is_named() {
+    let (code, _, err) = karmadactl(&["unjoin", "member1", "--kubeconfig=/nonexistent/k"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("cannot read the control plane kubeconfig /nonexistent/k"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_cluster_name_is_rejected_before_any_request() {
+    let (code, _, err) = karmadactl(&["join", "Not_Valid", "--cluster-kubeconfig=/x"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("invalid cluster name(Not_Valid)"), "{err}");
+}
