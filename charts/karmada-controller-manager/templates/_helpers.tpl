@@ -1,0 +1,102 @@
+{{/* Chart name. */}}
+{{- define "kcm.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the release name when it already contains the chart name, else release-chart. */}}
+{{- define "kcm.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kcm.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kcm.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "kcm.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "kcm.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller-manager
+app.kubernetes.io/part-of: karmada
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "kcm.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "kcm.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kcm.inCluster" -}}
+{{- if eq .Values.karmadaApiServer.mode "inCluster" }}true{{ end -}}
+{{- end -}}
+
+{{/* Namespace of the leader-election Lease. */}}
+{{- define "kcm.leaseNamespace" -}}
+{{- if .Values.leaderElection.namespace -}}
+{{- .Values.leaderElection.namespace -}}
+{{- else if include "kcm.inCluster" . -}}
+{{- .Release.Namespace -}}
+{{- else -}}
+karmada-system
+{{- end -}}
+{{- end -}}
+
+{{- define "kcm.kubeconfigSecretName" -}}
+{{- default (printf "%s-kubeconfig" (include "kcm.fullname" .)) .Values.karmadaApiServer.kubeconfig.existingSecret -}}
+{{- end -}}
+
+{{/*
+The controller-manager's arguments. The chart tests run the binary with exactly these (POD_IP replaced).
+*/}}
+{{- define "kcm.args" -}}
+{{- if not (include "kcm.inCluster" .) }}
+- --kubeconfig=/etc/karmada/kubeconfig/{{ .Values.karmadaApiServer.kubeconfig.secretKey }}
+{{- end }}
+- --leader-elect={{ .Values.leaderElection.enabled }}
+- --leader-elect-resource-namespace={{ include "kcm.leaseNamespace" . }}
+- --leader-elect-lease-duration={{ .Values.leaderElection.leaseDuration }}
+- --leader-elect-renew-deadline={{ .Values.leaderElection.renewDeadline }}
+- --leader-elect-retry-period={{ .Values.leaderElection.retryPeriod }}
+- --metrics-bind-address=$(POD_IP):{{ .Values.metrics.port | int }}
+- --health-probe-bind-address=$(POD_IP):{{ .Values.healthProbe.port | int }}
+{{- with .Values.controllers }}
+- --controllers={{ join "," . }}
+{{- end }}
+{{- with .Values.featureGates }}
+{{- $gates := list }}
+{{- range $name, $on := . }}
+{{- $gates = append $gates (printf "%s=%t" $name $on) }}
+{{- end }}
+- --feature-gates={{ join "," $gates }}
+{{- end }}
+- --concurrent-cluster-syncs={{ .Values.concurrency.clusterSyncs | int }}
+- --concurrent-clusterresourcebinding-syncs={{ .Values.concurrency.clusterResourceBindingSyncs | int }}
+- --concurrent-resourcebinding-syncs={{ .Values.concurrency.resourceBindingSyncs | int }}
+- --concurrent-work-syncs={{ .Values.concurrency.workSyncs | int }}
+- --concurrent-namespace-syncs={{ .Values.concurrency.namespaceSyncs | int }}
+- --concurrent-propagation-policy-syncs={{ .Values.concurrency.propagationPolicySyncs | int }}
+- --concurrent-cluster-propagation-policy-syncs={{ .Values.concurrency.clusterPropagationPolicySyncs | int }}
+- --concurrent-resource-template-syncs={{ .Values.concurrency.resourceTemplateSyncs | int }}
+- --concurrent-dependent-resource-syncs={{ .Values.concurrency.dependentResourceSyncs | int }}
+- --kube-api-qps={{ .Values.kubeAPI.qps }}
+- --kube-api-burst={{ .Values.kubeAPI.burst | int }}
+- --cluster-api-qps={{ .Values.clusterAPI.qps }}
+- --cluster-api-burst={{ .Values.clusterAPI.burst | int }}
+- --cluster-status-update-frequency={{ .Values.clusterStatusUpdateFrequency }}
+- --v={{ .Values.log.verbosity | int }}
+- --logging-format={{ .Values.log.format }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end -}}
