@@ -12,10 +12,18 @@ use karmada_controllers::cluster_status::quantity::Quantity;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use lariat::ClusterOptions;
-use lariat::runtime::features::FeatureGates;
+use lariat::runtime::features::{FeatureGates, FeatureSpec, PreRelease};
 use serde_json::json;
 use testenv::{ApiServer, EnvOptions, TestEnv};
 use tokio_util::sync::CancellationToken;
+
+/// The feature gates the controllers read here, at Karmada's defaults.
+static GATES: &[FeatureSpec] = &[FeatureSpec {
+    name: "CustomizedClusterResourceModeling",
+    default: true,
+    pre_release: PreRelease::Beta,
+    lock_to_default: false,
+}];
 
 fn env() -> &'static TestEnv {
     testenv::shared(EnvOptions {
@@ -72,7 +80,7 @@ impl ControlPlane {
             concurrent_cluster_propagation_policy_syncs: 1,
             concurrent_work_syncs: 5,
             rate_limiter: lariat::RateLimiterOptions::default(),
-            feature_gates: FeatureGates::new(&[]),
+            feature_gates: FeatureGates::new(GATES),
         });
         let members = Arc::new(MemberClusters::from_settings(
             cancel.child_token(),
@@ -403,6 +411,23 @@ async fn member_cluster_lifecycle() {
         .with_label_values(&["member1"])
         .get();
     assert_eq!(nodes_metric as usize, nodes.len());
+
+    // Resource models: every node lands in a grade (CustomizedClusterResourceModeling).
+    let models = json!({"spec": {"resourceModels": [
+        {"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"}]},
+        {"grade": 1, "ranges": [{"name": "cpu", "min": "1", "max": "1000000"}]}
+    ]}});
+    clusters
+        .patch("member1", &PatchParams::default(), &Patch::Merge(&models))
+        .await
+        .unwrap();
+    let node_count = nodes.len() as i64;
+    eventually("allocatableModelings", Duration::from_secs(30), || async {
+        let c = clusters.get("member1").await.ok()?;
+        let m = c.status?.resource_summary?.allocatable_modelings;
+        (m.len() == 2 && m.iter().map(|a| a.count).sum::<i64>() == node_count).then_some(())
+    })
+    .await;
 
     let reasons = cluster_event_reasons(&host, "member1").await;
     for r in ["CreateExecutionSpaceSucceed", "TaintClusterSucceed"] {

@@ -48,6 +48,9 @@ pub const CONTROLLER_NAME: &str = "cluster-status-controller";
 /// Ready reason (karmada-rs only): the member rejected the credentials from the Secret.
 pub const REASON_AUTHENTICATION_FAILED: &str = "ClusterAuthenticationFailed";
 
+/// Feature gate: fill `resourceSummary.allocatableModelings` from `spec.resourceModels`.
+pub const CUSTOMIZED_CLUSTER_RESOURCE_MODELING: &str = "CustomizedClusterResourceModeling";
+
 /// How long one health or discovery request to a member may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -382,7 +385,16 @@ impl Controller {
             let nodes = nodes.list();
             let pods = pods.list();
             collected.node_summary = Some(summary::node_summary(&nodes));
-            collected.resource_summary = Some(summary::resource_summary(&nodes, &pods));
+            let mut resources = summary::resource_summary(&nodes, &pods);
+            if self
+                .settings
+                .feature_gates
+                .enabled(CUSTOMIZED_CLUSTER_RESOURCE_MODELING)
+            {
+                resources.allocatable_modelings =
+                    summary::allocatable_modelings(&cluster.spec.resource_models, &nodes, &pods);
+            }
+            collected.resource_summary = Some(resources);
         }
         self.update_status(cluster, Some(collected), vec![api_condition, ready])
             .await

@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use karmada_apis::cluster::v1alpha1::{NodeSummary, ResourceSummary};
+use karmada_apis::cluster::v1alpha1::{
+    AllocatableModeling, NodeSummary, ResourceModel, ResourceSummary,
+};
 
 use super::quantity::{Format, Quantity};
 
@@ -205,6 +207,129 @@ impl Resource {
     }
 }
 
+impl Resource {
+    /// The accumulated requests as exact milli values by resource name (what
+    /// [`Resource::into_list`] would print).
+    fn milli_values(&self) -> Vec<(String, i128)> {
+        let mut out = Vec::new();
+        if self.milli_cpu > 0 {
+            out.push(("cpu".to_string(), self.milli_cpu));
+        }
+        for (name, v) in [
+            ("memory", self.memory),
+            ("ephemeral-storage", self.ephemeral_storage),
+            ("pods", self.pods),
+        ] {
+            if v > 0 {
+                out.push((name.to_string(), v * 1000));
+            }
+        }
+        for (name, v) in &self.scalars {
+            if *v > 0 {
+                out.push((name.clone(), v * 1000));
+            }
+        }
+        out
+    }
+}
+
+/// How many nodes fall into each grade of the cluster's resource models (Karmada's
+/// `getAllocatableModelings` with `pkg/modeling`): a node's free resources (allocatable minus the
+/// requests of its scheduled, non-terminal pods) land in the highest grade whose minimum every
+/// modelled resource reaches. As in Karmada, a node with no room for another pod ends the count.
+pub fn allocatable_modelings(
+    models: &[ResourceModel],
+    nodes: &[Arc<Node>],
+    pods: &[Arc<Pod>],
+) -> Vec<AllocatableModeling> {
+    let Some(first) = models.first() else {
+        return Vec::new();
+    };
+    // The modelled resources, in the order of the first model's ranges.
+    let names: Vec<&str> = first.ranges.iter().map(|r| r.name.as_str()).collect();
+    // mins[i][g]: minimum of resource names[i] in grade g.
+    let mut mins: Vec<Vec<i128>> = vec![Vec::new(); names.len()];
+    for m in models {
+        if m.ranges.len() != names.len() {
+            tracing::warn!("resource models have different resources per grade; skipping modeling");
+            return Vec::new();
+        }
+        for (i, name) in names.iter().enumerate() {
+            let min = m
+                .ranges
+                .iter()
+                .find(|r| r.name == *name)
+                .and_then(|r| Quantity::parse(&r.min.0).ok())
+                .map(|q| q.milli)
+                .unwrap_or(0);
+            mins[i].push(min);
+        }
+    }
+    let mut per_node: HashMap<&str, Resource> = HashMap::new();
+    for pod in pods {
+        let Some(spec) = pod.spec.as_ref() else {
+            continue;
+        };
+        if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty())
+            && !terminal(pod)
+        {
+            let r = per_node.entry(node).or_default();
+            r.add_pod(spec);
+            r.pods += 1;
+        }
+    }
+    let mut counts = vec![0i64; models.len()];
+    for node in nodes {
+        let mut available: HashMap<String, i128> = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, q)| Some((k.clone(), Quantity::parse(&q.0).ok()?.milli)))
+            .collect();
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        if let Some(used) = per_node.get(name) {
+            let used = used.milli_values();
+            let used_pods = used
+                .iter()
+                .find(|(k, _)| k == "pods")
+                .map_or(0, |(_, v)| *v);
+            let allowed = available.get("pods").copied().unwrap_or(0) / 1000 - used_pods / 1000;
+            if allowed <= 0 {
+                break;
+            }
+            for (k, v) in used {
+                if let Some(a) = available.get_mut(&k) {
+                    *a -= v;
+                }
+            }
+        }
+        // The grade: for each resource the last grade whose minimum is <= the node's value; the
+        // node counts in the lowest of those.
+        let grade = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let v = available.get(*n).copied().unwrap_or(0);
+                mins[i].iter().rposition(|min| *min <= v)
+            })
+            .try_fold(usize::MAX, |acc, g| g.map(|g| acc.min(g)));
+        match grade {
+            Some(g) if g < counts.len() => counts[g] += 1,
+            _ => tracing::debug!(node = name, "node fits no resource model grade"),
+        }
+    }
+    models
+        .iter()
+        .zip(counts)
+        .map(|(m, count)| AllocatableModeling {
+            grade: m.grade,
+            count,
+        })
+        .collect()
+}
+
 fn scheduled(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
@@ -330,5 +455,17 @@ mod tests {
         assert_eq!(rs.allocated["pods"].0, "2");
         assert_eq!(rs.allocating["cpu"].0, "250m");
         assert_eq!(rs.allocating["pods"].0, "1");
+
+        let models: Vec<ResourceModel> = serde_json::from_value(json!([
+            {"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"}, {"name": "memory", "min": "0", "max": "4Gi"}]},
+            {"grade": 1, "ranges": [{"name": "cpu", "min": "1", "max": "4"}, {"name": "memory", "min": "4Gi", "max": "16Gi"}]},
+            {"grade": 2, "ranges": [{"name": "cpu", "min": "4", "max": "100"}, {"name": "memory", "min": "16Gi", "max": "1Ti"}]}
+        ]))
+        .unwrap();
+        // n1 runs 1 cpu / 2Gi (3 cpu, 14Gi free: grade 1); n2 is idle (4 cpu, 16Gi: grade 2).
+        let m = allocatable_modelings(&models, &nodes, &pods);
+        let counts: Vec<(u32, i64)> = m.iter().map(|a| (a.grade, a.count)).collect();
+        assert_eq!(counts, [(0, 0), (1, 1), (2, 1)]);
+        assert!(allocatable_modelings(&[], &nodes, &pods).is_empty());
     }
 }
