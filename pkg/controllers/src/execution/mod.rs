@@ -262,6 +262,18 @@ struct Target {
     id: Ident,
 }
 
+impl Target {
+    /// The object with the manifest's `apiVersion` and `kind` (list and watch items from the cache
+    /// come without them).
+    fn typed(&self, mut v: Value) -> Value {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("apiVersion".to_owned(), Value::String(self.id.api_version.clone()));
+            o.insert("kind".to_owned(), Value::String(self.id.kind.clone()));
+        }
+        v
+    }
+}
+
 /// Sets a condition like apimachinery's `meta.SetStatusCondition`; returns whether it changed
 /// (status, reason or message).
 fn put_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
@@ -600,7 +612,7 @@ impl ExecutionController {
         if t.cache.has_synced() {
             let ns = (!t.id.namespace.is_empty()).then_some(t.id.namespace.as_str());
             return match store.get_named(ns, &t.id.name) {
-                Some(o) => Ok((Some(to_value(&o)?), true)),
+                Some(o) => Ok((Some(t.typed(to_value(&o)?)), true)),
                 None => Ok((None, true)),
             };
         }
