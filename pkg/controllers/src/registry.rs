@@ -12,5 +12,7 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("namespace", crate::namespace::start_fn()),
         ("cluster", crate::cluster::start_fn()),
         ("clusterStatus", crate::cluster_status::start_fn()),
+        ("workStatus", crate::work_status::start_fn()),
+        ("bindingStatus", crate::binding_status::start_fn()),
     ]
 }

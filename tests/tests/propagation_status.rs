@@ -1,0 +1,804 @@
+//! Status comes home: the workStatus and bindingStatus controllers against real API servers.
+//!
+//! member1 is a full member (kube-controller-manager, kube-scheduler, kwok nodes), so its
+//! Deployments get really ready pods and its Jobs really complete; member2 is an API server only,
+//! so the test plays its controllers by writing the status of objects there. The test also plays
+//! the execution controller: it puts the member objects in place with the labels and annotations
+//! execution writes, and sets the Works' `Applied` condition. The host runs without
+//! kube-controller-manager, so nothing but our controllers writes template status.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use karmada_apis::well_known::{
+    MANAGED_BY_KARMADA_LABEL, RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION, RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    RESOURCE_TEMPLATE_GENERATION_ANNOTATION, WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION,
+    WORK_PERMANENT_ID_LABEL,
+};
+use karmada_apis::work::v1alpha1::ResourceHealth;
+use karmada_apis::{ResourceBinding, Work, names};
+use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use lariat::runtime::features::FeatureGates;
+use lariat::{ClusterOptions, RateLimiterOptions};
+use serde_json::{Value, json};
+use testenv::{EnvOptions, TestEnv};
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(90);
+const MEMBERS: [&str; 2] = ["member1", "member2"];
+
+fn env() -> &'static TestEnv {
+    testenv::shared(EnvOptions {
+        members: 2,
+        full_members: 1,
+        install_crds: true,
+        host_controller_manager: false,
+        ..Default::default()
+    })
+}
+
+/// One test at a time: each runs its own controllers.
+fn serial() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+fn settings() -> Settings {
+    Settings {
+        cluster_status_update_frequency: Duration::from_secs(10),
+        cluster_success_threshold: Duration::from_secs(30),
+        cluster_failure_threshold: Duration::from_secs(30),
+        cluster_cache_sync_timeout: Duration::from_secs(60),
+        cluster_api_qps: 40.0,
+        cluster_api_burst: 60,
+        enable_cluster_resource_modeling: false,
+        skipped_propagating_apis: String::new(),
+        skipped_propagating_namespaces: vec![],
+        concurrent_resource_template_syncs: 5,
+        concurrent_propagation_policy_syncs: 1,
+        concurrent_cluster_propagation_policy_syncs: 1,
+        concurrent_work_syncs: 5,
+        rate_limiter: RateLimiterOptions::default(),
+        feature_gates: FeatureGates::new(&[]),
+    }
+}
+
+/// workStatus and bindingStatus running in-process, with both members connected.
+struct Controllers {
+    token: CancellationToken,
+    control_plane: lariat::Cluster,
+    members: Arc<MemberClusters>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Controllers {
+    async fn start() -> Controllers {
+        let token = CancellationToken::new();
+        let config = env().host().kube_config().await.unwrap();
+        let control_plane =
+            lariat::Cluster::new("", config, ClusterOptions::default(), &token).unwrap();
+        control_plane.controllers().start();
+        let members = Arc::new(MemberClusters::new(token.child_token()));
+        for (i, name) in MEMBERS.iter().enumerate() {
+            let config = env().members()[i].kube_config().await.unwrap();
+            members
+                .registry()
+                .add(name, config, ClusterOptions::member())
+                .unwrap();
+        }
+        members.start();
+        let settings = Arc::new(settings());
+        let mut tasks = Vec::new();
+        for (name, start) in [
+            ("workStatus", karmada_controllers::work_status::start_fn()),
+            (
+                "bindingStatus",
+                karmada_controllers::binding_status::start_fn(),
+            ),
+        ] {
+            let (synced, _rx) = SyncReporter::new();
+            let ctx = ControllerContext {
+                name,
+                control_plane: control_plane.clone(),
+                members: members.clone(),
+                settings: settings.clone(),
+                cancel: token.child_token(),
+                synced,
+            };
+            let fut = start(ctx);
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = fut.await {
+                    panic!("{name} failed: {e}");
+                }
+            }));
+        }
+        Controllers {
+            token,
+            control_plane,
+            members,
+            tasks,
+        }
+    }
+
+    async fn stop(self) {
+        self.token.cancel();
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        self.members.shutdown(Duration::from_secs(10)).await;
+        self.control_plane.stop(Duration::from_secs(10)).await;
+    }
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < deadline {
+        match check().await {
+            Ok(v) => return v,
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    panic!("timed out waiting for {what}: {last}");
+}
+
+async fn ensure_namespace(client: &Client, name: &str) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("create namespace {name}: {e}"),
+    }
+}
+
+async fn host() -> Client {
+    env().host().client().await
+}
+
+async fn member(i: usize) -> Client {
+    env().members()[i].client().await
+}
+
+/// What the test needs to know about one propagated template.
+struct Propagation {
+    namespace: String,
+    name: String,
+    kind: String,
+    api_version: String,
+    binding: String,
+    work: String,
+}
+
+impl Propagation {
+    fn new(namespace: &str, name: &str, kind: &str, api_version: &str) -> Self {
+        Propagation {
+            namespace: namespace.into(),
+            name: name.into(),
+            kind: kind.into(),
+            api_version: api_version.into(),
+            binding: names::binding_name(kind, name),
+            work: names::work_name(kind, name, namespace),
+        }
+    }
+
+    /// The member object as the execution controller writes it (also the Work's manifest).
+    fn manifest(&self, cluster: &str, template: &Value, generation: i64, rb_id: &str) -> Value {
+        let mut m = template.clone();
+        let o = m.as_object_mut().unwrap();
+        o.remove("status");
+        let meta = o["metadata"].as_object_mut().unwrap();
+        for k in [
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            meta.remove(k);
+        }
+        meta.insert(
+            "labels".into(),
+            json!({
+                MANAGED_BY_KARMADA_LABEL: "true",
+                RESOURCE_BINDING_PERMANENT_ID_LABEL: rb_id,
+                WORK_PERMANENT_ID_LABEL: format!("{rb_id}-{cluster}"),
+            }),
+        );
+        meta.insert(
+            "annotations".into(),
+            json!({
+                WORK_NAMESPACE_ANNOTATION: names::execution_space_name(cluster),
+                WORK_NAME_ANNOTATION: self.work,
+                RESOURCE_BINDING_NAMESPACE_ANNOTATION: self.namespace,
+                RESOURCE_BINDING_NAME_ANNOTATION: self.binding,
+                RESOURCE_TEMPLATE_GENERATION_ANNOTATION: generation.to_string(),
+            }),
+        );
+        m
+    }
+
+    fn work_api(&self, client: &Client, cluster: &str) -> Api<Work> {
+        Api::namespaced(client.clone(), &names::execution_space_name(cluster))
+    }
+
+    /// Creates or replaces the Work of `cluster` holding `manifest`.
+    async fn put_work(&self, cluster: &str, manifest: &Value, rb_id: &str) {
+        let api = self.work_api(&host().await, cluster);
+        let work: Work = serde_json::from_value(json!({
+            "apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": self.work, "namespace": names::execution_space_name(cluster),
+                "labels": {RESOURCE_BINDING_PERMANENT_ID_LABEL: rb_id,
+                    WORK_PERMANENT_ID_LABEL: format!("{rb_id}-{cluster}")},
+                "annotations": {RESOURCE_BINDING_NAMESPACE_ANNOTATION: self.namespace,
+                    RESOURCE_BINDING_NAME_ANNOTATION: self.binding}},
+            "spec": {"workload": {"manifests": [manifest]}}
+        }))
+        .unwrap();
+        match api.get_opt(&self.work).await.unwrap() {
+            None => {
+                api.create(&PostParams::default(), &work).await.unwrap();
+            }
+            Some(_) => {
+                api.patch(
+                    &self.work,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": work.spec})),
+                )
+                .await
+                .unwrap();
+            }
+        }
+    }
+
+    /// Sets the Work's `Applied` condition as the execution controller does.
+    async fn set_applied(&self, cluster: &str, ok: bool, message: &str) {
+        let api = self.work_api(&host().await, cluster);
+        let (status, reason) = if ok {
+            ("True", "AppliedSuccessful")
+        } else {
+            ("False", "AppliedFailed")
+        };
+        // The work-status controller writes the same status concurrently: retry on conflicts.
+        for _ in 0..10 {
+            let mut work = api.get(&self.work).await.unwrap();
+            let mut s = work.status.clone().unwrap_or_default();
+            s.conditions.retain(|c| c.type_ != "Applied");
+            s.conditions.push(
+                serde_json::from_value(json!({"type": "Applied", "status": status,
+                    "reason": reason, "message": message,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}))
+                .unwrap(),
+            );
+            work.status = Some(s);
+            match api
+                .replace_status(&self.work, &PostParams::default(), &work)
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) => panic!("set Applied on Work {}: {e}", self.work),
+            }
+        }
+        panic!("set Applied on Work {}: conflicts", self.work);
+    }
+
+    /// Creates the binding (scheduled onto `clusters`) and marks it scheduled.
+    async fn create_binding(&self, uid: &str, rb_id: &str, clusters: &[(&str, i32)]) {
+        let api: Api<ResourceBinding> = Api::namespaced(host().await, &self.namespace);
+        let rb: ResourceBinding = serde_json::from_value(json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": self.binding, "namespace": self.namespace,
+                "labels": {RESOURCE_BINDING_PERMANENT_ID_LABEL: rb_id}},
+            "spec": {"resource": {"apiVersion": self.api_version, "kind": self.kind,
+                    "namespace": self.namespace, "name": self.name, "uid": uid},
+                "clusters": clusters.iter().map(|(c, r)| json!({"name": c, "replicas": r})).collect::<Vec<_>>()}
+        }))
+        .unwrap();
+        let mut rb = api.create(&PostParams::default(), &rb).await.unwrap();
+        rb.status = Some(
+            serde_json::from_value(json!({"lastScheduledTime": "2026-01-01T00:00:00Z"})).unwrap(),
+        );
+        api.replace_status(&self.binding, &PostParams::default(), &rb)
+            .await
+            .unwrap();
+    }
+
+    async fn binding(&self) -> ResourceBinding {
+        Api::<ResourceBinding>::namespaced(host().await, &self.namespace)
+            .get(&self.binding)
+            .await
+            .unwrap()
+    }
+}
+
+fn fully_applied(rb: &ResourceBinding) -> Option<(String, String, String)> {
+    rb.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "FullyApplied")
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn deployment(ns: &str, name: &str, replicas: i64, image: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": image}]}}}})
+}
+
+async fn create_member_object(i: usize, ar_kind: &str, manifest: &Value) -> DynamicObject {
+    let gvk = match ar_kind {
+        "Deployment" => kube::api::GroupVersionKind::gvk("apps", "v1", "Deployment"),
+        _ => kube::api::GroupVersionKind::gvk("batch", "v1", "Job"),
+    };
+    let ar = kube::api::ApiResource::from_gvk(&gvk);
+    let ns = manifest["metadata"]["namespace"].as_str().unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(member(i).await, ns, &ar);
+    let obj: DynamicObject = serde_json::from_value(manifest.clone()).unwrap();
+    api.create(&PostParams::default(), &obj).await.unwrap()
+}
+
+/// Resource versions of the objects whose status the controllers write.
+async fn versions(p: &Propagation) -> BTreeMap<String, String> {
+    let h = host().await;
+    let mut out = BTreeMap::new();
+    let d: Deployment = Api::namespaced(h.clone(), &p.namespace)
+        .get(&p.name)
+        .await
+        .unwrap();
+    out.insert("template".into(), d.resource_version().unwrap_or_default());
+    out.insert(
+        "binding".into(),
+        p.binding().await.resource_version().unwrap_or_default(),
+    );
+    for c in MEMBERS {
+        let w = p.work_api(&h, c).get(&p.work).await.unwrap();
+        out.insert(
+            format!("work/{c}"),
+            w.resource_version().unwrap_or_default(),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deployment_status_comes_home() {
+    let _serial = serial().lock().await;
+    let ns = "status-deploy";
+    let h = host().await;
+    for c in MEMBERS {
+        ensure_namespace(&h, &names::execution_space_name(c)).await;
+    }
+    ensure_namespace(&h, ns).await;
+    ensure_namespace(&member(0).await, ns).await;
+    ensure_namespace(&member(1).await, ns).await;
+    let controllers = Controllers::start().await;
+
+    // The template on the host: 3 replicas, divided 2 (full member1) + 1 (API-server-only member2).
+    let p = Propagation::new(ns, "nginx", "Deployment", "apps/v1");
+    let deployments: Api<Deployment> = Api::namespaced(h.clone(), ns);
+    let template: Deployment = deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(deployment(ns, "nginx", 3, "nginx:1.27")).unwrap(),
+        )
+        .await
+        .unwrap();
+    let generation = template.metadata.generation.unwrap();
+    let template_value = serde_json::to_value(&template).unwrap();
+    let rb_id = "0f4bd5a3-7c1e-4a55-9d5e-1a2b3c4d5e6f";
+    // Both Works exist before the binding is scheduled: an aggregation over no cluster at all
+    // would (as in Karmada) take the template's generation as observed.
+    let mut manifests = Vec::new();
+    for (cluster, replicas) in [("member1", 2), ("member2", 1)] {
+        let mut manifest = p.manifest(cluster, &template_value, generation, rb_id);
+        manifest["spec"]["replicas"] = json!(replicas);
+        p.put_work(cluster, &manifest, rb_id).await;
+        manifests.push(manifest);
+    }
+    p.create_binding(
+        &template.uid().unwrap(),
+        rb_id,
+        &[("member1", 2), ("member2", 1)],
+    )
+    .await;
+    for (i, (cluster, manifest)) in MEMBERS.iter().zip(&manifests).enumerate() {
+        create_member_object(i, "Deployment", manifest).await;
+        p.set_applied(cluster, true, "Manifest has been successfully applied")
+            .await;
+    }
+
+    // member1's pods become ready for real; member2 has no controllers, so its Deployment has
+    // no status yet and is not rolled out: Unhealthy.
+    let m1: Api<Deployment> = Api::namespaced(member(0).await, ns);
+    let m2: Api<Deployment> = Api::namespaced(member(1).await, ns);
+    let rb = eventually("aggregated status of both clusters", || async {
+        let rb = p.binding().await;
+        let items = rb
+            .status
+            .as_ref()
+            .map(|s| s.aggregated_status.clone())
+            .unwrap_or_default();
+        let m1_ready = m1
+            .get("nginx")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        match items.as_slice() {
+            [a, b]
+                if a.cluster_name == "member1"
+                    && b.cluster_name == "member2"
+                    && m1_ready == 2
+                    && a.status.as_ref().and_then(|s| s["readyReplicas"].as_i64()) == Some(2)
+                    && a.health == Some(ResourceHealth::Healthy)
+                    && b.health == Some(ResourceHealth::Unhealthy) =>
+            {
+                Ok(rb)
+            }
+            _ => Err(format!("member1 ready {m1_ready}, items {items:?}")),
+        }
+    })
+    .await;
+    assert!(rb.status.as_ref().unwrap().aggregated_status[0].applied);
+    assert_eq!(
+        fully_applied(&rb),
+        Some((
+            "True".into(),
+            "FullyAppliedSuccess".into(),
+            "All works have been successfully applied".into()
+        ))
+    );
+    // The Work carries Karmada's identifier.
+    let w1 = p.work_api(&h, "member1").get(&p.work).await.unwrap();
+    let ms = &w1.status.as_ref().unwrap().manifest_statuses;
+    assert_eq!(ms.len(), 1);
+    let id = &ms[0].identifier;
+    assert_eq!(
+        (
+            id.ordinal,
+            id.group.as_str(),
+            id.version.as_str(),
+            id.kind.as_str(),
+            id.resource.as_str(),
+            id.namespace.as_str(),
+            id.name.as_str()
+        ),
+        (0, "apps", "v1", "Deployment", "deployments", ns, "nginx")
+    );
+
+    // The template's readyReplicas is the sum of the members' real values: 2 + 0.
+    let sum_ready = || async {
+        let a = m1
+            .get("nginx")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        let b = m2
+            .get("nginx")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        a + b
+    };
+    eventually("template readyReplicas = members' sum", || async {
+        let want = sum_ready().await;
+        let got = deployments
+            .get("nginx")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0);
+        if got == want && want == 2 {
+            Ok(())
+        } else {
+            Err(format!("template {got}, members {want}"))
+        }
+    })
+    .await;
+    // Not every member observed the template generation yet (member2 has no status).
+    let t = deployments.get("nginx").await.unwrap();
+    assert_eq!(t.status.as_ref().and_then(|s| s.observed_generation), None);
+
+    // member2's pod becomes ready (its "controllers" report it): the sum moves to 3, member2
+    // turns Healthy, and now that every member observed generation 1 the template follows.
+    let m2_status = |generation: i64| {
+        json!({"status": {"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
+            "readyReplicas": 1, "availableReplicas": 1}})
+    };
+    let m2_gen = m2.get("nginx").await.unwrap().metadata.generation.unwrap();
+    m2.patch_status(
+        "nginx",
+        &PatchParams::default(),
+        &Patch::Merge(m2_status(m2_gen)),
+    )
+    .await
+    .unwrap();
+    eventually(
+        "template readyReplicas 3 and observedGeneration 1",
+        || async {
+            let s = deployments
+                .get("nginx")
+                .await
+                .unwrap()
+                .status
+                .unwrap_or_default();
+            let want = sum_ready().await;
+            if s.ready_replicas == Some(want)
+                && want == 3
+                && s.observed_generation == Some(generation)
+            {
+                Ok(())
+            } else {
+                Err(format!("template status {s:?}, members {want}"))
+            }
+        },
+    )
+    .await;
+    let rb = p.binding().await;
+    assert_eq!(
+        rb.status.as_ref().unwrap().aggregated_status[1].health,
+        Some(ResourceHealth::Healthy)
+    );
+
+    // A template change (generation 2): observedGeneration stays until the members observe it.
+    let t = deployments
+        .patch(
+            "nginx",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}})),
+        )
+        .await
+        .unwrap();
+    let generation2 = t.metadata.generation.unwrap();
+    assert!(generation2 > generation);
+    // The binding controller would record the template's new resourceVersion.
+    Api::<ResourceBinding>::namespaced(h.clone(), ns)
+        .patch(
+            &p.binding,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resource": {"resourceVersion": t.resource_version()}}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let s = deployments
+        .get("nginx")
+        .await
+        .unwrap()
+        .status
+        .unwrap_or_default();
+    assert_eq!(s.observed_generation, Some(generation));
+    // Execution applies the new manifests (generation annotation 2); member1's controllers
+    // observe it for real, member2's status is reported by the test.
+    for (i, cluster) in MEMBERS.iter().enumerate() {
+        let api: Api<Deployment> = Api::namespaced(member(i).await, ns);
+        let d = api
+            .patch(
+                "nginx",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {
+                    RESOURCE_TEMPLATE_GENERATION_ANNOTATION: generation2.to_string()}},
+                    "spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}})),
+            )
+            .await
+            .unwrap();
+        if *cluster == "member2" {
+            api.patch_status(
+                "nginx",
+                &PatchParams::default(),
+                &Patch::Merge(m2_status(d.metadata.generation.unwrap())),
+            )
+            .await
+            .unwrap();
+        }
+    }
+    eventually("template observedGeneration follows", || async {
+        let s = deployments
+            .get("nginx")
+            .await
+            .unwrap()
+            .status
+            .unwrap_or_default();
+        if s.observed_generation == Some(generation2) && s.ready_replicas == Some(3) {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
+
+    // A cluster that failed to apply: FULLYAPPLIED False with Karmada's reason and message.
+    p.set_applied("member2", false, "boom: quota exceeded")
+        .await;
+    let rb = eventually("FullyApplied False", || async {
+        let rb = p.binding().await;
+        match fully_applied(&rb) {
+            Some((s, _, _)) if s == "False" => Ok(rb),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert_eq!(
+        fully_applied(&rb),
+        Some((
+            "False".into(),
+            "FullyAppliedFailed".into(),
+            "Failed to apply all works, see status.aggregatedStatus for details".into()
+        ))
+    );
+    let item = &rb.status.as_ref().unwrap().aggregated_status[1];
+    assert_eq!(
+        (
+            item.cluster_name.as_str(),
+            item.applied,
+            item.applied_message.as_str(),
+            item.health.clone()
+        ),
+        (
+            "member2",
+            false,
+            "boom: quota exceeded",
+            Some(ResourceHealth::Unknown)
+        )
+    );
+    p.set_applied("member2", true, "Manifest has been successfully applied")
+        .await;
+    eventually("FullyApplied True again", || async {
+        match fully_applied(&p.binding().await) {
+            Some((s, _, _)) if s == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // Quiet period: nothing changes, so nothing is written (template, binding, Works).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = versions(&p).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let after = versions(&p).await;
+    assert_eq!(before, after, "status writes during a quiet period");
+
+    controllers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn job_in_two_clusters_aggregates_and_completes() {
+    let _serial = serial().lock().await;
+    let ns = "status-job";
+    let h = host().await;
+    for c in MEMBERS {
+        ensure_namespace(&h, &names::execution_space_name(c)).await;
+    }
+    ensure_namespace(&h, ns).await;
+    ensure_namespace(&member(0).await, ns).await;
+    ensure_namespace(&member(1).await, ns).await;
+    let controllers = Controllers::start().await;
+
+    let p = Propagation::new(ns, "pi", "Job", "batch/v1");
+    let jobs: Api<Job> = Api::namespaced(h.clone(), ns);
+    let template: Job = jobs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "pi", "namespace": ns},
+                "spec": {"template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "pi", "image": "perl:5.34"}]}}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let generation = template.metadata.generation.unwrap_or(1);
+    let mut template_value = serde_json::to_value(&template).unwrap();
+    // The API server fills in the selector and its labels; the manifest leaves them out, as
+    // the binding controller's pruning does.
+    template_value["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("selector");
+    template_value["spec"]["template"]
+        .as_object_mut()
+        .unwrap()
+        .remove("metadata");
+    let rb_id = "5b0f2c44-1111-4e6b-8c3e-0a9b8c7d6e5f";
+    p.create_binding(
+        &template.uid().unwrap(),
+        rb_id,
+        &[("member1", 1), ("member2", 1)],
+    )
+    .await;
+    let mut manifests = Vec::new();
+    for cluster in MEMBERS {
+        let manifest = p.manifest(cluster, &template_value, generation, rb_id);
+        p.put_work(cluster, &manifest, rb_id).await;
+        manifests.push(manifest);
+    }
+    for (i, (cluster, manifest)) in MEMBERS.iter().zip(&manifests).enumerate() {
+        create_member_object(i, "Job", manifest).await;
+        p.set_applied(cluster, true, "Manifest has been successfully applied")
+            .await;
+    }
+
+    // member1's Job really runs to completion (kwok completes Job pods); only then member2's.
+    let m1: Api<Job> = Api::namespaced(member(0).await, ns);
+    eventually("member1 Job completes", || async {
+        let s = m1.get("pi").await.unwrap().status.unwrap_or_default();
+        if s.succeeded == Some(1) && s.completion_time.is_some() {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
+    eventually("template succeeded 1 while member2 still runs", || async {
+        let s = jobs.get("pi").await.unwrap().status.unwrap_or_default();
+        let complete = s
+            .conditions
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Complete");
+        if s.succeeded == Some(1) && !complete {
+            Ok(())
+        } else {
+            Err(format!("succeeded {:?} complete {complete}", s.succeeded))
+        }
+    })
+    .await;
+    let m2: Api<Job> = Api::namespaced(member(1).await, ns);
+    m2.patch_status(
+        "pi",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:00:05Z",
+            "succeeded": 1, "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+                 "lastTransitionTime": "2026-01-01T00:00:05Z", "lastProbeTime": "2026-01-01T00:00:05Z"},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+                 "lastTransitionTime": "2026-01-01T00:00:05Z", "lastProbeTime": "2026-01-01T00:00:05Z"}]}})),
+    )
+    .await
+    .unwrap();
+    eventually("template succeeded 2 and Complete", || async {
+        let s = jobs.get("pi").await.unwrap().status.unwrap_or_default();
+        let complete = s
+            .conditions
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Complete" && c.status == "True");
+        if s.succeeded == Some(2) && complete && s.completion_time.is_some() {
+            Ok(())
+        } else {
+            Err(format!("{s:?}"))
+        }
+    })
+    .await;
+    let rb = p.binding().await;
+    let items = &rb.status.as_ref().unwrap().aggregated_status;
+    assert_eq!(items.len(), 2);
+    assert!(items.iter().all(|i| i.applied));
+    assert_eq!(fully_applied(&rb).unwrap().0, "True");
+
+    controllers.stop().await;
+}
