@@ -9,6 +9,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use karmada_apis::{Cluster, Work};
 use karmada_controllers::cluster_status::metrics::cluster_metrics;
 use karmada_controllers::cluster_status::quantity::Quantity;
+use karmada_controllers::members::MemberEvent;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use lariat::ClusterOptions;
@@ -524,7 +525,8 @@ async fn member_cluster_lifecycle() {
     .await;
     assert_eq!(ready_metric("member2"), 1.0);
 
-    // --- wrong token: authentication failed; fixed without restart. ---
+    // --- wrong token: authentication failed; fixed without restart (a reconnect, announced). ---
+    let mut member_events = plane.members.subscribe();
     let secrets: Api<Secret> = Api::namespaced(host.clone(), "karmada-cluster");
     let good = secrets.get("member2").await.unwrap().data.unwrap()["token"].clone();
     let bogus = json!({"data": {"token": k8s_openapi::ByteString(b"not-a-valid-token".to_vec())}});
@@ -563,6 +565,15 @@ async fn member_cluster_lifecycle() {
         Duration::from_secs(60),
     )
     .await;
+    let mut seen = Vec::new();
+    while let Ok(e) = member_events.try_recv() {
+        seen.push(e);
+    }
+    assert!(
+        seen.contains(&MemberEvent::Disconnected("member2".into()))
+            && seen.contains(&MemberEvent::Connected("member2".into())),
+        "reconnects announced: {seen:?}"
+    );
 
     // --- unjoin member1: Works and execution namespace gone, finalizer released, watches stopped. ---
     let works: Api<Work> = Api::namespaced(host.clone(), "karmada-es-member1");

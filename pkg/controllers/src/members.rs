@@ -14,6 +14,7 @@ use karmada_apis::Cluster;
 use karmada_apis::cluster::v1alpha1::{SECRET_CA_DATA_KEY, SECRET_TOKEN_KEY};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use lariat::{CacheScope, ClientOptions, ClusterOptions, ClusterRegistry, ControllerOptions};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// How long a member's controllers get to drain when it is disconnected or reconnected.
@@ -179,11 +180,23 @@ impl Default for MemberOptions {
     }
 }
 
+/// A change of a member's connection. A reconnect (new endpoint or credentials) is a
+/// `Disconnected` followed by a `Connected`: the new connection has fresh caches and controllers,
+/// so controllers that registered handlers on the old one must register them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberEvent {
+    /// The member called this is now connected.
+    Connected(String),
+    /// The member called this was disconnected.
+    Disconnected(String),
+}
+
 /// The registry of connected member clusters.
 pub struct MemberClusters {
     registry: ClusterRegistry,
     options: MemberOptions,
     credentials: Mutex<HashMap<String, Credentials>>,
+    events: broadcast::Sender<MemberEvent>,
 }
 
 impl MemberClusters {
@@ -198,6 +211,7 @@ impl MemberClusters {
             registry: ClusterRegistry::new(token),
             options,
             credentials: Mutex::new(HashMap::new()),
+            events: broadcast::channel(256).0,
         }
     }
 
@@ -214,6 +228,11 @@ impl MemberClusters {
                 },
             },
         )
+    }
+
+    /// Connection changes from now on (a slow receiver may miss some and sees `Lagged`).
+    pub fn subscribe(&self) -> broadcast::Receiver<MemberEvent> {
+        self.events.subscribe()
     }
 
     /// The underlying registry.
@@ -302,6 +321,8 @@ impl MemberClusters {
         };
         self.lock_credentials().insert(name.clone(), creds);
         tracing::info!(cluster = %name, endpoint = %cluster.spec.api_endpoint, "member connected");
+        // Nobody listening is fine.
+        let _ = self.events.send(MemberEvent::Connected(name.clone()));
         Ok(member)
     }
 
@@ -313,7 +334,12 @@ impl MemberClusters {
             return;
         }
         match self.registry.remove(name, DISCONNECT_TIMEOUT).await {
-            Ok(clean) => tracing::info!(cluster = name, clean, "member disconnected"),
+            Ok(clean) => {
+                tracing::info!(cluster = name, clean, "member disconnected");
+                let _ = self
+                    .events
+                    .send(MemberEvent::Disconnected(name.to_string()));
+            }
             Err(e) => tracing::debug!(cluster = name, error = %e, "member already disconnected"),
         }
     }
