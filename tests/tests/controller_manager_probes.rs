@@ -10,6 +10,8 @@ use controller_manager_support::*;
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {
         host_controller_manager: false,
+        // Real controllers watch Karmada's kinds: a control plane always has the CRDs.
+        install_crds: true,
         ..testenv::EnvOptions::default()
     })
 }
@@ -76,11 +78,14 @@ async fn healthz_at_once_and_metrics_are_prometheus_text() {
 async fn readyz_fails_until_caches_sync() {
     let env = env();
     let client = env.host().client().await;
-    // The cluster controller watches clusters.cluster.karmada.io, which is not installed yet: its
-    // caches cannot sync, so the process must not report ready.
+    // federatedResourceQuotaSync watches federatedresourcequotas.policy.karmada.io, which this
+    // project does not install: its caches cannot sync, so the process must not report ready.
     let mut kcm = Kcm::start(
         &env.host().kubeconfig_path(),
-        &["--leader-elect=false", "--controllers=cluster"],
+        &[
+            "--leader-elect=false",
+            "--controllers=federatedResourceQuotaSync",
+        ],
         &[],
     );
     kcm.wait_for("controllers to start", Duration::from_secs(30), |k| {
@@ -97,11 +102,11 @@ async fn readyz_fails_until_caches_sync() {
 
     install_minimal_crd(
         &client,
-        "cluster.karmada.io",
+        "policy.karmada.io",
         "v1alpha1",
-        "Cluster",
-        "clusters",
-        false,
+        "FederatedResourceQuota",
+        "federatedresourcequotas",
+        true,
     )
     .await;
     kcm.wait_for(

@@ -11,6 +11,8 @@ use controller_manager_support::*;
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {
         host_controller_manager: false,
+        // Real controllers watch Karmada's kinds: a control plane always has the CRDs.
+        install_crds: true,
         ..testenv::EnvOptions::default()
     })
 }

@@ -33,6 +33,7 @@ pub const ALL_CONTROLLERS: &[&str] = &[
     "multiclusterservice",
     "namespace",
     "remedy",
+    "scheduler",
     "serviceExport",
     "serviceImport",
     "unifiedAuth",
@@ -160,6 +161,7 @@ fn watched_resources(name: &str) -> &'static [Resource] {
     match name {
         "cluster" | "clusterStatus" | "unifiedAuth" => &[CLUSTERS],
         "binding" | "bindingStatus" | "gracefulEviction" | "applicationFailover" => &[RBS, CRBS],
+        "scheduler" => &[RBS, CRBS, CLUSTERS],
         "execution"
         | "workStatus"
         | "endpointSlice"
