@@ -1116,3 +1116,111 @@ async fn restart_over_propagated_objects_writes_nothing_to_members() {
     }
     controllers.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cluster_resource_binding_propagates_cluster_scoped_template() {
+    let _g = serial().lock().await;
+    let (client, controllers) = setup("pw-crb").await;
+    let role = template(
+        &client,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "pw-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+        }),
+    )
+    .await;
+    let id = uuid::Uuid::new_v4().to_string();
+    let crb: karmada_apis::ClusterResourceBinding = serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ClusterResourceBinding",
+        "metadata": {
+            "name": "pw-reader-clusterrole",
+            "labels": {"clusterresourcebinding.karmada.io/permanent-id": id},
+            "finalizers": ["karmada.io/cluster-resource-binding-controller"],
+        },
+        "spec": {
+            "resource": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "pw-reader",
+                         "uid": role["metadata"]["uid"], "resourceVersion": role["metadata"]["resourceVersion"]},
+            "clusters": [{"name": "member1"}, {"name": "member2"}],
+        }
+    }))
+    .unwrap();
+    let crbs: Api<karmada_apis::ClusterResourceBinding> = Api::all(client.clone());
+    crbs.create(&PostParams::default(), &crb).await.unwrap();
+    for (i, c) in MEMBERS.iter().enumerate() {
+        let w = work_applied(&client, c, "ClusterRole", "", "pw-reader", "True").await;
+        assert_eq!(
+            w.labels()["clusterresourcebinding.karmada.io/permanent-id"],
+            id
+        );
+        assert_eq!(
+            w.annotations()["clusterresourcebinding.karmada.io/name"],
+            "pw-reader-clusterrole"
+        );
+        let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(member_client(i).await);
+        let r = roles.get("pw-reader").await.unwrap();
+        assert_eq!(
+            r.labels()["clusterresourcebinding.karmada.io/permanent-id"],
+            id
+        );
+        assert_eq!(r.labels()["karmada.io/managed"], "true");
+    }
+    crbs.delete("pw-reader-clusterrole", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("cluster resource binding gone", || {
+        let crbs = crbs.clone();
+        async move {
+            crbs.get_opt("pw-reader-clusterrole")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    for i in 0..MEMBERS.len() {
+        let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(member_client(i).await);
+        assert!(roles.get_opt("pw-reader").await.unwrap().is_none());
+    }
+    controllers.stop().await;
+}
+
+async fn set_member_ready(client: &Client, name: &str, ready: bool) {
+    let status = json!({"status": {"conditions": [{
+        "type": "Ready", "status": if ready { "True" } else { "False" },
+        "reason": if ready { "ClusterReady" } else { "ClusterNotReady" }, "message": "set by test",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"
+    }]}});
+    Api::<Cluster>::all(client.clone())
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn not_ready_cluster_gets_nothing_until_it_is_ready_again() {
+    let _g = serial().lock().await;
+    let ns = "pw-notready";
+    let (client, controllers) = setup(ns).await;
+    set_member_ready(&client, "member2", false).await;
+    let cm = template(&client, configmap(ns, "later")).await;
+    binding(&client, &cm, &[("member1", 0), ("member2", 0)], json!({})).await;
+    work_applied(&client, "member1", "ConfigMap", ns, "later", "True").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let m2: Api<ConfigMap> = Api::namespaced(member_client(1).await, ns);
+    assert!(
+        m2.get_opt("later").await.unwrap().is_none(),
+        "nothing applied to a NotReady cluster"
+    );
+    let works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member2");
+    let w = works
+        .get(&work_name("ConfigMap", "later", ns))
+        .await
+        .unwrap();
+    assert!(applied(&w).is_none(), "no Applied condition while NotReady");
+    set_member_ready(&client, "member2", true).await;
+    work_applied(&client, "member2", "ConfigMap", ns, "later", "True").await;
+    assert!(m2.get_opt("later").await.unwrap().is_some());
+    controllers.stop().await;
+}

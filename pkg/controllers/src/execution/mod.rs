@@ -267,7 +267,10 @@ impl Target {
     /// come without them).
     fn typed(&self, mut v: Value) -> Value {
         if let Some(o) = v.as_object_mut() {
-            o.insert("apiVersion".to_owned(), Value::String(self.id.api_version.clone()));
+            o.insert(
+                "apiVersion".to_owned(),
+                Value::String(self.id.api_version.clone()),
+            );
             o.insert("kind".to_owned(), Value::String(self.id.kind.clone()));
         }
         v
@@ -736,7 +739,8 @@ impl ExecutionController {
                 cluster: cluster.to_owned(),
             });
         }
-        let mut desired = manifest.clone();
+        let observed = &t.typed(observed.clone());
+        let mut desired = t.typed(manifest.clone());
         self.inner.interpreter.retain(&mut desired, observed)?;
         if self.inner.interpreter.matches_member(&desired, observed)? {
             count_update(true, &t.id.api_version, &t.id.kind, cluster, OPERATION_NONE);
