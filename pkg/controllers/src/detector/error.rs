@@ -14,7 +14,7 @@ pub enum DetectorError {
         key: String,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The framework could not provide a cache or controller.
     #[error("{what}: {source}")]
@@ -23,7 +23,7 @@ pub enum DetectorError {
         what: String,
         /// The framework error.
         #[source]
-        source: lariat::Error,
+        source: Box<lariat::Error>,
     },
     /// No policy matches the template (retried once; then it waits for a policy).
     #[error("no matched propagation policy for {kind} {key}")]
@@ -106,13 +106,13 @@ impl DetectorError {
             action,
             kind: kind.into(),
             key: key.into(),
-            source,
+            source: Box::new(source),
         }
     }
 
     /// Whether this is a 409 Conflict from the API server.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, DetectorError::Api { source: kube::Error::Api(s), .. } if s.code == 409)
+        matches!(self, DetectorError::Api { source, .. } if is_conflict(source))
     }
 }
 

@@ -142,7 +142,10 @@ impl Detector {
         let cp = &ctx.control_plane;
         let framework = |what: &str| {
             let what = what.to_owned();
-            move |source| DetectorError::Framework { what, source }
+            move |source| DetectorError::Framework {
+                what,
+                source: Box::new(source),
+            }
         };
         let client = cp
             .clients()
@@ -269,7 +272,7 @@ impl Detector {
                     .for_resource(&ar)
                     .map_err(|source| DetectorError::Framework {
                         what: format!("controller for {}.{}", ar.kind, ar.group),
-                        source,
+                        source: Box::new(source),
                     })?;
                 tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "setting up detector handler");
                 let watched = WatchedKind {
@@ -323,7 +326,7 @@ impl Detector {
             .await
             .map_err(|source| DetectorError::Framework {
                 what: format!("resolve {kind}.{group}"),
-                source,
+                source: Box::new(source),
             })?;
         Ok((ar, matches!(caps.scope, Scope::Namespaced)))
     }

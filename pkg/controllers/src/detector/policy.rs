@@ -309,7 +309,7 @@ impl Detector {
             }
         }
         for (t, namespaced) in claimed {
-            match self.template_object(&t).await {
+            match self.template_object(&t, false).await {
                 Ok(Some((w, obj))) => {
                     let labels = obj.metadata.labels.clone().unwrap_or_default();
                     let resource = ResourceRef {
@@ -426,9 +426,12 @@ impl Detector {
                 namespace: selector.namespace.clone(),
                 name: selector.name.clone(),
             };
-            let (w, obj) = match self.template_object(&t).await {
+            let (w, obj) = match self.template_object(&t, true).await {
                 Ok(Some(found)) => found,
-                Ok(None) => continue,
+                Ok(None) => {
+                    tracing::debug!(template = %t, policy = %view.policy, "template not found; nothing to preempt");
+                    continue;
+                }
                 Err(e) => {
                     errors.push(e);
                     continue;
@@ -440,6 +443,7 @@ impl Detector {
             let labels = obj.metadata.labels.clone().unwrap_or_default();
             let annotations = obj.metadata.annotations.clone().unwrap_or_default();
             let Some(current) = read_claim(&labels, &annotations) else {
+                tracing::debug!(template = %t, policy = %view.policy, "template not claimed; nothing to preempt");
                 continue;
             };
             let (preempts, from) = match (&view.policy.kind, &current) {
@@ -450,13 +454,17 @@ impl Detector {
                     },
                 ) => {
                     let claimed = self.inner.pp.store().get_named(Some(namespace), name);
-                    let Some(claimed) = claimed else { continue };
+                    let Some(claimed) = claimed else {
+                        tracing::debug!(template = %t, claimer = %name, "claiming policy not cached");
+                        continue;
+                    };
                     let Some(me) = self
                         .inner
                         .pp
                         .store()
                         .get_named(Some(&view.policy.namespace), &view.policy.name)
                     else {
+                        tracing::debug!(template = %t, policy = %view.policy, "preempting policy not cached");
                         continue;
                     };
                     (
@@ -584,7 +592,7 @@ impl Detector {
                     Err(source) => {
                         errors.push(DetectorError::Framework {
                             what: format!("controller for {k}"),
-                            source,
+                            source: Box::new(source),
                         });
                         continue;
                     }
@@ -623,12 +631,13 @@ impl Detector {
     async fn template_object(
         &self,
         t: &TemplateRef,
+        fresh: bool,
     ) -> Result<Option<(WatchedKind, DynamicObject)>, DetectorError> {
         let Some(w) = self.watched(&t.group, &t.kind) else {
             return Ok(None);
         };
         let ns = (!t.namespace.is_empty()).then_some(t.namespace.as_str());
-        if let Some(obj) = w.ctrl.store().get_named(ns, &t.name) {
+        if !fresh && let Some(obj) = w.ctrl.store().get_named(ns, &t.name) {
             let mut obj = (*obj).clone();
             obj.types = Some(kube::api::TypeMeta {
                 api_version: w.ar.api_version.clone(),

@@ -33,6 +33,9 @@ use super::{
     WatchedKind, handler_result, template_reference,
 };
 
+/// When a template that matched no policy is looked at once more.
+const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// How many times a binding write is retried on conflict within one reconcile.
 const CONFLICT_RETRIES: usize = 3;
 
@@ -98,6 +101,12 @@ impl Detector {
             Ok(()) => {
                 inner.fingerprints.lock().insert(t, fingerprint);
                 HandlerResult::Success
+            }
+            Err(DetectorError::NoMatchedPolicy { .. }) => {
+                // Karmada retries once in case the template and its policy arrived together; a
+                // plain requeue keeps that from being logged and counted as a failure.
+                inner.forced.lock().insert(t);
+                HandlerResult::RequeueAfter(NO_MATCH_RETRY)
             }
             Err(e) => {
                 // The retry must not be filtered out as "unchanged".

@@ -11,14 +11,12 @@
 //! Otherwise only `schedulerObservedGeneration` is brought up to date, so replicas are never
 //! reshuffled without a reason.
 
-pub mod algorithm;
-
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
 use karmada_apis::well_known::{
@@ -38,7 +36,9 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
 use crate::detector::binding::BindingObject;
 use crate::detector::events::{EventRecorder, EventType};
-use algorithm::{Outcome, ScheduleError};
+use karmada_scheduler::{
+    self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
+};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "scheduler";
@@ -47,18 +47,9 @@ pub const NAME: &str = "scheduler";
 /// the `source.component` of its Events, as in Karmada.
 pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
 
-/// The `Scheduled` condition type.
-pub const CONDITION_SCHEDULED: &str = "Scheduled";
-/// Reason: scheduled.
-pub const REASON_SUCCESS: &str = "Success";
-/// Reason: no cluster fits the placement.
-pub const REASON_NO_CLUSTER_FIT: &str = "NoClusterFit";
-/// Reason: clusters fit but cannot take the replicas.
-pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
-/// Reason: any other failure.
-pub const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
-/// Message of a successful `Scheduled` condition.
-pub const SUCCESS_MESSAGE: &str = "Binding has been scheduled successfully.";
+/// apimachinery's `meta.SetStatusCondition` (re-exported for the controllers that write binding
+/// conditions).
+pub use karmada_scheduler::set_condition;
 
 /// A scheduler failure.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +65,7 @@ pub enum SchedulerError {
         key: String,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// Scheduling failed in a way that is retried.
     #[error("schedule {kind} {key}: {source}")]
@@ -94,7 +85,7 @@ pub enum SchedulerError {
         what: &'static str,
         /// The framework error.
         #[source]
-        source: lariat::Error,
+        source: Box<lariat::Error>,
     },
 }
 
@@ -153,97 +144,6 @@ fn responsible(
     })
 }
 
-/// Karmada's `placementChanged`: whether the placement differs from the applied one (an
-/// unparsable annotation counts as unchanged; a missing one as changed).
-pub fn placement_changed(
-    placement: &Placement,
-    applied: Option<&str>,
-    observed_affinity: &str,
-) -> bool {
-    let Some(applied) = applied.filter(|a| !a.is_empty()) else {
-        return true;
-    };
-    let Ok(applied) = serde_json::from_str::<Placement>(applied) else {
-        return false;
-    };
-    if *placement == applied {
-        return false;
-    }
-    if placement.cluster_affinity != applied.cluster_affinity
-        || placement.cluster_tolerations != applied.cluster_tolerations
-        || placement.spread_constraints != applied.spread_constraints
-        || placement.replica_scheduling != applied.replica_scheduling
-    {
-        return true;
-    }
-    if observed_affinity.is_empty() {
-        return true;
-    }
-    let find = |p: &Placement| {
-        p.cluster_affinities
-            .iter()
-            .find(|t| t.affinity_name == observed_affinity)
-            .cloned()
-    };
-    match (find(placement), find(&applied)) {
-        (Some(a), Some(b)) => a != b,
-        _ => true,
-    }
-}
-
-/// Karmada's `IsBindingReplicasChanged`.
-pub fn replicas_changed(spec: &ResourceBindingSpec) -> bool {
-    let Some(strategy) = spec
-        .placement
-        .as_ref()
-        .and_then(|p| p.replica_scheduling.as_ref())
-    else {
-        return false;
-    };
-    use karmada_apis::policy::v1alpha1::ReplicaSchedulingType as T;
-    match strategy.replica_scheduling_type {
-        T::Duplicated => spec.clusters.iter().any(|c| c.replicas != spec.replicas),
-        T::Divided => spec.clusters.iter().map(|c| c.replicas).sum::<i32>() != spec.replicas,
-        T::Other(_) => false,
-    }
-}
-
-/// Karmada's `RescheduleRequired`.
-pub fn reschedule_required(
-    spec: &ResourceBindingSpec,
-    status: Option<&ResourceBindingStatus>,
-) -> bool {
-    match (
-        spec.reschedule_triggered_at.as_ref(),
-        status.and_then(|s| s.last_scheduled_time.as_ref()),
-    ) {
-        (Some(t), Some(last)) => t.0 > last.0,
-        _ => false,
-    }
-}
-
-/// `member1:2, member2:1`, Karmada's `targetClustersToString`.
-pub fn targets_string(targets: &[TargetCluster]) -> String {
-    targets
-        .iter()
-        .map(|t| format!("{}:{}", t.name, t.replicas))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Sets a condition like apimachinery's `meta.SetStatusCondition`: the transition time changes only
-/// when the status does.
-pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) {
-    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        if existing.status == new.status {
-            new.last_transition_time = existing.last_transition_time.clone();
-        }
-        *existing = new;
-    } else {
-        conditions.push(new);
-    }
-}
-
 /// The fields of a Cluster that affect scheduling decisions (not its resource usage).
 fn cluster_fingerprint(c: &Cluster) -> u64 {
     let mut h = DefaultHasher::new();
@@ -273,7 +173,7 @@ fn current_affinity<'a>(
         .unwrap_or_default();
     placement
         .cluster_affinities
-        .get(algorithm::affinity_index(placement, observed))
+        .get(scheduler::affinity_index(placement, observed))
         .map(|t| &t.cluster_affinity)
 }
 
@@ -297,7 +197,7 @@ impl Scheduler {
         let client = cp.clients().client_for_controller(NAME).map_err(|source| {
             SchedulerError::Framework {
                 what: "scheduler client",
-                source,
+                source: Box::new(source),
             }
         })?;
         let rb = cp
@@ -305,21 +205,21 @@ impl Scheduler {
             .for_kind::<ResourceBinding>()
             .map_err(|source| SchedulerError::Framework {
                 what: "ResourceBinding controller",
-                source,
+                source: Box::new(source),
             })?;
         let crb = cp
             .controllers()
             .for_kind::<ClusterResourceBinding>()
             .map_err(|source| SchedulerError::Framework {
                 what: "ClusterResourceBinding controller",
-                source,
+                source: Box::new(source),
             })?;
         let clusters =
             cp.controllers()
                 .for_kind::<Cluster>()
                 .map_err(|source| SchedulerError::Framework {
                     what: "Cluster controller",
-                    source,
+                    source: Box::new(source),
                 })?;
         let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME);
         let cancel = ctx.cancel.child_token();
@@ -501,60 +401,39 @@ impl Scheduler {
         let generation = meta.generation.unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
         let name = meta.name.clone().unwrap_or_default();
-        let clusters: Vec<Cluster> = inner
-            .clusters
-            .store()
-            .list()
-            .iter()
-            .map(|c| (**c).clone())
-            .collect();
-        let Some(placement) = spec.placement.as_ref() else {
-            return self
-                .finish::<B>(b, Err(ScheduleError::NoPlacement), false)
-                .await
-                .map(|_| generation);
-        };
-        let applied = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(POLICY_PLACEMENT_ANNOTATION))
-            .map(String::as_str);
-        let observed_affinity = status
-            .map(|s| s.scheduler_observed_affinity_name.as_str())
-            .unwrap_or_default();
-        let feasible_now = algorithm::feasible_names(spec, status, &clusters);
+        let clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
+        if spec.placement.is_none() {
+            let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
+            return self.finish::<B>(b, result).await;
+        }
+        let feasible_now = scheduler::feasible_cluster_names(spec, status, &clusters);
         let targets: BTreeSet<String> = spec.clusters.iter().map(|c| c.name.clone()).collect();
-        let existing: HashSet<String> = clusters
+        let existing: HashSet<&str> = clusters
             .iter()
             .filter(|c| c.metadata.deletion_timestamp.is_none())
-            .filter_map(|c| c.metadata.name.clone())
+            .filter_map(|c| c.metadata.name.as_deref())
             .collect();
-        let duplicated = !spec.is_workload()
-            || placement.replica_scheduling_type()
-                == karmada_apis::policy::v1alpha1::ReplicaSchedulingType::Duplicated;
-        let from_first = reschedule_required(spec, status);
-        let reason = if placement_changed(placement, applied, observed_affinity) {
-            Some("placement changed")
-        } else if replicas_changed(spec) {
-            Some("replicas changed")
-        } else if from_first {
-            Some("reschedule triggered")
-        } else if targets.iter().any(|t| !existing.contains(t)) {
-            Some("scheduled clusters are deleted")
-        } else if cluster_triggered {
-            if duplicated {
+        let trigger =
+            scheduler::schedule_trigger(meta.annotations.as_ref(), spec, status, &clusters);
+        let reason = match trigger {
+            // Duplicated results are recomputed on every binding change, as in Karmada; after a
+            // Cluster change only when the clusters that fit differ from the result, so a Cluster
+            // status flurry does not rewrite every binding.
+            Some(ScheduleTrigger::Duplicated) if cluster_triggered => {
                 (targets != feasible_now).then_some("fitting clusters changed")
-            } else {
+            }
+            Some(t) => Some(t.as_str()),
+            None if targets.iter().any(|t| !existing.contains(t.as_str())) => {
+                Some("scheduled clusters are gone")
+            }
+            None if cluster_triggered => {
                 let last = inner.feasible.lock().get(k).cloned();
                 match last {
                     Some(last) if last != feasible_now => Some("fitting clusters changed"),
                     _ => None,
                 }
             }
-        } else if duplicated {
-            Some("scheduling type is duplicated")
-        } else {
-            None
+            None => None,
         };
         let Some(reason) = reason else {
             inner
@@ -569,23 +448,23 @@ impl Scheduler {
             return Ok(generation);
         };
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
-        let result = algorithm::schedule(spec, status, &clusters, from_first);
+        let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
         if let Ok(outcome) = &result {
             inner
                 .feasible
                 .lock()
                 .insert(k.to_owned(), outcome.feasible.clone());
         }
-        self.finish::<B>(b, result, true).await
+        self.finish::<B>(b, result).await
     }
 
-    /// Writes the result: `spec.clusters` and the applied placement (on success and on a fit
-    /// error, which clears the clusters as Karmada does), the status and the Events.
+    /// Writes the result: `spec.clusters` and the applied placement (on success, and on a fit
+    /// error, which clears the clusters as Karmada does), the status and the Events. Returns the
+    /// binding generation the result belongs to.
     async fn finish<B: BindingObject>(
         &self,
         b: &B,
-        result: Result<Outcome, ScheduleError>,
-        write_result: bool,
+        result: Result<ScheduleResult, ScheduleError>,
     ) -> Result<i64, SchedulerError> {
         let meta = b.meta();
         let spec = b.binding_spec();
@@ -594,26 +473,14 @@ impl Scheduler {
         let name = meta.name.clone().unwrap_or_default();
         let key = karmada_apis::names::namespaced_key(&namespace, &name);
         let mut generation = meta.generation.unwrap_or_default();
-        let placement_json = spec
-            .placement
-            .as_ref()
-            .and_then(|p| serde_json::to_string(p).ok())
-            .unwrap_or_default();
         let new_targets: Option<Vec<TargetCluster>> = match &result {
             Ok(o) => Some(o.clusters.clone()),
-            Err(ScheduleError::NoClusterFit { .. })
-                if spec
-                    .placement
-                    .as_ref()
-                    .is_some_and(|p| p.cluster_affinities.is_empty()) =>
-            {
-                Some(Vec::new())
-            }
-            Err(ScheduleError::NoClusterFit { .. }) => Some(Vec::new()),
+            Err(e) if e.clears_clusters() => Some(Vec::new()),
             Err(_) => None,
         };
         let mut patch_err = None;
-        if write_result && let Some(targets) = &new_targets {
+        if let (Some(targets), Some(placement)) = (&new_targets, spec.placement.as_ref()) {
+            let placement_json = scheduler::applied_placement_annotation(placement);
             let applied = meta
                 .annotations
                 .as_ref()
@@ -638,50 +505,36 @@ impl Scheduler {
                             action: "patch schedule result of",
                             kind: kind.clone(),
                             key: key.clone(),
-                            source: e,
+                            source: Box::new(e),
                         })
                     }
                 }
             }
         }
         let now = Time(Timestamp::now());
-        let (status_value, reason, message) = match (&result, &patch_err) {
-            (_, Some(e)) => ("False", REASON_SCHEDULER_ERROR, e.to_string()),
-            (Ok(_), None) => ("True", REASON_SUCCESS, SUCCESS_MESSAGE.to_owned()),
-            (Err(e @ ScheduleError::NoClusterFit { .. }), None) => {
-                ("False", REASON_NO_CLUSTER_FIT, e.to_string())
-            }
-            (Err(e @ ScheduleError::Unschedulable(_)), None) => {
-                ("False", REASON_UNSCHEDULABLE, e.to_string())
-            }
-            (Err(e), None) => ("False", REASON_SCHEDULER_ERROR, e.to_string()),
+        let condition = match &patch_err {
+            Some(e) => scheduler::scheduled_condition(
+                &Err(ScheduleError::SchedulerError(e.to_string())),
+                now.clone(),
+            ),
+            None => scheduler::scheduled_condition(&result, now.clone()),
         };
+        let message = condition.message.clone();
+        let succeeded = condition.status == "True";
         let mut conditions = b
             .binding_status()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        set_condition(
-            &mut conditions,
-            Condition {
-                type_: CONDITION_SCHEDULED.to_owned(),
-                status: status_value.to_owned(),
-                reason: reason.to_owned(),
-                message: message.clone(),
-                last_transition_time: now.clone(),
-                observed_generation: None,
-            },
-        );
+        scheduler::set_condition(&mut conditions, condition);
         let mut status_patch = json!({"conditions": conditions});
-        if status_value == "True" {
+        if succeeded {
             status_patch["schedulerObservedGeneration"] = json!(generation);
             status_patch["lastScheduledTime"] = json!(now);
             if let Ok(o) = &result {
-                let name = if o.affinity_name.is_empty() {
-                    serde_json::Value::Null
-                } else {
-                    json!(o.affinity_name)
+                status_patch["schedulerObservingAffinityName"] = match &o.affinity_name {
+                    Some(n) => json!(n),
+                    None => serde_json::Value::Null,
                 };
-                status_patch["schedulerObservingAffinityName"] = name;
             }
         }
         self.patch_status::<B>(&namespace, &name, &json!({"status": status_patch}))
@@ -689,13 +542,9 @@ impl Scheduler {
         let template = template_reference(spec);
         let binding_ref = crate::detector::events::reference_of(b);
         let recorder = &self.inner.recorder;
-        match (&result, &patch_err) {
-            (Ok(o), None) => {
-                let sep = if namespace.is_empty() { "" } else { ":" };
-                let msg = format!(
-                    "{SUCCESS_MESSAGE} Result{sep} {{{}}}",
-                    targets_string(&o.clusters)
-                );
+        match (&result, succeeded) {
+            (Ok(o), true) => {
+                let msg = scheduler::success_event_message(&o.clusters, namespace.is_empty());
                 recorder
                     .record(
                         &binding_ref,
@@ -712,7 +561,7 @@ impl Scheduler {
                         msg,
                     )
                     .await;
-                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = %targets_string(&o.clusters), "scheduled binding");
+                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = ?o.clusters.iter().map(|c| (c.name.as_str(), c.replicas)).collect::<Vec<_>>(), "scheduled binding");
             }
             _ => {
                 recorder
@@ -731,14 +580,15 @@ impl Scheduler {
                         message.clone(),
                     )
                     .await;
-                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, reason, message = %message, "scheduling failed");
+                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, message = %message, "scheduling failed");
             }
         }
         if let Some(e) = patch_err {
             return Err(e);
         }
         match result {
-            Ok(_) | Err(ScheduleError::NoClusterFit { .. }) => Ok(generation),
+            Ok(_) => Ok(generation),
+            Err(e) if !e.should_retry() => Ok(generation),
             Err(source) => Err(SchedulerError::Schedule { kind, key, source }),
         }
     }
@@ -757,7 +607,7 @@ impl Scheduler {
                 action: "patch status of",
                 kind: B::kind(&()).into_owned(),
                 key: karmada_apis::names::namespaced_key(namespace, name),
-                source: e,
+                source: Box::new(e),
             })
     }
 }
@@ -773,78 +623,4 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
 /// [`start`] as a [`StartFn`].
 pub fn start_fn() -> StartFn {
     Arc::new(start)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use karmada_apis::policy::v1alpha1::{ReplicaSchedulingStrategy, ReplicaSchedulingType};
-
-    #[test]
-    fn placement_change_detection() {
-        let p = Placement::default();
-        assert!(placement_changed(&p, None, ""));
-        let applied = serde_json::to_string(&p).unwrap();
-        assert!(!placement_changed(&p, Some(&applied), ""));
-        let mut q = p.clone();
-        q.cluster_affinity = Some(ClusterAffinity {
-            cluster_names: vec!["m1".into()],
-            ..Default::default()
-        });
-        assert!(placement_changed(&q, Some(&applied), ""));
-        assert!(!placement_changed(&q, Some("not json"), ""));
-    }
-
-    #[test]
-    fn replica_change_detection() {
-        let mut spec = ResourceBindingSpec {
-            replicas: 3,
-            placement: Some(Placement {
-                replica_scheduling: Some(ReplicaSchedulingStrategy {
-                    replica_scheduling_type: ReplicaSchedulingType::Divided,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            clusters: vec![TargetCluster {
-                name: "a".into(),
-                replicas: 1,
-                components: vec![],
-            }],
-            ..Default::default()
-        };
-        assert!(replicas_changed(&spec));
-        spec.clusters[0].replicas = 3;
-        assert!(!replicas_changed(&spec));
-        spec.placement = Some(Placement::default());
-        assert!(!replicas_changed(&spec));
-    }
-
-    #[test]
-    fn condition_transition_time_kept_when_status_unchanged() {
-        let t0 = Time(Timestamp::from_second(1).unwrap());
-        let t1 = Time(Timestamp::from_second(2).unwrap());
-        let cond = |status: &str, t: &Time| Condition {
-            type_: CONDITION_SCHEDULED.into(),
-            status: status.into(),
-            reason: REASON_SUCCESS.into(),
-            message: String::new(),
-            last_transition_time: t.clone(),
-            observed_generation: None,
-        };
-        let mut cs = vec![cond("True", &t0)];
-        set_condition(&mut cs, cond("True", &t1));
-        assert_eq!(cs[0].last_transition_time, t0);
-        set_condition(&mut cs, cond("False", &t1));
-        assert_eq!(cs[0].last_transition_time, t1);
-        assert_eq!(cs.len(), 1);
-        assert_eq!(
-            targets_string(&[TargetCluster {
-                name: "m1".into(),
-                replicas: 2,
-                components: vec![]
-            }]),
-            "m1:2"
-        );
-    }
 }

@@ -1,0 +1,805 @@
+//! The resource detector and the scheduler controller against a real API server: a Deployment and a
+//! PropagationPolicy produce Karmada's binding with the expected clusters; weights and scaling
+//! re-divide; preemption follows its feature gate; template deletion deletes the binding without
+//! the garbage collector; NotReady-tainted clusters are left out of new decisions; a placement no
+//! cluster fits yields `Scheduled=False/NoClusterFit` and an Event.
+//!
+//! Member clusters are Cluster objects on the host whose status the test writes (the cluster and
+//! clusterStatus controllers are not run). The host runs without kube-controller-manager, so no
+//! garbage collector deletes bindings behind the detector's back. Tests run one at a time (each
+//! starts its own detector and scheduler) and only use clusters they created, by name or label.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Namespace};
+use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
+use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use lariat::runtime::features::{FeatureGates, FeatureSpec, PreRelease};
+use lariat::{ClusterOptions, ControllerOptions, RateLimiterOptions};
+use serde_json::json;
+use testenv::{EnvOptions, TestEnv};
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn env() -> &'static TestEnv {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    testenv::shared(EnvOptions {
+        members: 0,
+        install_crds: true,
+        host_controller_manager: false,
+        ..Default::default()
+    })
+}
+
+/// One test at a time: every test runs its own detector and scheduler.
+fn serial() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+static GATES: &[FeatureSpec] = &[
+    FeatureSpec {
+        name: "PropagationPolicyPreemption",
+        default: false,
+        pre_release: PreRelease::Alpha,
+        lock_to_default: false,
+    },
+    FeatureSpec {
+        name: "PriorityBasedScheduling",
+        default: true,
+        pre_release: PreRelease::Beta,
+        lock_to_default: false,
+    },
+];
+
+fn settings(preemption: bool) -> Settings {
+    let mut gates = FeatureGates::new(GATES);
+    if preemption {
+        gates
+            .set_from_str("PropagationPolicyPreemption=true")
+            .unwrap();
+    }
+    Settings {
+        cluster_status_update_frequency: Duration::from_secs(10),
+        cluster_success_threshold: Duration::from_secs(30),
+        cluster_failure_threshold: Duration::from_secs(30),
+        cluster_cache_sync_timeout: Duration::from_secs(60),
+        cluster_api_qps: 40.0,
+        cluster_api_burst: 60,
+        enable_cluster_resource_modeling: false,
+        skipped_propagating_apis: String::new(),
+        skipped_propagating_namespaces: vec![regex::Regex::new("^(?:kube-.*)$").unwrap()],
+        concurrent_resource_template_syncs: 5,
+        concurrent_propagation_policy_syncs: 1,
+        concurrent_cluster_propagation_policy_syncs: 1,
+        concurrent_work_syncs: 5,
+        rate_limiter: RateLimiterOptions::default(),
+        feature_gates: gates,
+    }
+}
+
+/// The detector and the scheduler running in-process against the host.
+struct Controllers {
+    token: CancellationToken,
+    control_plane: lariat::Cluster,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Controllers {
+    async fn start(preemption: bool) -> Controllers {
+        let token = CancellationToken::new();
+        let config = env().host().kube_config().await.unwrap();
+        let options = ClusterOptions {
+            controllers: ControllerOptions::default(),
+            ..Default::default()
+        };
+        let control_plane = lariat::Cluster::new("", config, options, &token).unwrap();
+        control_plane.controllers().start();
+        let settings = Arc::new(settings(preemption));
+        let members = Arc::new(MemberClusters::new(token.child_token()));
+        let mut tasks = Vec::new();
+        for (name, start) in [
+            (
+                "resource-detector",
+                karmada_controllers::detector::start_fn(),
+            ),
+            ("scheduler", karmada_controllers::scheduler::start_fn()),
+        ] {
+            let (synced, _rx) = SyncReporter::new();
+            let ctx = ControllerContext {
+                name,
+                control_plane: control_plane.clone(),
+                members: members.clone(),
+                settings: settings.clone(),
+                cancel: token.child_token(),
+                synced,
+            };
+            let fut = start(ctx);
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = fut.await {
+                    panic!("{name} failed: {e}");
+                }
+            }));
+        }
+        Controllers {
+            token,
+            control_plane,
+            tasks,
+        }
+    }
+
+    async fn stop(self) {
+        self.token.cancel();
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        self.control_plane.stop(Duration::from_secs(10)).await;
+    }
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn namespace(client: &Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    let _ = Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await;
+}
+
+/// Creates a Cluster with labels and writes a Ready (or NotReady) status with the APIs it serves.
+async fn member(client: &Client, name: &str, labels: serde_json::Value, ready: bool) {
+    let api: Api<Cluster> = Api::all(client.clone());
+    let c: Cluster = serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}
+    }))
+    .unwrap();
+    let _ = api.delete(name, &DeleteParams::default()).await;
+    eventually(&format!("old cluster {name} gone"), || {
+        let api = api.clone();
+        async move { api.get_opt(name).await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    api.create(&PostParams::default(), &c).await.unwrap();
+    set_ready(client, name, ready).await;
+}
+
+async fn set_ready(client: &Client, name: &str, ready: bool) {
+    let api: Api<Cluster> = Api::all(client.clone());
+    let status = json!({"status": {
+        "conditions": [{
+            "type": "Ready", "status": if ready { "True" } else { "False" },
+            "reason": if ready { "ClusterReady" } else { "ClusterNotReady" }, "message": "set by test",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }],
+        "apiEnablements": [
+            {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+            {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]}
+        ]
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    // What the cluster controller does with the Ready condition.
+    let taints = if ready {
+        json!([])
+    } else {
+        json!([{"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}])
+    };
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"taints": taints}})),
+    )
+    .await
+    .unwrap();
+}
+
+async fn deployment(client: &Client, ns: &str, name: &str, replicas: i32) -> Deployment {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx",
+                    "resources": {"requests": {"cpu": "100m"}}}]}
+            }
+        }
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .unwrap()
+}
+
+async fn policy(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    spec: serde_json::Value,
+) -> PropagationPolicy {
+    let p: PropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec
+    }))
+    .unwrap();
+    Api::<PropagationPolicy>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &p)
+        .await
+        .unwrap()
+}
+
+fn weighted(clusters: &[&str], weights: &[i64]) -> serde_json::Value {
+    json!({
+        "clusterAffinity": {"clusterNames": clusters},
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"staticWeightList": clusters.iter().zip(weights).map(|(c, w)| json!({
+                "targetCluster": {"clusterNames": [c]}, "weight": w
+            })).collect::<Vec<_>>()}
+        }
+    })
+}
+
+fn targets(rb: &ResourceBinding) -> Vec<(String, i32)> {
+    let mut v: Vec<_> = rb
+        .spec
+        .clusters
+        .iter()
+        .map(|c| (c.name.clone(), c.replicas))
+        .collect();
+    v.sort();
+    v
+}
+
+fn pairs(v: &[(&str, i32)]) -> Vec<(String, i32)> {
+    v.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect()
+}
+
+fn scheduled(rb: &ResourceBinding) -> Option<(String, String)> {
+    rb.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Scheduled")
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+async fn binding_with(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    want: Vec<(String, i32)>,
+) -> ResourceBinding {
+    let api: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually(
+        &format!("binding {ns}/{name} scheduled to {want:?}"),
+        || {
+            let api = api.clone();
+            let want = want.clone();
+            async move {
+                let rb = api.get_opt(name).await.unwrap()?;
+                let ok = targets(&rb) == want
+                    && scheduled(&rb) == Some(("True".into(), "Success".into()))
+                    && rb.status.as_ref().map(|s| s.scheduler_observed_generation)
+                        == rb.metadata.generation;
+                ok.then_some(rb)
+            }
+        },
+    )
+    .await
+}
+
+async fn events_for(client: &Client, ns: &str, name: &str, reason: &str) -> Vec<Event> {
+    Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason)
+        })
+        .collect()
+}
+
+async fn delete_clusters(client: &Client, names: &[&str]) {
+    let api: Api<Cluster> = Api::all(client.clone());
+    for n in names {
+        let _ = api.delete(n, &DeleteParams::default()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_redivide_and_deletion_removes_it()
+ {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-basic";
+    namespace(&client, ns).await;
+    member(&client, "pd-basic-m1", json!({}), true).await;
+    member(&client, "pd-basic-m2", json!({}), true).await;
+    let ctrl = Controllers::start(false).await;
+
+    // The template first: it waits until its policy appears.
+    let d = deployment(&client, ns, "nginx", 3).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pp = policy(
+        &client,
+        ns,
+        "nginx-pp",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}],
+            "placement": weighted(&["pd-basic-m1", "pd-basic-m2"], &[1, 2])
+        }),
+    )
+    .await;
+
+    let rb = binding_with(
+        &client,
+        ns,
+        "nginx-deployment",
+        pairs(&[("pd-basic-m1", 1), ("pd-basic-m2", 2)]),
+    )
+    .await;
+
+    // The policy got its permanent id and finalizer (Karmada's webhook does that).
+    let pp = Api::<PropagationPolicy>::namespaced(client.clone(), ns)
+        .get(&pp.name_any())
+        .await
+        .unwrap();
+    let pp_id = pp.labels()["propagationpolicy.karmada.io/permanent-id"].clone();
+    assert!(!pp_id.is_empty());
+    assert!(
+        pp.finalizers()
+            .contains(&"karmada.io/propagation-policy-controller".to_string())
+    );
+
+    // The template is claimed.
+    let d = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get(&d.name_any())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.labels()["propagationpolicy.karmada.io/permanent-id"],
+        pp_id
+    );
+    assert_eq!(
+        d.annotations()["propagationpolicy.karmada.io/namespace"],
+        ns
+    );
+    assert_eq!(
+        d.annotations()["propagationpolicy.karmada.io/name"],
+        "nginx-pp"
+    );
+
+    // The binding looks like Karmada's.
+    assert_eq!(
+        rb.labels()["propagationpolicy.karmada.io/permanent-id"],
+        pp_id
+    );
+    assert!(!rb.labels()["resourcebinding.karmada.io/permanent-id"].is_empty());
+    assert_eq!(
+        rb.annotations()["propagationpolicy.karmada.io/namespace"],
+        ns
+    );
+    assert_eq!(
+        rb.annotations()["propagationpolicy.karmada.io/name"],
+        "nginx-pp"
+    );
+    assert!(
+        rb.annotations()
+            .contains_key("policy.karmada.io/applied-placement")
+    );
+    assert_eq!(
+        rb.finalizers(),
+        &["karmada.io/binding-controller".to_string()]
+    );
+    let owner = &rb.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Deployment", "nginx")
+    );
+    assert_eq!(Some(owner.uid.clone()), d.metadata.uid);
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert_eq!(rb.spec.resource.api_version, "apps/v1");
+    assert_eq!(rb.spec.resource.uid, d.metadata.uid.clone().unwrap());
+    assert_eq!(
+        Some(rb.spec.resource.resource_version.clone()),
+        d.metadata.resource_version
+    );
+    assert_eq!(rb.spec.replicas, 3);
+    let req = rb.spec.replica_requirements.as_ref().unwrap();
+    assert_eq!(req.resource_request["cpu"].0, "100m");
+    assert_eq!(rb.spec.scheduler_name, "default-scheduler");
+    assert!(rb.status.as_ref().unwrap().last_scheduled_time.is_some());
+
+    // Events and metrics.
+    eventually("ScheduleBindingSucceed event on the binding", || {
+        let client = client.clone();
+        async move {
+            (!events_for(&client, ns, "nginx-deployment", "ScheduleBindingSucceed")
+                .await
+                .is_empty())
+            .then_some(())
+        }
+    })
+    .await;
+    assert!(
+        !events_for(&client, ns, "nginx", "ApplyPolicySucceed")
+            .await
+            .is_empty()
+    );
+    let families: Vec<String> = lariat::metrics::registry()
+        .gather()
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect();
+    for m in [
+        "policy_apply_attempts_total",
+        "resource_apply_policy_duration_seconds",
+        "resource_match_policy_duration_seconds",
+    ] {
+        assert!(
+            families.iter().any(|f| f == m),
+            "metric {m} missing from {families:?}"
+        );
+    }
+
+    // Changing the weights reschedules.
+    let pps: Api<PropagationPolicy> = Api::namespaced(client.clone(), ns);
+    pps.patch(
+        "nginx-pp",
+        &PatchParams::default(),
+        &Patch::Merge(
+            &json!({"spec": {"placement": weighted(&["pd-basic-m1", "pd-basic-m2"], &[2, 1])}}),
+        ),
+    )
+    .await
+    .unwrap();
+    binding_with(
+        &client,
+        ns,
+        "nginx-deployment",
+        pairs(&[("pd-basic-m1", 2), ("pd-basic-m2", 1)]),
+    )
+    .await;
+
+    // Scaling the Deployment re-divides.
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .patch(
+            "nginx",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 6}})),
+        )
+        .await
+        .unwrap();
+    let rb = binding_with(
+        &client,
+        ns,
+        "nginx-deployment",
+        pairs(&[("pd-basic-m1", 4), ("pd-basic-m2", 2)]),
+    )
+    .await;
+
+    // A status-only change of the template does not touch the binding.
+    let generation = rb.metadata.generation;
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .patch_status(
+            "nginx",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"observedGeneration": 99}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rb = Api::<ResourceBinding>::namespaced(client.clone(), ns)
+        .get("nginx-deployment")
+        .await
+        .unwrap();
+    assert_eq!(rb.metadata.generation, generation);
+
+    // Deleting the template deletes its binding (no garbage collector runs here). The binding
+    // controller would then release its finalizer; the test does that for it.
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .delete("nginx", &DeleteParams::default())
+        .await
+        .unwrap();
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually("binding marked for deletion", || {
+        let rbs = rbs.clone();
+        async move {
+            match rbs.get_opt("nginx-deployment").await.unwrap() {
+                None => Some(()),
+                Some(rb) => rb.metadata.deletion_timestamp.is_some().then_some(()),
+            }
+        }
+    })
+    .await;
+    let _ = rbs
+        .patch(
+            "nginx-deployment",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await;
+    eventually("binding gone", || {
+        let rbs = rbs.clone();
+        async move {
+            rbs.get_opt("nginx-deployment")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+
+    // Deleting the policy releases it (finalizer removed by the detector).
+    pps.delete("nginx-pp", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("policy gone", || {
+        let pps = pps.clone();
+        async move {
+            pps.get_opt("nginx-pp")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+
+    ctrl.stop().await;
+    delete_clusters(&client, &["pd-basic-m1", "pd-basic-m2"]).await;
+}
+
+/// Creates a template claimed by a low-priority policy, then a high-priority policy with
+/// `preemption: Always`; returns the name of the policy that claims the template afterwards.
+async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
+    namespace(client, ns).await;
+    let ctrl = Controllers::start(gate).await;
+    deployment(client, ns, "web", 2).await;
+    let placement = json!({"clusterAffinity": {"clusterNames": ["pd-pre-m1"]}});
+    policy(
+        client,
+        ns,
+        "low",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "priority": 1,
+            "placement": placement
+        }),
+    )
+    .await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    eventually("template claimed by the low-priority policy", || {
+        let deployments = deployments.clone();
+        async move {
+            let d = deployments.get("web").await.unwrap();
+            (d.annotations()
+                .get("propagationpolicy.karmada.io/name")
+                .map(String::as_str)
+                == Some("low"))
+            .then_some(())
+        }
+    })
+    .await;
+    binding_with(client, ns, "web-deployment", pairs(&[("pd-pre-m1", 2)])).await;
+    policy(
+        client,
+        ns,
+        "high",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "priority": 5,
+            "preemption": "Always",
+            "placement": placement
+        }),
+    )
+    .await;
+    let pps: Api<PropagationPolicy> = Api::namespaced(client.clone(), ns);
+    // Wait until the detector processed the new policy (it gets its permanent id).
+    eventually("high-priority policy processed", || {
+        let pps = pps.clone();
+        async move {
+            let p = pps.get("high").await.unwrap();
+            p.labels()
+                .contains_key("propagationpolicy.karmada.io/permanent-id")
+                .then_some(())
+        }
+    })
+    .await;
+    if gate {
+        eventually("template claimed by the high-priority policy", || {
+            let deployments = deployments.clone();
+            async move {
+                let d = deployments.get("web").await.unwrap();
+                (d.annotations()
+                    .get("propagationpolicy.karmada.io/name")
+                    .map(String::as_str)
+                    == Some("high"))
+                .then_some(())
+            }
+        })
+        .await;
+        let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+        eventually("binding follows the preempting policy", || {
+            let rbs = rbs.clone();
+            async move {
+                let rb = rbs.get("web-deployment").await.unwrap();
+                (rb.annotations()
+                    .get("propagationpolicy.karmada.io/name")
+                    .map(String::as_str)
+                    == Some("high"))
+                .then_some(())
+            }
+        })
+        .await;
+        assert!(
+            !events_for(client, ns, "web", "PreemptPolicySucceed")
+                .await
+                .is_empty()
+        );
+    } else {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let d = deployments.get("web").await.unwrap();
+    let claimer = d.annotations()["propagationpolicy.karmada.io/name"].clone();
+    ctrl.stop().await;
+    claimer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn higher_priority_policy_takes_over_only_with_preemption_gate() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    member(&client, "pd-pre-m1", json!({}), true).await;
+    assert_eq!(
+        preemption_scenario(&client, "pd-preempt-off", false).await,
+        "low"
+    );
+    assert_eq!(
+        preemption_scenario(&client, "pd-preempt-on", true).await,
+        "high"
+    );
+    delete_clusters(&client, &["pd-pre-m1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_ready_cluster_is_left_out_of_new_decisions_and_joining_cluster_is_added() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-notready";
+    namespace(&client, ns).await;
+    let group = json!({"pd-group": "notready"});
+    member(&client, "pd-nr-m1", group.clone(), true).await;
+    member(&client, "pd-nr-m2", group.clone(), true).await;
+    let ctrl = Controllers::start(false).await;
+    let placement =
+        json!({"clusterAffinity": {"labelSelector": {"matchLabels": {"pd-group": "notready"}}}});
+    policy(
+        &client,
+        ns,
+        "dup",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": placement
+        }),
+    )
+    .await;
+    deployment(&client, ns, "first", 2).await;
+    binding_with(
+        &client,
+        ns,
+        "first-deployment",
+        pairs(&[("pd-nr-m1", 2), ("pd-nr-m2", 2)]),
+    )
+    .await;
+
+    // m2 turns NotReady (and gets the not-ready taint): new decisions leave it out.
+    set_ready(&client, "pd-nr-m2", false).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    deployment(&client, ns, "second", 1).await;
+    binding_with(&client, ns, "second-deployment", pairs(&[("pd-nr-m1", 1)])).await;
+
+    // A cluster that joins and fits is added to the existing Duplicated bindings.
+    member(&client, "pd-nr-m3", group.clone(), true).await;
+    binding_with(
+        &client,
+        ns,
+        "second-deployment",
+        pairs(&[("pd-nr-m1", 1), ("pd-nr-m3", 1)]),
+    )
+    .await;
+
+    ctrl.stop().await;
+    delete_clusters(&client, &["pd-nr-m1", "pd-nr-m2", "pd-nr-m3"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn placement_that_fits_no_cluster_reports_no_cluster_fit_with_an_event() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-nofit";
+    namespace(&client, ns).await;
+    member(&client, "pd-nofit-m1", json!({}), true).await;
+    let ctrl = Controllers::start(false).await;
+    policy(&client, ns, "nowhere", json!({
+        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "lonely"}],
+        "placement": {"clusterAffinity": {"clusterNames": ["pd-does-not-exist"]}}
+    }))
+    .await;
+    deployment(&client, ns, "lonely", 1).await;
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    let rb = eventually("Scheduled=False/NoClusterFit", || {
+        let rbs = rbs.clone();
+        async move {
+            let rb = rbs.get_opt("lonely-deployment").await.unwrap()?;
+            (scheduled(&rb) == Some(("False".into(), "NoClusterFit".into()))).then_some(rb)
+        }
+    })
+    .await;
+    assert!(rb.spec.clusters.is_empty());
+    let cond = rb
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Scheduled")
+        .unwrap();
+    assert!(cond.message.starts_with("0/"), "{}", cond.message);
+    assert!(
+        cond.message
+            .contains("did not match the placement cluster affinity constraint"),
+        "{}",
+        cond.message
+    );
+    eventually("ScheduleBindingFailed event", || {
+        let client = client.clone();
+        async move {
+            (!events_for(&client, ns, "lonely-deployment", "ScheduleBindingFailed")
+                .await
+                .is_empty())
+            .then_some(())
+        }
+    })
+    .await;
+    ctrl.stop().await;
+    delete_clusters(&client, &["pd-nofit-m1"]).await;
+}
