@@ -13,8 +13,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::{Event, Namespace};
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use karmada_apis::{
+    Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
+};
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -199,7 +203,8 @@ async fn set_ready(client: &Client, name: &str, ready: bool) {
         }],
         "apiEnablements": [
             {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
-            {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]}
+            {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]},
+            {"groupVersion": "rbac.authorization.k8s.io/v1", "resources": [{"name": "clusterroles", "kind": "ClusterRole"}]}
         ]
     }});
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
@@ -802,4 +807,141 @@ async fn placement_that_fits_no_cluster_reports_no_cluster_fit_with_an_event() {
     .await;
     ctrl.stop().await;
     delete_clusters(&client, &["pd-nofit-m1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deletion_releases_them() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-cpp";
+    namespace(&client, ns).await;
+    member(&client, "pd-cpp-m1", json!({}), true).await;
+    let ctrl = Controllers::start(false).await;
+    let role: ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": "pd-cpp-role"}, "rules": []})).unwrap();
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let _ = roles.delete("pd-cpp-role", &DeleteParams::default()).await;
+    roles.create(&PostParams::default(), &role).await.unwrap();
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "cfg", "namespace": ns}, "data": {"a": "b"}}),
+    )
+    .unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    let cpp: ClusterPropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "pd-cpp"},
+        "spec": {
+            "resourceSelectors": [
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "pd-cpp-role"},
+                {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": "cfg"}
+            ],
+            "placement": {"clusterAffinity": {"clusterNames": ["pd-cpp-m1"]}}
+        }
+    }))
+    .unwrap();
+    let cpps: Api<ClusterPropagationPolicy> = Api::all(client.clone());
+    cpps.create(&PostParams::default(), &cpp).await.unwrap();
+
+    let crbs: Api<ClusterResourceBinding> = Api::all(client.clone());
+    let crb = eventually("ClusterResourceBinding scheduled", || {
+        let crbs = crbs.clone();
+        async move {
+            let crb = crbs.get_opt("pd-cpp-role-clusterrole").await.unwrap()?;
+            let scheduled = crb
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Scheduled" && c.status == "True");
+            (scheduled
+                && crb
+                    .spec
+                    .clusters
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    == ["pd-cpp-m1"])
+            .then_some(crb)
+        }
+    })
+    .await;
+    let cpp = cpps.get("pd-cpp").await.unwrap();
+    let id = cpp.labels()["clusterpropagationpolicy.karmada.io/permanent-id"].clone();
+    assert!(
+        cpp.finalizers()
+            .contains(&"karmada.io/cluster-propagation-policy-controller".to_string())
+    );
+    assert_eq!(
+        crb.labels()["clusterpropagationpolicy.karmada.io/permanent-id"],
+        id
+    );
+    assert!(!crb.labels()["clusterresourcebinding.karmada.io/permanent-id"].is_empty());
+    assert_eq!(
+        crb.annotations()["clusterpropagationpolicy.karmada.io/name"],
+        "pd-cpp"
+    );
+    assert_eq!(
+        crb.finalizers(),
+        &["karmada.io/cluster-resource-binding-controller".to_string()]
+    );
+    assert_eq!(crb.owner_references()[0].kind, "ClusterRole");
+    assert_eq!(crb.spec.resource.namespace, "");
+    // The namespaced template gets a ResourceBinding claimed by the cluster policy.
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    let rb = eventually("ResourceBinding of the ConfigMap", || {
+        let rbs = rbs.clone();
+        async move { rbs.get_opt("cfg-configmap").await.unwrap() }
+    })
+    .await;
+    assert_eq!(
+        rb.labels()["clusterpropagationpolicy.karmada.io/permanent-id"],
+        id
+    );
+
+    // Deleting the policy releases the templates and bindings but keeps the bindings.
+    cpps.delete("pd-cpp", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("cluster policy gone", || {
+        let cpps = cpps.clone();
+        async move {
+            cpps.get_opt("pd-cpp")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    let role = roles.get("pd-cpp-role").await.unwrap();
+    assert!(
+        !role
+            .labels()
+            .contains_key("clusterpropagationpolicy.karmada.io/permanent-id")
+    );
+    assert!(
+        !role
+            .annotations()
+            .contains_key("clusterpropagationpolicy.karmada.io/name")
+    );
+    let crb = crbs.get("pd-cpp-role-clusterrole").await.unwrap();
+    assert!(
+        !crb.labels()
+            .contains_key("clusterpropagationpolicy.karmada.io/permanent-id")
+    );
+    assert!(rbs.get_opt("cfg-configmap").await.unwrap().is_some());
+
+    ctrl.stop().await;
+    let _ = roles.delete("pd-cpp-role", &DeleteParams::default()).await;
+    let _ = crbs
+        .patch(
+            "pd-cpp-role-clusterrole",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await;
+    delete_clusters(&client, &["pd-cpp-m1"]).await;
 }
