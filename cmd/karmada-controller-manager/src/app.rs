@@ -237,9 +237,13 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
         let _stop_on_drop = cluster_token.clone().drop_guard();
         let control_plane = Cluster::new("", config, control_plane_options(&opts), &cluster_token)?;
         control_plane.controllers().start();
-        let members = Arc::new(MemberClusters::new(cluster_token.child_token()));
-        members.start();
         let settings = Arc::new(controller_settings(&opts));
+        // Members get `--cluster-api-qps/-burst` and the `--rate-limiter-*` queue limits.
+        let members = Arc::new(MemberClusters::from_settings(
+            cluster_token.child_token(),
+            &settings,
+        ));
+        members.start();
 
         let enabled: Vec<_> = controllers::registry()
             .into_iter()
