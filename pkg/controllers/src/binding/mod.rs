@@ -87,7 +87,7 @@ pub enum BindingError {
         key: String,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The framework failed (controller set-up, REST mapping).
     #[error("{what}: {source}")]
@@ -96,11 +96,8 @@ pub enum BindingError {
         what: String,
         /// The framework error.
         #[source]
-        source: lariat::Error,
+        source: Box<lariat::Error>,
     },
-    /// A Work could not be written.
-    #[error(transparent)]
-    Work(#[from] work::WorkError),
     /// The interpreter rejected the template.
     #[error("{kind} {key} for cluster {cluster}: {source}")]
     Interpret {
@@ -130,7 +127,7 @@ fn api_err(
         action,
         kind,
         key,
-        source,
+        source: Box::new(source),
     }
 }
 
@@ -303,7 +300,10 @@ impl BindingController {
         let cp = &ctx.control_plane;
         let fw = |what: &str| {
             let what = what.to_owned();
-            move |source| BindingError::Framework { what, source }
+            move |source| BindingError::Framework {
+                what,
+                source: Box::new(source),
+            }
         };
         let client = cp
             .clients()
@@ -630,7 +630,7 @@ impl BindingController {
                 .await
                 .map_err(|source| BindingError::Framework {
                     what: format!("map {} {}", r.api_version, r.kind),
-                    source,
+                    source: Box::new(source),
                 })?;
         let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
             Api::namespaced_with(self.inner.client.clone(), &r.namespace, &ar)
