@@ -199,9 +199,9 @@ async fn setup(ns: &str) -> (Client, Controllers) {
     create_namespace(&client, ns, json!({})).await;
     let controllers = Controllers::start().await;
     // The namespace controller propagates the namespace to both members.
-    for i in 0..MEMBERS.len() {
+    for (i, member) in MEMBERS.iter().enumerate() {
         let m = member_client(i).await;
-        eventually(&format!("namespace {ns} in {}", MEMBERS[i]), || {
+        eventually(&format!("namespace {ns} in {member}"), || {
             let api: Api<Namespace> = Api::all(m.clone());
             async move { api.get_opt(ns).await.unwrap().map(|_| ()) }
         })
@@ -1222,5 +1222,43 @@ async fn not_ready_cluster_gets_nothing_until_it_is_ready_again() {
     set_member_ready(&client, "member2", true).await;
     work_applied(&client, "member2", "ConfigMap", ns, "later", "True").await;
     assert!(m2.get_opt("later").await.unwrap().is_some());
+    controllers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn divided_job_gets_parallelism_and_completions_split() {
+    let _g = serial().lock().await;
+    let ns = "pw-job";
+    let (client, controllers) = setup(ns).await;
+    let job = template(
+        &client,
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"namespace": ns, "name": "pi"},
+            "spec": {
+                "parallelism": 3, "completions": 6, "suspend": true,
+                "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "pi", "image": "docker.io/library/perl:5"}]}}
+            }
+        }),
+    )
+    .await;
+    let placement = json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}});
+    binding(
+        &client,
+        &job,
+        &[("member1", 2), ("member2", 1)],
+        json!({"replicas": 3, "placement": placement}),
+    )
+    .await;
+    for (i, (parallelism, completions)) in [(2, 4), (1, 2)].into_iter().enumerate() {
+        work_applied(&client, MEMBERS[i], "Job", ns, "pi", "True").await;
+        let jobs: Api<k8s_openapi::api::batch::v1::Job> =
+            Api::namespaced(member_client(i).await, ns);
+        let j = jobs.get("pi").await.unwrap();
+        let spec = j.spec.unwrap();
+        assert_eq!(spec.parallelism, Some(parallelism), "{}", MEMBERS[i]);
+        assert_eq!(spec.completions, Some(completions), "{}", MEMBERS[i]);
+    }
     controllers.stop().await;
 }
