@@ -1262,3 +1262,101 @@ async fn divided_job_gets_parallelism_and_completions_split() {
     }
     controllers.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn suspended_dispatching_skip_label_and_sync_events() {
+    let _g = serial().lock().await;
+    let ns = "pw-suspend";
+    let (client, controllers) = setup(ns).await;
+    let cm = template(&client, configmap(ns, "held")).await;
+    binding(
+        &client,
+        &cm,
+        &[("member1", 0), ("member2", 0)],
+        json!({"suspension": {"dispatchingOnClusters": {"clusterNames": ["member2"]}}}),
+    )
+    .await;
+    work_applied(&client, "member1", "ConfigMap", ns, "held", "True").await;
+    let works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member2");
+    let wname = work_name("ConfigMap", "held", ns);
+    let w = eventually("member2 work suspended", || {
+        let works = works.clone();
+        let wname = wname.clone();
+        async move {
+            let w = works.get_opt(&wname).await.unwrap()?;
+            let c = w
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Dispatching")?
+                .clone();
+            (c.status == "False").then_some((w, c))
+        }
+    })
+    .await;
+    assert_eq!(w.0.spec.suspend_dispatching, Some(true));
+    assert_eq!(w.1.reason, "SuspendDispatching");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let m2: Api<ConfigMap> = Api::namespaced(member_client(1).await, ns);
+    assert!(
+        m2.get_opt("held").await.unwrap().is_none(),
+        "nothing dispatched to member2"
+    );
+
+    // SyncWorkSucceed Events on the binding and on the template.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let reasons = eventually("SyncWorkSucceed events", || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.unwrap().items;
+            let on = |kind: &str, name: &str| {
+                list.iter().any(|e| {
+                    e.reason.as_deref() == Some("SyncWorkSucceed")
+                        && e.involved_object.kind.as_deref() == Some(kind)
+                        && e.involved_object.name.as_deref() == Some(name)
+                })
+            };
+            (on("ResourceBinding", "held-configmap") && on("ConfigMap", "held"))
+                .then_some(list.len())
+        }
+    })
+    .await;
+    assert!(reasons >= 2);
+
+    // A namespace labelled to skip auto-propagation gets no Work.
+    create_namespace(
+        &client,
+        "pw-skipped",
+        json!({"namespace.karmada.io/skip-auto-propagation": "true"}),
+    )
+    .await;
+    create_namespace(&client, "pw-propagated", json!({})).await;
+    let ns_works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
+    eventually("pw-propagated has a Work", || {
+        let ns_works = ns_works.clone();
+        async move {
+            ns_works
+                .get_opt(&work_name("Namespace", "pw-propagated", ""))
+                .await
+                .unwrap()
+                .map(|_| ())
+        }
+    })
+    .await;
+    assert!(
+        ns_works
+            .get_opt(&work_name("Namespace", "pw-skipped", ""))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        ns_works
+            .get_opt(&work_name("Namespace", "kube-system", ""))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    controllers.stop().await;
+}
