@@ -56,6 +56,9 @@ pub const MEMBER_HANDLER: &str = "work-status";
 /// How long a Work whose member cluster is not connected waits before it is looked at again.
 pub const MEMBER_NOT_CONNECTED_RETRY: Duration = Duration::from_secs(10);
 
+/// How often applied Works are checked for members that lost this controller's handler.
+pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
+
 /// How many times a status write is retried after a conflict (client-go's `retry.DefaultRetry`).
 pub const CONFLICT_RETRIES: usize = 5;
 
@@ -261,9 +264,46 @@ impl WorkStatusController {
         }
         inner.ctx.synced.synced();
         tracing::info!(controller = NAME, "work-status controller synced");
-        inner.cancel.cancelled().await;
+        let mut tick = tokio::time::interval(MEMBER_RESYNC_PERIOD);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = inner.cancel.cancelled() => break,
+                _ = tick.tick() => self.resync_members(),
+            }
+        }
         tracing::info!(controller = NAME, "work-status controller stopped");
         Ok(())
+    }
+
+    /// Re-queues every applied Work whose member is connected but whose manifest kinds lack this
+    /// controller's member handler: a member that was connected again (new credentials, back
+    /// after an outage) has new caches, and nothing else would bring the handler back.
+    fn resync_members(&self) {
+        let store = self.inner.works.cache().peek_store();
+        for work in store.list() {
+            if work.metadata.deletion_timestamp.is_some() || !is_applied(&work) {
+                continue;
+            }
+            let namespace = work.namespace().unwrap_or_default();
+            let Ok(cluster) = names::cluster_name(&namespace) else {
+                continue;
+            };
+            let Some(member) = self.inner.ctx.members.get(cluster) else {
+                continue;
+            };
+            let missing = work.spec.workload.manifests.iter().any(|m| {
+                manifest_gvk(&m.0).is_some_and(|gvk| {
+                    member.controllers().for_gvk(&gvk).is_ok_and(|c| {
+                        !c.handler_names().iter().any(|n| n == MEMBER_HANDLER)
+                    })
+                })
+            });
+            if missing {
+                tracing::debug!(cluster, work = %work.name_any(), "member handler missing; re-queuing Work");
+                self.inner.works.enqueue(Some(&namespace), &work.name_any());
+            }
+        }
     }
 
     /// A Work changed: make sure the member objects of an applied Work are watched, and look at
