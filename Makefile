@@ -72,3 +72,7 @@ local-down: ## Stop everything local-up started (no process is left).
 .PHONY: demo
 demo: ## On a local-up environment: propagate the nginx sample and show Works, member objects, status.
 	hack/demo.sh
+
+.PHONY: readme-flags
+readme-flags: ## Regenerate README.md's flags reference from karmada-controller-manager --help.
+	hack/readme-flags.sh

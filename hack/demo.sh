@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make demo` (after `make local-up`): applies hack/demo/nginx.yaml (Deployment + Service, Divided 2:1
+# between member1 and member2, an OverridePolicy for member1) to the host and shows what a person would
+# check: the ResourceBinding and its placement, the Works, the objects in each member, and the status
+# aggregated back into the template. Whatever has not happened within DEMO_TIMEOUT (default 90s) is
+# reported as "not propagated yet".
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+state=${KARMADA_RS_LOCAL_UP_DIR:-$root/.local-up}
+timeout=${DEMO_TIMEOUT:-90}
+kc="$state/env/kubeconfig"
+[ -f "$kc" ] && [ -f "$state/controller-manager.pid" ] && kill -0 "$(cat "$state/controller-manager.pid")" 2>/dev/null ||
+  { echo "demo: nothing is running; run 'make local-up' first" >&2; exit 1; }
+kubectl="$("$root/hack/install-helm.sh")/kubectl"
+k() { "$kubectl" --kubeconfig "$kc" "$@"; }
+
+# wait_for <description> <command...>: retries the command until it succeeds with output, or until the
+# demo's overall deadline (DEMO_TIMEOUT seconds after it started; at least one try per step).
+deadline=$((SECONDS + timeout))
+wait_for() {
+  local what=$1; shift
+  local out
+  while :; do
+    out=$("$@" 2>/dev/null || true)
+    if [ -n "$out" ]; then printf '%s\n' "$out"; return 0; fi
+    if [ $SECONDS -ge $deadline ]; then echo "  ($what: not propagated yet)"; return 0; fi
+    sleep 1
+  done
+}
+
+section() { printf '\n== %s\n' "$*"; }
+
+section "kubectl get clusters"
+k --context host get clusters
+
+section "kubectl apply -f hack/demo/nginx.yaml"
+k --context host apply -f "$root/hack/demo/nginx.yaml"
+deadline=$((SECONDS + timeout))
+
+section "ResourceBindings (detector + scheduler): kubectl get rb -n default"
+wait_for "ResourceBinding nginx-deployment" k --context host get rb -n default nginx-deployment nginx-service --ignore-not-found
+wait_for "placement of nginx-deployment" k --context host get rb -n default nginx-deployment \
+  -o jsonpath='{range .spec.clusters[*]}  {.name}: {.replicas} replicas{"\n"}{end}'
+
+section "Works (binding controller): kubectl get works -A"
+wait_for "Works in karmada-es-member1/member2" k --context host get works -A \
+  -l resourcebinding.karmada.io/permanent-id --ignore-not-found
+
+for m in member1 member2; do
+  section "$m (execution controller): kubectl --context $m get deploy,svc nginx"
+  wait_for "nginx in $m" k --context "$m" get deploy,svc nginx --ignore-not-found -o wide
+done
+
+section "Override in member1: labels and image of the member1 copy"
+wait_for "overridden copy in member1" k --context member1 get deploy nginx \
+  -o jsonpath='{"  label overridden-for="}{.metadata.labels.overridden-for}{"\n  image="}{.spec.template.spec.containers[0].image}{"\n"}'
+
+section "Aggregated status (workStatus + bindingStatus): rb .status.aggregatedStatus"
+wait_for "aggregated status" k --context host get rb -n default nginx-deployment \
+  -o jsonpath='{range .status.aggregatedStatus[*]}  {.clusterName}: applied={.applied} health={.health} status={.status}{"\n"}{end}'
+
+section "The template's status on the host: kubectl get deploy nginx"
+wait_for "template status" k --context host get deploy nginx -o jsonpath='{"  replicas="}{.status.replicas}{" readyReplicas="}{.status.readyReplicas}{" availableReplicas="}{.status.availableReplicas}{"\n"}'
+k --context host get deploy nginx
+
+printf '\nClean up with: %s --kubeconfig %s --context host delete -f hack/demo/nginx.yaml\n' kubectl "$kc"

@@ -1,0 +1,722 @@
+//! The Helm chart `charts/karmada-controller-manager` against a real API server: `helm lint`, `helm
+//! template` output accepted by a server-side dry-run apply, `helm install` (CRDs established, the
+//! Deployment and RBAC as rendered), the real binary run outside the cluster as the chart's
+//! ServiceAccount (TokenRequest) with exactly the chart's RBAC becomes leader and ready and does its
+//! job, then `helm upgrade` and `helm uninstall`.
+//!
+//! `helm` and `kubectl` come from `hack/install-helm.sh` (`make test-tools`, run by `make test`), or from
+//! `$HELM` / `$KUBECTL`. A missing one fails the tests with the command that installs it.
+
+mod controller_manager_support;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use controller_manager_support::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+
+/// `--set` for the controllers the run-as-ServiceAccount test enables.
+/// (Not `namespace`: it would propagate the test's namespaces as Works, which only the execution
+/// controller could finalize, and the Cluster's deletion waits for its Works.)
+const RUN_CONTROLLERS: &str = "controllers={cluster,clusterStatus,binding}";
+
+const INSTALL_SCRIPT: &str = include_str!("../../hack/install-helm.sh");
+
+fn env() -> &'static testenv::TestEnv {
+    testenv::shared(testenv::EnvOptions {
+        install_crds: false,
+        ..testenv::EnvOptions::default()
+    })
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn chart_dir() -> PathBuf {
+    workspace().join("charts/karmada-controller-manager")
+}
+
+fn pinned(key: &str) -> &'static str {
+    INSTALL_SCRIPT
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("{key} not found in hack/install-helm.sh"))
+}
+
+/// `helm` or `kubectl`: `$HELM`/`$KUBECTL`, else the cache folder hack/install-helm.sh fills.
+fn tool(name: &str) -> PathBuf {
+    let var = name.to_uppercase();
+    if let Some(p) = std::env::var_os(&var) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("KARMADA_RS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("karmada-rs")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/karmada-rs")))
+        .expect("HOME is set");
+    let p = base.join("tools").join(format!(
+        "helm-{}_kubectl-{}",
+        pinned("HELM_VERSION"),
+        pinned("KUBECTL_VERSION")
+    ));
+    let p = p.join(name);
+    assert!(
+        p.is_file(),
+        "{name} is not installed at {}: run `make test-tools` (hack/install-helm.sh), or set {var} to a {name} binary",
+        p.display()
+    );
+    p
+}
+
+/// A folder for helm's cache/config/data, so tests never touch the user's helm settings.
+fn helm_home() -> &'static Path {
+    static HOME: OnceLock<PathBuf> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let p = std::env::temp_dir().join(format!("karmada-rs-helm-{}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("create helm home");
+        p
+    })
+}
+
+/// Runs `program args` (stdin from `input`), returns stdout; panics with stderr on failure.
+fn run(program: &Path, args: &[&str], input: Option<&str>) -> String {
+    let (ok, out, err) = try_run(program, args, input);
+    assert!(
+        ok,
+        "{} {} failed:\n{err}\n{out}",
+        program.display(),
+        args.join(" ")
+    );
+    out
+}
+
+fn try_run(program: &Path, args: &[&str], input: Option<&str>) -> (bool, String, String) {
+    try_run_with(program, args, input, &[])
+}
+
+fn try_run_with(
+    program: &Path,
+    args: &[&str],
+    input: Option<&str>,
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> (bool, String, String) {
+    let home = helm_home();
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env_remove("KUBECONFIG")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(text.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn helm(args: &[&str]) -> String {
+    run(&tool("helm"), args, None)
+}
+
+fn host_kubeconfig() -> String {
+    env().host().kubeconfig_path().display().to_string()
+}
+
+/// Every CRD file name in `dir`, sorted.
+fn yaml_files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect()
+}
+
+#[test]
+fn chart_crds_are_the_workspace_crds() {
+    let top = workspace().join("crds");
+    let chart = chart_dir().join("crds");
+    let fix = "run `make chart-crds` (or `make crds`) to copy crds/ into the chart";
+    assert_eq!(
+        yaml_files(&top),
+        yaml_files(&chart),
+        "charts/karmada-controller-manager/crds/ lists other files than crds/: {fix}"
+    );
+    for name in yaml_files(&top) {
+        let a = std::fs::read(top.join(&name)).expect("read crd");
+        let b = std::fs::read(chart.join(&name)).expect("read chart crd");
+        assert!(
+            a == b,
+            "charts/karmada-controller-manager/crds/{name} differs from crds/{name}: {fix}"
+        );
+    }
+}
+
+#[test]
+fn helm_lint_is_clean_and_bad_values_fail() {
+    let chart = chart_dir().display().to_string();
+    let out = helm(&["lint", "--strict", &chart]);
+    assert!(out.contains("0 chart(s) failed"), "{out}");
+    let out = helm(&[
+        "lint",
+        "--strict",
+        &chart,
+        "--set",
+        "karmadaApiServer.mode=kubeconfig",
+        "--set",
+        "karmadaApiServer.kubeconfig.content=x",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+    ]);
+    assert!(out.contains("0 chart(s) failed"), "{out}");
+    // values.schema.json rejects bad values before anything renders.
+    for bad in [
+        "controllers[0]=clusterStatuz",
+        "log.format=xml",
+        "karmadaApiServer.mode=incluster",
+        "concurrency.workSyncs=0",
+        "leaderElection.leaseDuration=15",
+        "nope=1",
+    ] {
+        let (ok, _, err) = try_run(
+            &tool("helm"),
+            &["template", "t", &chart, "--set", bad],
+            None,
+        );
+        assert!(!ok, "helm template accepted --set {bad}");
+        assert!(
+            err.contains("schema") || err.contains("values don't meet"),
+            "--set {bad}: {err}"
+        );
+    }
+    // kubeconfig mode without a kubeconfig says what is missing.
+    let (ok, _, err) = try_run(
+        &tool("helm"),
+        &[
+            "template",
+            "t",
+            &chart,
+            "--set",
+            "karmadaApiServer.mode=kubeconfig",
+        ],
+        None,
+    );
+    assert!(!ok && err.contains("existingSecret"), "{err}");
+}
+
+/// The schema's controller names are exactly the binary's (from its `--help`).
+#[test]
+fn schema_knows_the_binarys_controllers() {
+    let (code, help, _) = run_to_exit(&["--help"], Duration::from_secs(60));
+    assert_eq!(code, Some(0));
+    let line = help
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("All controllers: "))
+        .expect("--help lists the controllers");
+    let binary: BTreeSet<String> = line
+        .trim_end_matches('.')
+        .split(", ")
+        .map(str::to_string)
+        .collect();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("values.schema.json")).expect("read schema"),
+    )
+    .expect("schema is JSON");
+    let entries: BTreeSet<String> = schema["properties"]["controllers"]["items"]["enum"]
+        .as_array()
+        .expect("controllers enum")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .filter(|s| *s != "*" && !s.starts_with('-'))
+        .map(str::to_string)
+        .collect();
+    let mut fix: Vec<String> = vec!["*".into()];
+    fix.extend(binary.iter().cloned());
+    fix.extend(binary.iter().map(|n| format!("-{n}")));
+    assert_eq!(
+        entries,
+        binary,
+        "values.schema.json's controllers enum differs from the binary's; set \
+         properties.controllers.items.enum in charts/karmada-controller-manager/values.schema.json to\n{}",
+        serde_json::to_string(&fix).unwrap_or_default()
+    );
+    // The chart's default list only names controllers the binary knows.
+    let values = std::fs::read_to_string(chart_dir().join("values.yaml")).expect("values.yaml");
+    let defaults: serde_json::Value = serde_saphyr::from_str(&values).expect("values.yaml is YAML");
+    for entry in defaults["controllers"]
+        .as_array()
+        .expect("controllers list")
+    {
+        let name = entry.as_str().unwrap_or_default();
+        let name = name.strip_prefix('-').unwrap_or(name);
+        assert!(
+            name == "*" || binary.contains(name),
+            "default controller {name:?} unknown to the binary"
+        );
+    }
+}
+
+#[tokio::test]
+async fn helm_template_passes_server_side_dry_run() {
+    let env = env();
+    let client = env.host().client().await;
+    // The ServiceMonitor kind must be known for the dry run of the optional ServiceMonitor.
+    install_minimal_crd(
+        &client,
+        "monitoring.coreos.com",
+        "v1",
+        "ServiceMonitor",
+        "servicemonitors",
+        true,
+    )
+    .await;
+    let ns = fresh_namespace(&client, "chart-dry").await;
+    let chart = chart_dir().display().to_string();
+    let kubeconfig = host_kubeconfig();
+    for extra in [
+        vec![],
+        vec![
+            "--set",
+            "karmadaApiServer.mode=kubeconfig",
+            "--set",
+            "karmadaApiServer.kubeconfig.content=apiVersion: v1",
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "featureGates.PropagateDeps=true",
+            "--set",
+            "rbac.memberSecretsNamespace=kube-system",
+        ],
+        vec![
+            "--set",
+            "rbac.memberSecretsNamespace=kube-system",
+            "--set",
+            "podDisruptionBudget.enabled=false",
+            "--set",
+            "leaderElection.enabled=false",
+            "--set",
+            "replicaCount=1",
+        ],
+    ] {
+        let mut args = vec!["template", "dry", &chart, "-n", &ns, "--include-crds"];
+        args.extend(extra.iter().copied());
+        let manifests = helm(&args);
+        assert!(manifests.contains("kind: CustomResourceDefinition"));
+        assert!(manifests.contains("kind: Deployment"));
+        let out = run(
+            &tool("kubectl"),
+            &[
+                "--kubeconfig",
+                &kubeconfig,
+                "apply",
+                "--server-side",
+                "--dry-run=server",
+                "--field-manager=chart-test",
+                "-f",
+                "-",
+            ],
+            Some(&manifests),
+        );
+        assert!(
+            out.contains(
+                "deployment.apps/dry-karmada-controller-manager serverside-applied (server dry run)"
+            ),
+            "{out}"
+        );
+    }
+    // Nothing was created.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        deployments
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A kubeconfig for `token` on the host, trusting the host's CA.
+fn token_kubeconfig(dir: &Path, token: &str) -> PathBuf {
+    let host = env().host();
+    let path = dir.join("sa-kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: host\n  cluster:\n    server: {}\n    certificate-authority: {}\n\
+             users:\n- name: sa\n  user:\n    token: {token}\ncontexts:\n- name: sa\n  context:\n    cluster: host\n    user: sa\ncurrent-context: sa\n",
+            host.url(),
+            host.pki().ca_cert.display()
+        ),
+    )
+    .expect("write kubeconfig");
+    path
+}
+
+#[tokio::test]
+async fn install_run_as_service_account_upgrade_uninstall() {
+    let env = env();
+    let client = env.host().client().await;
+    let ns = fresh_namespace(&client, "chart").await;
+    let chart = chart_dir().display().to_string();
+    let kubeconfig = host_kubeconfig();
+    let release = "kcm";
+    let full = "kcm-karmada-controller-manager";
+
+    // --- install --------------------------------------------------------------------------------
+    let started = Instant::now();
+    // Controllers that write through the ClusterRole (cluster: namespaces, Cluster finalizers and
+    // taints, events, Work deletion; clusterStatus: Cluster status, Secrets; binding: bindings, Works).
+    helm(&[
+        "install",
+        release,
+        &chart,
+        "-n",
+        &ns,
+        "--kubeconfig",
+        &kubeconfig,
+        "--set",
+        RUN_CONTROLLERS,
+    ]);
+    eprintln!("helm install took {:?}", started.elapsed());
+
+    // The CRDs from crds/ are installed and established.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for file in yaml_files(&workspace().join("crds")) {
+        let name = file
+            .split_once('_')
+            .map(|(group, rest)| format!("{}.{group}", rest.trim_end_matches(".yaml")))
+            .expect("crd file name <group>_<plural>.yaml");
+        wait_until(
+            &format!("CRD {name} established"),
+            Duration::from_secs(30),
+            || {
+                let crds = crds.clone();
+                let name = name.clone();
+                async move {
+                    crds.get_opt(&name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.status)
+                        .and_then(|s| s.conditions)
+                        .is_some_and(|c| {
+                            c.iter()
+                                .any(|c| c.type_ == "Established" && c.status == "True")
+                        })
+                }
+            },
+        )
+        .await;
+    }
+
+    // The Deployment as the chart renders it.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let deploy = deployments.get(full).await.expect("deployment installed");
+    let spec = deploy.spec.clone();
+    assert_eq!(spec.replicas, Some(2));
+    let strategy = spec.strategy.clone().expect("strategy");
+    assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"));
+    let rolling = strategy.rolling_update.expect("rollingUpdate");
+    assert_eq!(
+        rolling.max_unavailable,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(0))
+    );
+    let pod = spec.template.spec.clone().expect("pod spec");
+    assert_eq!(pod.service_account_name.as_deref(), Some(full));
+    assert_eq!(pod.automount_service_account_token, Some(true));
+    let psc = pod.security_context.clone().expect("pod securityContext");
+    assert_eq!(psc.run_as_non_root, Some(true));
+    assert_eq!(
+        psc.seccomp_profile.map(|s| s.type_),
+        Some("RuntimeDefault".to_string())
+    );
+    let container = &pod.containers[0];
+    let sc = container.security_context.clone().expect("securityContext");
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        sc.capabilities.and_then(|c| c.drop),
+        Some(vec!["ALL".to_string()])
+    );
+    let liveness = container.liveness_probe.clone().expect("liveness");
+    assert_eq!(
+        liveness.http_get.map(|h| h.path),
+        Some(Some("/healthz".to_string()))
+    );
+    let readiness = container.readiness_probe.clone().expect("readiness");
+    assert_eq!(
+        readiness.http_get.map(|h| h.path),
+        Some(Some("/readyz".to_string()))
+    );
+    assert!(container.resources.is_some());
+    let args = container.args.clone().expect("args");
+    for expected in [
+        "--metrics-bind-address=$(POD_IP):8080",
+        "--health-probe-bind-address=$(POD_IP):10357",
+        "--leader-elect=true",
+        &format!("--leader-elect-resource-namespace={ns}"),
+        "--v=2",
+    ] {
+        assert!(
+            args.iter().any(|a| a == expected),
+            "{expected} not in {args:?}"
+        );
+    }
+    assert!(
+        container.env.iter().flatten().any(|e| e.name == "POD_IP"
+            && e.value_from
+                .as_ref()
+                .and_then(|v| v.field_ref.as_ref())
+                .map(|f| f.field_path.as_str())
+                == Some("status.podIP")),
+        "POD_IP env from status.podIP"
+    );
+
+    // ServiceAccount, RBAC, PDB, metrics Service.
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    sas.get(full).await.expect("service account");
+    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+    let role = cluster_roles.get(full).await.expect("cluster role");
+    let rules = role.rules.unwrap_or_default();
+    assert!(
+        rules.iter().all(|r| !r.verbs.iter().any(|v| v == "*")),
+        "no wildcard verbs: {rules:?}"
+    );
+    assert!(
+        rules.iter().any(
+            |r| r.resources.as_deref() == Some(&["secrets".to_string()][..])
+                && r.verbs == vec!["get".to_string()]
+        ),
+        "secrets: get only"
+    );
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let binding = bindings.get(full).await.expect("cluster role binding");
+    assert_eq!(binding.role_ref.name, full);
+    let roles: Api<Role> = Api::namespaced(client.clone(), &ns);
+    roles
+        .get(&format!("{full}-leader-election"))
+        .await
+        .expect("leader-election role");
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
+    pdbs.get(full).await.expect("pdb");
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), &ns);
+    services
+        .get(&format!("{full}-metrics"))
+        .await
+        .expect("metrics service");
+
+    // --- run the real binary as the chart's ServiceAccount ---------------------------------------
+    let token = sas
+        .create_token_request(
+            full,
+            &PostParams::default(),
+            &TokenRequest {
+                metadata: Default::default(),
+                spec: serde_json::from_value(
+                    serde_json::json!({"audiences": [], "expirationSeconds": 3600}),
+                )
+                .expect("token request spec"),
+                status: None,
+            },
+        )
+        .await
+        .expect("TokenRequest")
+        .status
+        .and_then(|s| s.token)
+        .expect("token");
+    let dir = std::env::temp_dir().join(format!("karmada-rs-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sa_kubeconfig = token_kubeconfig(&dir, &token);
+    // The Deployment's args, except the pod-IP addresses (Kcm binds probes and metrics to loopback).
+    let run_args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.contains("$(POD_IP)"))
+        .collect();
+    let mut kcm = Kcm::start(&sa_kubeconfig, &run_args, &[]);
+    kcm.wait_for("leadership", Duration::from_secs(60), |k| {
+        k.is_master() == Some(true)
+    })
+    .await;
+    kcm.wait_for("/readyz 200", Duration::from_secs(60), |k| {
+        k.probe("/readyz").map(|r| r.0) == Some(200)
+    })
+    .await;
+    assert!(
+        lease_holder(&client, &ns).await.is_some(),
+        "lease held in {ns}"
+    );
+
+    // It does its job with exactly these rights: a new Cluster gets its execution namespace.
+    let cluster_name = format!("chart-{}", std::process::id());
+    let gvk = GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster");
+    let clusters: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "clusters"),
+    );
+    let cluster: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": cluster_name},
+        "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}
+    }))
+    .expect("cluster");
+    clusters
+        .create(&PostParams::default(), &cluster)
+        .await
+        .expect("create cluster");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let es = format!("karmada-es-{cluster_name}");
+    wait_until(&format!("namespace {es}"), Duration::from_secs(60), || {
+        let namespaces = namespaces.clone();
+        let es = es.clone();
+        async move { namespaces.get_opt(&es).await.ok().flatten().is_some() }
+    })
+    .await;
+    clusters
+        .delete(&cluster_name, &DeleteParams::default())
+        .await
+        .expect("delete cluster");
+    wait_until(
+        &format!("cluster {cluster_name} gone (finalizer removed)"),
+        Duration::from_secs(90),
+        || {
+            let clusters = clusters.clone();
+            let name = cluster_name.clone();
+            async move { clusters.get_opt(&name).await.ok().flatten().is_none() }
+        },
+    )
+    .await;
+    let log = kcm.log();
+    assert!(
+        !log.to_lowercase().contains("forbidden"),
+        "the chart's RBAC denied something:\n{log}"
+    );
+    kcm.signal(libc::SIGTERM);
+    let status = kcm.wait_exit(Duration::from_secs(40)).await.expect("exits");
+    assert_eq!(Kcm::code(status), Some(0), "{}", kcm.log());
+    drop(kcm);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // --- upgrade ---------------------------------------------------------------------------------
+    helm(&[
+        "upgrade",
+        release,
+        &chart,
+        "-n",
+        &ns,
+        "--kubeconfig",
+        &kubeconfig,
+        "--reuse-values",
+        "--set",
+        "replicaCount=3",
+        "--set",
+        "log.verbosity=4",
+    ]);
+    let deploy = deployments.get(full).await.expect("deployment");
+    let spec = deploy.spec;
+    assert_eq!(spec.replicas, Some(3));
+    let args = spec.template.spec.expect("pod").containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
+    assert!(args.iter().any(|a| a == "--v=4"), "{args:?}");
+    let history = helm(&["history", release, "-n", &ns, "--kubeconfig", &kubeconfig]);
+    assert_eq!(
+        history.lines().count(),
+        3,
+        "header + 2 revisions:\n{history}"
+    );
+
+    // --- uninstall -------------------------------------------------------------------------------
+    helm(&[
+        "uninstall",
+        release,
+        "-n",
+        &ns,
+        "--kubeconfig",
+        &kubeconfig,
+        "--wait",
+    ]);
+    wait_until("release objects gone", Duration::from_secs(60), || {
+        let (deployments, cluster_roles, bindings, sas) = (
+            deployments.clone(),
+            cluster_roles.clone(),
+            bindings.clone(),
+            sas.clone(),
+        );
+        async move {
+            deployments.get_opt(full).await.ok().flatten().is_none()
+                && cluster_roles.get_opt(full).await.ok().flatten().is_none()
+                && bindings.get_opt(full).await.ok().flatten().is_none()
+                && sas.get_opt(full).await.ok().flatten().is_none()
+        }
+    })
+    .await;
+    // Helm keeps CRDs from crds/ (deleting them would delete every policy, binding and Work).
+    assert!(
+        crds.get_opt("works.work.karmada.io")
+            .await
+            .unwrap()
+            .is_some(),
+        "CRDs survive uninstall"
+    );
+}
+
+/// README.md's flags reference is what `--help` says (hack/readme-flags.sh --check).
+#[test]
+fn readme_flags_reference_matches_help() {
+    let (ok, out, err) = try_run_with(
+        Path::new("bash"),
+        &[
+            &workspace()
+                .join("hack/readme-flags.sh")
+                .display()
+                .to_string(),
+            "--check",
+        ],
+        None,
+        &[("KCM_BIN", binary().as_os_str())],
+    );
+    assert!(ok, "{err}{out}");
+}
