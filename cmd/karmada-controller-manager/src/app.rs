@@ -245,10 +245,16 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
         ));
         members.start();
 
-        let enabled: Vec<_> = controllers::registry()
+        let mut enabled: Vec<_> = controllers::registry()
             .into_iter()
             .filter(|s| controllers::is_enabled(&opts.controllers, s.name))
             .collect();
+        // Like Karmada, the resource detector always runs: it is not a `--controllers` name.
+        enabled.push(controllers::ControllerSpec {
+            name: "detector",
+            enabled_by_default: true,
+            start: karmada_controllers::detector::start_fn(),
+        });
         let names: Vec<&str> = enabled.iter().map(|s| s.name).collect();
         tracing::info!(controllers = ?names, "starting controllers");
         let mut running = JoinSet::new();

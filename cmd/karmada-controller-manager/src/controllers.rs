@@ -3,11 +3,8 @@
 //! names, defaults and selection rules stay.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 pub use karmada_controllers::{ControllerContext, ControllerFuture, StartFn, SyncReporter};
-use kube::api::{ApiResource, DynamicObject};
-use lariat::{HandlerResult, ObjectKey};
 
 /// Every controller name Karmada accepts in `--controllers`, sorted.
 pub const ALL_CONTROLLERS: &[&str] = &[
@@ -100,185 +97,16 @@ impl std::fmt::Debug for ControllerSpec {
     }
 }
 
-/// An API resource a placeholder waits for (group, version, kind, plural).
-#[derive(Debug, Clone, Copy)]
-pub struct Resource(
-    pub &'static str,
-    pub &'static str,
-    pub &'static str,
-    pub &'static str,
-);
-
-impl Resource {
-    fn api_resource(&self) -> ApiResource {
-        let Resource(group, version, kind, plural) = *self;
-        ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: if group.is_empty() {
-                version.into()
-            } else {
-                format!("{group}/{version}")
-            },
-            kind: kind.into(),
-            plural: plural.into(),
-        }
-    }
-
-    fn describe(&self) -> String {
-        if self.0.is_empty() {
-            format!("{}/{}", self.1, self.3)
-        } else {
-            format!("{}/{}/{}", self.0, self.1, self.3)
-        }
-    }
-}
-
-const CLUSTERS: Resource = Resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters");
-const WORKS: Resource = Resource("work.karmada.io", "v1alpha1", "Work", "works");
-const RBS: Resource = Resource(
-    "work.karmada.io",
-    "v1alpha2",
-    "ResourceBinding",
-    "resourcebindings",
-);
-const CRBS: Resource = Resource(
-    "work.karmada.io",
-    "v1alpha2",
-    "ClusterResourceBinding",
-    "clusterresourcebindings",
-);
-const NAMESPACES: Resource = Resource("", "v1", "Namespace", "namespaces");
-const FRQS: Resource = Resource(
-    "policy.karmada.io",
-    "v1alpha1",
-    "FederatedResourceQuota",
-    "federatedresourcequotas",
-);
-
-/// The resources each controller's caches need: what a placeholder waits for before it reports synced.
-fn watched_resources(name: &str) -> &'static [Resource] {
-    match name {
-        "cluster" | "clusterStatus" | "unifiedAuth" => &[CLUSTERS],
-        "binding" | "bindingStatus" | "gracefulEviction" | "applicationFailover" => &[RBS, CRBS],
-        "scheduler" => &[RBS, CRBS, CLUSTERS],
-        "execution"
-        | "workStatus"
-        | "endpointSlice"
-        | "endpointsliceCollect"
-        | "endpointsliceDispatch" => &[WORKS],
-        "namespace" => &[NAMESPACES],
-        "serviceExport" => &[Resource(
-            "multicluster.x-k8s.io",
-            "v1alpha1",
-            "ServiceExport",
-            "serviceexports",
-        )],
-        "serviceImport" => &[Resource(
-            "multicluster.x-k8s.io",
-            "v1alpha1",
-            "ServiceImport",
-            "serviceimports",
-        )],
-        "federatedResourceQuotaSync"
-        | "federatedResourceQuotaStatus"
-        | "federatedResourceQuotaEnforcement" => &[FRQS],
-        "federatedHorizontalPodAutoscaler" => &[Resource(
-            "autoscaling.karmada.io",
-            "v1alpha1",
-            "FederatedHPA",
-            "federatedhpas",
-        )],
-        "cronFederatedHorizontalPodAutoscaler" => &[Resource(
-            "autoscaling.karmada.io",
-            "v1alpha1",
-            "CronFederatedHPA",
-            "cronfederatedhpas",
-        )],
-        "hpaScaleTargetMarker" => &[Resource(
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-        )],
-        "deploymentReplicasSyncer" => &[Resource("apps", "v1", "Deployment", "deployments")],
-        "multiclusterservice" => &[Resource(
-            "networking.karmada.io",
-            "v1alpha1",
-            "MultiClusterService",
-            "multiclusterservices",
-        )],
-        "remedy" => &[Resource(
-            "remedy.karmada.io",
-            "v1alpha1",
-            "Remedy",
-            "remedies",
-        )],
-        "workloadRebalancer" => &[Resource(
-            "apps.karmada.io",
-            "v1alpha1",
-            "WorkloadRebalancer",
-            "workloadrebalancers",
-        )],
-        "agentcsrapproving" => &[Resource(
-            "certificates.k8s.io",
-            "v1",
-            "CertificateSigningRequest",
-            "certificatesigningrequests",
-        )],
-        "clustertaintpolicy" => &[Resource(
-            "policy.karmada.io",
-            "v1alpha1",
-            "ClusterTaintPolicy",
-            "clustertaintpolicies",
-        )],
-        _ => &[],
-    }
-}
-
-/// A stand-in until the real controller exists: registers a no-op handler on the shared controller of
-/// every kind the real controller watches (so the control plane's caches, queues and workers for those
-/// kinds run, with their metrics), reports synced once those caches synced, then idles until stopped.
+/// A stand-in for a Karmada controller karmada-rs does not implement yet: it accepts the name (so
+/// existing `--controllers` lists keep working), says once that it does nothing, reports synced so it
+/// never holds readiness back, and idles until stopped. It opens no caches: real controllers own the
+/// representation of each kind they watch.
 fn placeholder(name: &'static str) -> StartFn {
     Arc::new(move |ctx: ControllerContext| {
         Box::pin(async move {
-            let mut caches = Vec::new();
-            for resource in watched_resources(name) {
-                let shared = ctx
-                    .control_plane
-                    .controllers()
-                    .for_resource(&resource.api_resource())?;
-                shared.register_handler(
-                    name,
-                    ctx.cancel.clone(),
-                    |_key: ObjectKey, _obj: Option<Arc<DynamicObject>>| async {
-                        HandlerResult::Success
-                    },
-                );
-                caches.push((resource, shared.cache().clone()));
-            }
-            for (resource, cache) in caches {
-                let mut warned = false;
-                loop {
-                    let synced = tokio::select! {
-                        _ = ctx.cancel.cancelled() => return Ok(()),
-                        r = cache.wait_for_sync(Duration::from_secs(10)) => r,
-                    };
-                    match synced {
-                        Ok(()) => break,
-                        Err(e) if !warned => {
-                            tracing::warn!(controller = name, resource = %resource.describe(), error = %e, "waiting for the cache to sync");
-                            warned = true;
-                        }
-                        Err(e) => {
-                            tracing::debug!(controller = name, error = %e, "cache still not synced")
-                        }
-                    }
-                }
-            }
-            tracing::debug!(
+            tracing::info!(
                 controller = name,
-                "placeholder controller ready (not implemented yet)"
+                "controller not implemented in karmada-rs yet; it does nothing"
             );
             ctx.synced.synced();
             ctx.cancel.cancelled().await;
@@ -366,9 +194,6 @@ mod tests {
         let mut sorted = ALL_CONTROLLERS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, ALL_CONTROLLERS);
-        for name in ALL_CONTROLLERS {
-            assert!(!watched_resources(name).is_empty(), "{name}");
-        }
         assert!(
             unknown_implemented().is_empty(),
             "{:?}",

@@ -6,12 +6,12 @@ use crate::context::StartFn;
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {
     vec![
+        ("cluster", crate::cluster::start_fn()),
+        ("clusterStatus", crate::cluster_status::start_fn()),
         ("scheduler", crate::scheduler::start_fn()),
         ("binding", crate::binding::start_fn()),
         ("execution", crate::execution::start_fn()),
         ("namespace", crate::namespace::start_fn()),
-        ("cluster", crate::cluster::start_fn()),
-        ("clusterStatus", crate::cluster_status::start_fn()),
         ("workStatus", crate::work_status::start_fn()),
         ("bindingStatus", crate::binding_status::start_fn()),
     ]

@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub crb: Store<ClusterResourceBinding>,
     /// Watched kinds by (group, kind).
     pub kinds: Mutex<HashMap<(String, String), WatchedKind>>,
+    /// Kinds the framework refused to watch for us (warned about once).
+    pub unwatchable: Mutex<HashSet<(String, String)>>,
     /// Templates no policy matched (Karmada's waiting list).
     pub waiting: Mutex<HashSet<TemplateRef>>,
     /// Fingerprint of each template at its last successful reconcile.
@@ -191,6 +193,7 @@ impl Detector {
                 rb,
                 crb,
                 kinds: Mutex::new(HashMap::new()),
+                unwatchable: Mutex::new(HashSet::new()),
                 waiting: Mutex::new(HashSet::new()),
                 fingerprints: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
@@ -265,15 +268,17 @@ impl Detector {
                     continue;
                 }
                 let namespaced = matches!(caps.scope, Scope::Namespaced);
-                let ctrl = inner
-                    .ctx
-                    .control_plane
-                    .controllers()
-                    .for_resource(&ar)
-                    .map_err(|source| DetectorError::Framework {
-                        what: format!("controller for {}.{}", ar.kind, ar.group),
-                        source: Box::new(source),
-                    })?;
+                let ctrl = match inner.ctx.control_plane.controllers().for_resource(&ar) {
+                    Ok(ctrl) => ctrl,
+                    Err(e) => {
+                        // One kind that cannot be watched (e.g. another controller already caches it
+                        // as a typed object) must not stop propagation of every other kind.
+                        if inner.unwatchable.lock().insert(key.clone()) {
+                            tracing::warn!(group = %ar.group, version = %ar.version, kind = %ar.kind, error = %e, "templates of this kind will not be propagated");
+                        }
+                        continue;
+                    }
+                };
                 tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "setting up detector handler");
                 let watched = WatchedKind {
                     ar: ar.clone(),

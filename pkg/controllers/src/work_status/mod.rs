@@ -294,9 +294,10 @@ impl WorkStatusController {
             };
             let missing = work.spec.workload.manifests.iter().any(|m| {
                 manifest_gvk(&m.0).is_some_and(|gvk| {
-                    member.controllers().for_gvk(&gvk).is_ok_and(|c| {
-                        !c.handler_names().iter().any(|n| n == MEMBER_HANDLER)
-                    })
+                    member
+                        .controllers()
+                        .for_gvk(&gvk)
+                        .is_ok_and(|c| !c.handler_names().iter().any(|n| n == MEMBER_HANDLER))
                 })
             });
             if missing {

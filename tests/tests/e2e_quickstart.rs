@@ -1,0 +1,260 @@
+//! The quickstart, end to end through the real binaries: `karmadactl join` two members, run
+//! `karmada-controller-manager`, create a Deployment and a PropagationPolicy on the host, and watch the
+//! Deployment land in both members, report status back, and go away again when it is deleted.
+
+mod controller_manager_support;
+
+use std::time::Duration;
+
+use controller_manager_support::Kcm;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+use testenv::{EnvOptions, TestEnv};
+
+fn env() -> &'static TestEnv {
+    testenv::shared(EnvOptions {
+        members: 2,
+        full_members: 1,
+        install_crds: true,
+        ..Default::default()
+    })
+}
+
+async fn eventually<F, Fut>(what: &str, timeout: Duration, kcm: &Kcm, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}\ncontroller-manager log (tail):\n{}",
+            tail(&kcm.log(), 60)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+async fn join(member: &testenv::ApiServer) {
+    karmadactl::run([
+        "karmadactl".to_string(),
+        "join".to_string(),
+        member.name().to_string(),
+        format!("--kubeconfig={}", env().host().kubeconfig_path().display()),
+        format!(
+            "--cluster-kubeconfig={}",
+            member.kubeconfig_path().display()
+        ),
+    ])
+    .await
+    .unwrap_or_else(|e| panic!("karmadactl join {}: {e:#}", member.name()));
+}
+
+fn ready(c: &Cluster) -> bool {
+    c.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+    })
+}
+
+#[tokio::test]
+async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
+    let env = env();
+    let host = env.host().client().await;
+    let mut kcm = Kcm::start(
+        env.host().kubeconfig_path(),
+        &[
+            "--leader-elect=false",
+            "--cluster-status-update-frequency=1s",
+        ],
+        &[],
+    );
+    for m in env.members() {
+        join(m).await;
+    }
+    let clusters: Api<Cluster> = Api::all(host.clone());
+    eventually(
+        "both members Ready",
+        Duration::from_secs(60),
+        &kcm,
+        || async {
+            let list = clusters.list(&ListParams::default()).await.unwrap();
+            list.items.len() == 2 && list.items.iter().all(ready)
+        },
+    )
+    .await;
+
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "quickstart"}})).unwrap();
+    Api::<Namespace>::all(host.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "nginx", "labels": {"app": "nginx"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]},
+            },
+        },
+    }))
+    .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(host.clone(), "quickstart");
+    deployments
+        .create(&PostParams::default(), &deploy)
+        .await
+        .unwrap();
+    let policy: PropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "nginx"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}],
+            "placement": {
+                "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+            },
+        },
+    }))
+    .unwrap();
+    Api::<PropagationPolicy>::namespaced(host.clone(), "quickstart")
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+
+    // The Deployment lands in both members, marked as managed by Karmada.
+    let mut member_clients: Vec<Client> = Vec::new();
+    for m in env.members() {
+        member_clients.push(m.client().await);
+    }
+    for (m, client) in env.members().iter().zip(&member_clients) {
+        let api: Api<Deployment> = Api::namespaced(client.clone(), "quickstart");
+        eventually(
+            &format!("quickstart/nginx in {}", m.name()),
+            Duration::from_secs(60),
+            &kcm,
+            || async { api.get_opt("nginx").await.ok().flatten().is_some() },
+        )
+        .await;
+        let d = api.get("nginx").await.unwrap();
+        let labels = d.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get("karmada.io/managed").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(d.spec.replicas, Some(2));
+    }
+
+    // Karmada's object names: binding `nginx-deployment`, Work `nginx-687f7fb96f` in each
+    // execution namespace (the Work name hashes namespace/name/kind: see karmada-apis' tests).
+    let rbs: Api<ResourceBinding> = Api::namespaced(host.clone(), "quickstart");
+    eventually(
+        "binding FullyApplied",
+        Duration::from_secs(60),
+        &kcm,
+        || async {
+            rbs.get_opt("nginx-deployment")
+                .await
+                .ok()
+                .flatten()
+                .and_then(|rb| rb.status)
+                .is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "FullyApplied" && c.status == "True")
+                })
+        },
+    )
+    .await;
+    for m in env.members() {
+        let works: Api<Work> = Api::namespaced(host.clone(), &format!("karmada-es-{}", m.name()));
+        let names: Vec<String> = works
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|w| w.metadata.name)
+            .collect();
+        assert!(
+            names.iter().any(|n| n.starts_with("nginx-")),
+            "Work for nginx in karmada-es-{}: {names:?}",
+            m.name()
+        );
+    }
+
+    // Status comes home: member1 is full (its Deployment controller reports 2 replicas, updated);
+    // member2 has no controllers, so its copy reports no status. The template's status is the sum of
+    // the members' real values. (Readiness of kwok pods can flap on a loaded machine, so the stable
+    // counters are asserted.)
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let d = deployments.get("nginx").await.unwrap();
+        let status = d.status.unwrap_or_default();
+        if status.replicas == Some(2) && status.updated_replicas == Some(2) {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            let rb = rbs.get("nginx-deployment").await.unwrap();
+            let mut members = String::new();
+            for (m, client) in env.members().iter().zip(&member_clients) {
+                let api: Api<Deployment> = Api::namespaced(client.clone(), "quickstart");
+                let d = api.get("nginx").await.unwrap();
+                members.push_str(&format!("{}: {:?}\n", m.name(), d.status));
+            }
+            panic!(
+                "template status never showed the members' 2 (updated) replicas\nbinding status: {}\nmembers:\n{members}\nlog tail:\n{}",
+                serde_json::to_string(&rb.status).unwrap(),
+                tail(&kcm.log(), 40)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Deleting the template removes it from every member and leaves no binding behind.
+    deployments
+        .delete("nginx", &DeleteParams::default())
+        .await
+        .unwrap();
+    for (m, client) in env.members().iter().zip(&member_clients) {
+        let api: Api<Deployment> = Api::namespaced(client.clone(), "quickstart");
+        eventually(
+            &format!("quickstart/nginx gone from {}", m.name()),
+            Duration::from_secs(60),
+            &kcm,
+            || async { api.get_opt("nginx").await.ok().flatten().is_none() },
+        )
+        .await;
+    }
+    eventually("binding gone", Duration::from_secs(60), &kcm, || async {
+        rbs.get_opt("nginx-deployment")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+    })
+    .await;
+
+    kcm.signal(libc::SIGTERM);
+    let status = kcm.wait_exit(Duration::from_secs(30)).await;
+    assert_eq!(
+        status.and_then(Kcm::code),
+        Some(0),
+        "controller-manager exit; log tail:\n{}",
+        tail(&kcm.log(), 40)
+    );
+}
