@@ -24,7 +24,7 @@ wait_for() {
   while :; do
     out=$("$@" 2>/dev/null || true)
     if [ -n "$out" ]; then printf '%s\n' "$out"; return 0; fi
-    if [ $SECONDS -ge $deadline ]; then echo "  ($what: not propagated yet)"; return 0; fi
+    if [ $SECONDS -ge $deadline ]; then echo "  ($what: not propagated yet)" >&2; return 0; fi
     sleep 1
   done
 }
@@ -49,6 +49,7 @@ wait_for "Works in karmada-es-member1/member2" k --context host get works -A \
 
 for m in member1 member2; do
   section "$m (execution controller): kubectl --context $m get deploy,svc nginx"
+  wait_for "nginx Deployment in $m" k --context "$m" get deploy nginx --ignore-not-found -o name >/dev/null
   wait_for "nginx in $m" k --context "$m" get deploy,svc nginx --ignore-not-found -o wide
 done
 
@@ -61,7 +62,8 @@ wait_for "aggregated status" k --context host get rb -n default nginx-deployment
   -o jsonpath='{range .status.aggregatedStatus[*]}  {.clusterName}: applied={.applied} health={.health} status={.status}{"\n"}{end}'
 
 section "The template's status on the host: kubectl get deploy nginx"
-wait_for "template status" k --context host get deploy nginx -o jsonpath='{"  replicas="}{.status.replicas}{" readyReplicas="}{.status.readyReplicas}{" availableReplicas="}{.status.availableReplicas}{"\n"}'
+wait_for "readyReplicas in the template's status" k --context host get deploy nginx -o jsonpath='{.status.readyReplicas}' >/dev/null
+k --context host get deploy nginx -o jsonpath='{"  replicas="}{.status.replicas}{" readyReplicas="}{.status.readyReplicas}{" availableReplicas="}{.status.availableReplicas}{"\n"}'
 k --context host get deploy nginx
 
 printf '\nClean up with: %s --kubeconfig %s --context host delete -f hack/demo/nginx.yaml\n' kubectl "$kc"
