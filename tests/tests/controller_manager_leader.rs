@@ -36,7 +36,7 @@ fn start(ns: &str, extra: &[&str], env_vars: &[(&str, &str)]) -> Kcm {
     let mut a = args(ns);
     a.extend(extra.iter().map(|s| s.to_string()));
     let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-    Kcm::start(&env().host().kubeconfig_path(), &refs, env_vars)
+    Kcm::start(env().host().kubeconfig_path(), &refs, env_vars)
 }
 
 /// Waits until exactly one of `a`, `b` leads (by its own metric), checks the Lease names it, and

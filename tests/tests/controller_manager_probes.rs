@@ -22,7 +22,7 @@ async fn healthz_at_once_and_metrics_are_prometheus_text() {
     let client = env.host().client().await;
     let ns = fresh_namespace(&client, "kcm-probes").await;
     let mut kcm = Kcm::start(
-        &env.host().kubeconfig_path(),
+        env.host().kubeconfig_path(),
         &[
             &format!("--leader-elect-resource-namespace={ns}"),
             "--controllers=namespace",

@@ -21,7 +21,7 @@ async fn readyz_fails_until_caches_sync() {
     // The cluster controller (and the resource detector) watch Karmada's kinds, whose CRDs are not
     // installed yet: their caches cannot sync, so the process must not report ready.
     let mut kcm = Kcm::start(
-        &env.host().kubeconfig_path(),
+        env.host().kubeconfig_path(),
         &["--leader-elect=false", "--controllers=cluster"],
         &[],
     );

@@ -34,7 +34,7 @@ async fn host_api_server_restart_under_a_running_leader() {
     // 1. Renew deadline (45s) longer than the outage: the leader survives and keeps the lease.
     let ns = fresh_namespace(&client, "kcm-restart").await;
     let mut kcm = Kcm::start(
-        &env.host().kubeconfig_path(),
+        env.host().kubeconfig_path(),
         &[
             &format!("--leader-elect-resource-namespace={ns}"),
             "--leader-elect-lease-duration=60s",
@@ -99,7 +99,7 @@ async fn host_api_server_restart_under_a_running_leader() {
     // 2. Renew deadline (3s) shorter than the outage: leadership is lost, the process exits 1.
     let ns = fresh_namespace(&client, "kcm-restart-lost").await;
     let mut kcm = Kcm::start(
-        &env.host().kubeconfig_path(),
+        env.host().kubeconfig_path(),
         &[
             &format!("--leader-elect-resource-namespace={ns}"),
             "--leader-elect-lease-duration=4s",

@@ -225,6 +225,61 @@ async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
+    // Drift repair: a managed object deleted by hand in a member comes back, and one edited by hand is
+    // put back to the template's spec.
+    let member2: Api<Deployment> = Api::namespaced(member_clients[1].clone(), "quickstart");
+    let before = member2.get("nginx").await.unwrap().metadata.uid;
+    member2
+        .delete("nginx", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "quickstart/nginx recreated in member2",
+        Duration::from_secs(60),
+        &kcm,
+        || async {
+            member2
+                .get_opt("nginx")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|d| {
+                    d.metadata.uid != before && d.metadata.deletion_timestamp.is_none()
+                })
+        },
+    )
+    .await;
+    let mut edited = member2.get("nginx").await.unwrap();
+    if let Some(c) = edited
+        .spec
+        .template
+        .spec
+        .as_mut()
+        .and_then(|s| s.containers.first_mut())
+    {
+        c.image = Some("nginx:hand-edited".into());
+    }
+    member2
+        .replace("nginx", &PostParams::default(), &edited)
+        .await
+        .unwrap();
+    eventually(
+        "hand-edited image in member2 put back",
+        Duration::from_secs(60),
+        &kcm,
+        || async {
+            member2.get("nginx").await.ok().is_some_and(|d| {
+                d.spec
+                    .template
+                    .spec
+                    .and_then(|s| s.containers.first().and_then(|c| c.image.clone()))
+                    .as_deref()
+                    == Some("nginx:1.27")
+            })
+        },
+    )
+    .await;
+
     // Deleting the template removes it from every member and leaves no binding behind.
     deployments
         .delete("nginx", &DeleteParams::default())

@@ -277,9 +277,8 @@ impl ApiServer {
             .unwrap_or_default()
     }
 
-    /// Runs kube-controller-manager against it: garbage collector, namespace, service-account and the
-    /// workload controllers, as in a real cluster.
-    pub(crate) fn start_controller_manager(&self) -> Result<(), Error> {
+    /// Runs kube-controller-manager against it with `controllers` (its `--controllers` value).
+    pub(crate) fn start_controller_manager(&self, controllers: &str) -> Result<(), Error> {
         let kc = self.kubeconfig_path.display().to_string();
         self.start_component(
             "kube-controller-manager",
@@ -290,7 +289,7 @@ impl ApiServer {
                 "--bind-address=127.0.0.1".to_string(),
                 format!("--secure-port={}", process::free_port()?),
                 "--leader-elect=false".to_string(),
-                "--controllers=*".to_string(),
+                format!("--controllers={controllers}"),
                 format!("--cluster-name={}", self.name),
                 format!("--root-ca-file={}", self.pki.ca_cert.display()),
                 format!(

@@ -29,6 +29,15 @@ pub use error::Error;
 
 use process::ManagedProcess;
 
+/// kube-controller-manager's controllers on the host: Karmada's list for its control plane (no workload
+/// controllers, so nothing but karmada-rs writes a template's status), plus `serviceaccount` so every
+/// namespace gets its `default` ServiceAccount as in a real cluster.
+pub const HOST_CONTROLLERS: &str = "namespace,garbagecollector,serviceaccount-token,serviceaccount,\
+ttl-after-finished,bootstrapsigner,tokencleaner,csrcleaner,csrsigning,clusterrole-aggregation";
+
+/// kube-controller-manager's controllers in a full member: all of them, as in a real cluster.
+pub const MEMBER_CONTROLLERS: &str = "*";
+
 /// What to start. Members are named `member1`, `member2`, …; the first `full_members` of them are full.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvOptions {
@@ -132,10 +141,10 @@ impl TestEnv {
         let mut members = servers.split_off(1);
         let host = servers.remove(0);
         if options.host_controller_manager {
-            host.start_controller_manager()?;
+            host.start_controller_manager(HOST_CONTROLLERS)?;
         }
         for m in members.iter_mut().take(options.full_members) {
-            m.start_controller_manager()?;
+            m.start_controller_manager(MEMBER_CONTROLLERS)?;
             m.start_scheduler()?;
             m.start_kwok()?;
         }

@@ -431,13 +431,13 @@ pub fn assert_prometheus_text(text: &str) {
                 && !name.starts_with(|c: char| c.is_ascii_digit()),
             "bad metric name in: {line}"
         );
-        if let Some(labels) = series.strip_prefix(name) {
-            if !labels.is_empty() {
-                assert!(
-                    labels.starts_with('{') && labels.ends_with('}'),
-                    "bad labels in: {line}"
-                );
-            }
+        if let Some(labels) = series.strip_prefix(name)
+            && !labels.is_empty()
+        {
+            assert!(
+                labels.starts_with('{') && labels.ends_with('}'),
+                "bad labels in: {line}"
+            );
         }
         let family = ["_bucket", "_sum", "_count"]
             .iter()

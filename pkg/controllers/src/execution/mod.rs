@@ -193,8 +193,6 @@ struct Inner {
     interpreter: Interpreter,
     works: SharedController<Work>,
     clusters: SharedController<Cluster>,
-    /// `(uid, generation, deleting)` of each Work when it was last handled successfully.
-    handled: Mutex<HashMap<String, (String, i64, bool)>>,
     /// Ready state of each cluster as last seen.
     ready: Mutex<HashMap<String, bool>>,
     cancel: CancellationToken,
@@ -325,7 +323,6 @@ impl ExecutionController {
                 interpreter: Interpreter::default(),
                 works,
                 clusters,
-                handled: Mutex::new(HashMap::new()),
                 ready: Mutex::new(HashMap::new()),
                 cancel,
             }),
@@ -388,10 +385,7 @@ impl ExecutionController {
     }
 
     async fn handle_work(&self, key: ObjectKey, obj: Option<Arc<Work>>) -> HandlerResult<Work> {
-        let inner = &self.inner;
-        let mkey = key.to_string();
         let Some(work) = obj else {
-            inner.handled.lock().remove(&mkey);
             return HandlerResult::Success;
         };
         let ns = key.namespace().unwrap_or_default();
@@ -399,25 +393,12 @@ impl ExecutionController {
             return HandlerResult::Success;
         };
         let cluster = cluster.to_owned();
-        let deleting = work.metadata.deletion_timestamp.is_some();
-        let stamp = (
-            work.metadata.uid.clone().unwrap_or_default(),
-            work.metadata.generation.unwrap_or_default(),
-            deleting,
-        );
-        if inner.handled.lock().get(&mkey) == Some(&stamp) {
-            return HandlerResult::Success;
-        }
-        let result = self.reconcile(&work, &cluster).await;
-        match result {
-            Ok(()) => {
-                if !deleting {
-                    inner.handled.lock().insert(mkey, stamp);
-                }
-                HandlerResult::Success
-            }
+        // Every wake-up reconciles: besides spec changes, the work-status controller re-queues a Work
+        // when its member object drifted or was deleted by hand. An up-to-date member object costs no
+        // request (the comparison runs against the member cache).
+        match self.reconcile(&work, &cluster).await {
+            Ok(()) => HandlerResult::Success,
             Err(e) => {
-                inner.handled.lock().remove(&mkey);
                 tracing::warn!(cluster = %cluster, namespace = ns, name = key.name(), error = %e, "work not synced");
                 HandlerResult::error(e)
             }
