@@ -1,11 +1,9 @@
 //! `karmada-controller-manager` command line: bad flags exit 2 naming the flag, `version`, `--help`
 //! groups, a missing kubeconfig, and an unreachable API server.
 
-mod controller_manager_support;
-
 use std::time::Duration;
 
-use controller_manager_support::*;
+use karmada_e2e::controller_manager::*;
 
 const T: Duration = Duration::from_secs(30);
 

@@ -2,11 +2,9 @@
 //! fail-over after SIGKILL within the lease duration, immediate hand-over after SIGTERM (the lease is
 //! released), and a second signal during a slow shutdown exiting 1.
 
-mod controller_manager_support;
-
 use std::time::{Duration, Instant};
 
-use controller_manager_support::*;
+use karmada_e2e::controller_manager::*;
 
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {

@@ -1,11 +1,9 @@
 //! `karmada-controller-manager` probes and metrics against a real API server: `/healthz` answers at once,
 //! `/readyz` is 503 until the leader's caches have synced and 200 after, `/metrics` is Prometheus text.
 
-mod controller_manager_support;
-
 use std::time::Duration;
 
-use controller_manager_support::*;
+use karmada_e2e::controller_manager::*;
 
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {

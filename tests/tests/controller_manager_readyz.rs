@@ -1,11 +1,9 @@
 //! `/readyz` is 503 until the leader's caches have synced, and 200 after: here the Karmada CRDs are
 //! missing at first, so the controllers' caches cannot sync until they are installed.
 
-mod controller_manager_support;
-
 use std::time::Duration;
 
-use controller_manager_support::*;
+use karmada_e2e::controller_manager::*;
 
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {

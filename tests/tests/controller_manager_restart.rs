@@ -2,11 +2,9 @@
 //! the leader survives, keeps its lease and its watches resume; with a shorter one it gives up
 //! leadership and exits non-zero (a restart is the safe way back), as client-go's rules say.
 
-mod controller_manager_support;
-
 use std::time::{Duration, Instant};
 
-use controller_manager_support::*;
+use karmada_e2e::controller_manager::*;
 
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {

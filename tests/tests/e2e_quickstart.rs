@@ -2,14 +2,12 @@
 //! `karmada-controller-manager`, create a Deployment and a PropagationPolicy on the host, and watch the
 //! Deployment land in both members, report status back, and go away again when it is deleted.
 
-mod controller_manager_support;
-
 use std::time::Duration;
 
-use controller_manager_support::Kcm;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
+use karmada_e2e::controller_manager::Kcm;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
@@ -45,21 +43,6 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-async fn join(member: &testenv::ApiServer) {
-    karmadactl::run([
-        "karmadactl".to_string(),
-        "join".to_string(),
-        member.name().to_string(),
-        format!("--kubeconfig={}", env().host().kubeconfig_path().display()),
-        format!(
-            "--cluster-kubeconfig={}",
-            member.kubeconfig_path().display()
-        ),
-    ])
-    .await
-    .unwrap_or_else(|e| panic!("karmadactl join {}: {e:#}", member.name()));
-}
-
 fn ready(c: &Cluster) -> bool {
     c.status.as_ref().is_some_and(|s| {
         s.conditions
@@ -81,7 +64,9 @@ async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
         &[],
     );
     for m in env.members() {
-        join(m).await;
+        karmada_e2e::karmadactl::join(env.host(), m, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}"));
     }
     let clusters: Api<Cluster> = Api::all(host.clone());
     eventually(

@@ -2,12 +2,10 @@
 //! and on free ports): the control plane comes up with both members joined and the controller-manager
 //! ready, the demo runs its real commands, and afterwards no process of the environment is left.
 
-mod controller_manager_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use controller_manager_support::free_port;
+use karmada_e2e::controller_manager::free_port;
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,5 @@
-//! Helpers for the `controller_manager_*` tests: build and run the real `karmada-controller-manager`
-//! binary against a real API server, signal it, read its probes, metrics, log and Lease.
-#![allow(dead_code)]
+//! Run the real `karmada-controller-manager` binary against a real API server: build it, start it,
+//! signal it, read its probes, metrics, log and Lease. Used by the end-to-end tests and the benchmark.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -19,8 +18,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 /// The lease name Karmada uses.
 pub const LEASE: &str = "karmada-controller-manager";
 
-/// The built binary. Built once per test process with `cargo build -p karmada-controller-manager`
-/// (cheap when up to date), and located from cargo's own report, so it is never stale.
+/// The built binary. Built once per process with `cargo build -p karmada-controller-manager` (cheap
+/// when up to date), with `--release` when this crate itself is optimised (`cargo bench`), and located
+/// from cargo's own report, so it is never stale. `KARMADA_CONTROLLER_MANAGER_BIN` overrides it.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -28,10 +28,15 @@ pub fn binary() -> &'static Path {
             return PathBuf::from(p);
         }
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let out = Command::new(env!("CARGO"))
+        let mut cargo = Command::new(env!("CARGO"));
+        if !cfg!(debug_assertions) {
+            cargo.arg("build").arg("--release");
+        } else {
+            cargo.arg("build");
+        }
+        let out = cargo
             .current_dir(&workspace)
             .args([
-                "build",
                 "-q",
                 "-p",
                 "karmada-controller-manager",

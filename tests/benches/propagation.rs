@@ -1,0 +1,90 @@
+//! `make bench`: the propagation benchmark at full size (see `karmada_e2e::bench`). Prints Markdown
+//! tables and writes the JSON report (default `target/bench/propagation.json`).
+//!
+//! `cargo bench -p karmada-e2e --bench propagation -- --help` lists the knobs; `--smoke` runs the size
+//! the test suite uses.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use karmada_e2e::bench::{BenchConfig, run};
+
+#[derive(Parser, Debug)]
+#[command(about = "Propagation benchmark against real API servers and the real controller-manager")]
+struct Args {
+    /// The small size `make test` runs.
+    #[arg(long)]
+    smoke: bool,
+    /// Members in the main runs.
+    #[arg(long)]
+    members: Option<usize>,
+    /// Templates per burst (half Deployments, half ConfigMaps).
+    #[arg(long)]
+    templates: Option<usize>,
+    /// Member counts of the scale-out bursts, comma separated (empty: none).
+    #[arg(long, value_delimiter = ',')]
+    scale_out: Option<Vec<usize>>,
+    /// Templates per second in the steady run.
+    #[arg(long)]
+    steady_rate: Option<f64>,
+    /// Length of the steady run in seconds.
+    #[arg(long)]
+    steady_seconds: Option<f64>,
+    /// Skip the run with Karmada's default client QPS.
+    #[arg(long)]
+    no_default_qps: bool,
+    /// Skip the minimal-writes floor.
+    #[arg(long)]
+    no_floor: bool,
+    /// Where to write the JSON report.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
+    out: PathBuf,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut config = if args.smoke {
+        BenchConfig::smoke()
+    } else {
+        BenchConfig::full()
+    };
+    if let Some(m) = args.members {
+        config.members = m;
+    }
+    if let Some(n) = args.templates {
+        config.deployments = n.div_ceil(2);
+        config.configmaps = n / 2;
+    }
+    if let Some(s) = args.scale_out {
+        config.scale_out = s;
+    }
+    if let Some(r) = args.steady_rate {
+        config.steady_rate = r;
+    }
+    if let Some(s) = args.steady_seconds {
+        config.steady_seconds = s;
+    }
+    config.karmada_default_qps &= !args.no_default_qps;
+    config.floor &= !args.no_floor;
+    let rt = tokio::runtime::Runtime::new().context("start a tokio runtime")?;
+    let report = rt.block_on(run(&config, |step| eprintln!("bench: {step}")))?;
+    let markdown = report.markdown();
+    println!("{markdown}");
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("write {}", args.out.display()))?;
+    std::fs::write(args.out.with_extension("md"), &markdown)
+        .with_context(|| format!("write {}", args.out.with_extension("md").display()))?;
+    eprintln!(
+        "bench: wrote {} and {}",
+        args.out.display(),
+        args.out.with_extension("md").display()
+    );
+    Ok(())
+}

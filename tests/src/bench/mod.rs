@@ -1,0 +1,190 @@
+//! The propagation benchmark: how fast templates reach the members, what it costs in requests, CPU
+//! and memory, what a restart costs, and how that compares with the minimal writes the job needs.
+//!
+//! Everything runs for real: fresh `testenv` environments (host + API-server-only members), the
+//! `karmada-controller-manager` binary with the members joined through `karmadactl join`, and watches
+//! on every API server that timestamp arrivals ([`observer`]). `make bench` runs the full sizes
+//! ([`BenchConfig::full`]); the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
+//! cannot rot. Results: `docs/benchmarks.md`.
+
+pub mod floor;
+pub mod observer;
+pub mod process;
+pub mod report;
+pub mod scenarios;
+pub mod session;
+pub mod workload;
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use report::{Machine, Report, Run};
+use session::{Qps, Session};
+
+/// Sizes and switches.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchConfig {
+    /// Members in the main runs.
+    pub members: usize,
+    /// Deployments per burst.
+    pub deployments: usize,
+    /// ConfigMaps per burst.
+    pub configmaps: usize,
+    /// Namespaces the templates spread over (one policy each).
+    pub namespaces: usize,
+    /// Template creates in flight during a burst.
+    pub create_concurrency: usize,
+    /// Templates per second in the steady run.
+    pub steady_rate: f64,
+    /// Length of the steady run (s).
+    pub steady_seconds: f64,
+    /// Member counts of the scale-out bursts (the main member count is measured by the main run).
+    pub scale_out: Vec<usize>,
+    /// Also run burst and steady with Karmada's default client QPS.
+    pub karmada_default_qps: bool,
+    /// Also measure the minimal-writes floor.
+    pub floor: bool,
+    /// Worker count per stage of the floor: the controller-manager's default `--concurrent-*-syncs`.
+    pub floor_syncs: usize,
+    /// Longest wait for any one convergence (s).
+    pub timeout_seconds: f64,
+}
+
+impl BenchConfig {
+    /// The sizes `make bench` runs: 1,000 Deployments + 1,000 ConfigMaps over 10 namespaces, 3
+    /// members, 20 templates/s for 60 s, scale-out to 1, 2 and 4 members.
+    pub fn full() -> Self {
+        BenchConfig {
+            members: 3,
+            deployments: 1000,
+            configmaps: 1000,
+            namespaces: 10,
+            create_concurrency: 32,
+            steady_rate: 20.0,
+            steady_seconds: 60.0,
+            scale_out: vec![1, 2, 4],
+            karmada_default_qps: true,
+            floor: true,
+            floor_syncs: 5,
+            timeout_seconds: 1800.0,
+        }
+    }
+
+    /// A size small enough for `make test` that still runs every scenario.
+    pub fn smoke() -> Self {
+        BenchConfig {
+            members: 2,
+            deployments: 10,
+            configmaps: 10,
+            namespaces: 2,
+            create_concurrency: 8,
+            steady_rate: 10.0,
+            steady_seconds: 2.0,
+            scale_out: vec![1],
+            karmada_default_qps: true,
+            floor: true,
+            floor_syncs: 5,
+            timeout_seconds: 180.0,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_seconds)
+    }
+}
+
+/// Runs every scenario `config` asks for, each controller-manager configuration on a fresh
+/// environment, reporting progress through `progress`.
+pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let timeout = config.timeout();
+    let mut runs = Vec::new();
+    // (client QPS, members, restart?, steady?): the main run does everything, the default-QPS run
+    // burst and steady, the scale-out runs only the burst.
+    let mut plans = vec![(Qps::Raised, config.members, true, true)];
+    if config.karmada_default_qps {
+        plans.push((Qps::KarmadaDefaults, config.members, false, true));
+    }
+    for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
+        plans.push((Qps::Raised, k, false, false));
+    }
+    for (qps, members, with_restart, with_steady) in plans {
+        let label = format!(
+            "{}, {members} member{}",
+            qps.label(),
+            if members == 1 { "" } else { "s" }
+        );
+        progress(&format!("{label}: starting a fresh environment"));
+        let mut s = Session::start(members, config.namespaces, Some(qps)).await?;
+        progress(&format!(
+            "{label}: burst of {} templates",
+            config.deployments + config.configmaps
+        ));
+        let burst = scenarios::burst(
+            &s,
+            "burst",
+            config.deployments,
+            config.configmaps,
+            config.create_concurrency,
+            timeout,
+        )
+        .await?;
+        let restart = if with_restart {
+            progress(&format!("{label}: restart"));
+            Some(scenarios::restart(&mut s, timeout).await?)
+        } else {
+            None
+        };
+        let steady = if with_steady {
+            progress(&format!(
+                "{label}: steady {} templates/s for {} s",
+                config.steady_rate, config.steady_seconds
+            ));
+            Some(
+                scenarios::steady(
+                    &s,
+                    "steady",
+                    config.steady_rate,
+                    Duration::from_secs_f64(config.steady_seconds),
+                    timeout,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+        runs.push(Run {
+            label,
+            members,
+            burst: Some(burst),
+            restart,
+            steady,
+        });
+    }
+    let floor = if config.floor {
+        progress("minimal-writes floor: starting a fresh environment");
+        let s = Session::start(config.members, config.namespaces, None).await?;
+        progress("minimal-writes floor: running");
+        Some(
+            floor::floor(
+                &s,
+                config.deployments,
+                config.configmaps,
+                config.create_concurrency,
+                config.floor_syncs,
+                timeout,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    Ok(Report {
+        machine: Machine::read(),
+        config: config.clone(),
+        runs,
+        floor,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}

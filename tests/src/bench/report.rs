@@ -1,0 +1,374 @@
+//! Results: latency percentiles, change counts, the whole report as JSON and as Markdown tables.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::floor::FloorResult;
+use super::observer::{ObjectKey, Sightings};
+use super::process::RequestCounts;
+use super::scenarios::{BurstResult, RestartResult, SteadyResult};
+
+/// Nearest-rank percentiles of a set of durations, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Percentiles {
+    /// Number of samples.
+    pub count: usize,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+impl Percentiles {
+    /// The percentiles of `samples` (all zero when empty).
+    pub fn of(mut samples: Vec<Duration>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_unstable();
+        let rank = |p: f64| {
+            let i = ((p / 100.0) * samples.len() as f64).ceil() as usize;
+            samples[i.clamp(1, samples.len()) - 1].as_secs_f64() * 1000.0
+        };
+        Percentiles {
+            count: samples.len(),
+            p50_ms: rank(50.0),
+            p90_ms: rank(90.0),
+            p99_ms: rank(99.0),
+            max_ms: rank(100.0),
+        }
+    }
+}
+
+/// Objects created, modified and deleted in a window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Changes {
+    /// Objects that appeared.
+    pub created: u32,
+    /// resourceVersion changes of objects that existed before.
+    pub modified: u32,
+    /// Objects that went away.
+    pub deleted: u32,
+}
+
+impl Changes {
+    /// Everything together.
+    pub fn total(&self) -> u32 {
+        self.created + self.modified + self.deleted
+    }
+}
+
+/// What changed between `before` (an [`Observer::snapshot`](super::observer::Observer::snapshot)) and
+/// `after`, for the objects `include` accepts, by `<host|members>/<kind>`.
+pub fn change_counts(
+    before: &HashMap<ObjectKey, (u32, bool)>,
+    after: &Sightings,
+    include: impl Fn(&ObjectKey) -> bool,
+) -> BTreeMap<String, Changes> {
+    let mut out = BTreeMap::<String, Changes>::new();
+    for (key, seen) in after.iter().filter(|(k, _)| include(k)) {
+        let target = if key.cluster == "host" {
+            "host"
+        } else {
+            "members"
+        };
+        let c = out.entry(format!("{target}/{}", key.kind)).or_default();
+        match before.get(key) {
+            None => {
+                c.created += 1;
+                c.modified += seen.changes;
+            }
+            Some(&(changes, deleted)) => {
+                c.modified += seen.changes.saturating_sub(changes);
+                if seen.deleted && !deleted {
+                    c.deleted += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The machine the numbers come from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// CPUs online.
+    pub cpus: usize,
+    /// CPU model from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Total memory (GiB).
+    pub memory_gib: f64,
+    /// The commit measured (`git rev-parse --short HEAD`), when known.
+    pub commit: String,
+    /// Whether the controller-manager was an optimised build.
+    pub release_build: bool,
+}
+
+impl Machine {
+    /// Reads this machine.
+    pub fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0.0);
+        let commit = std::process::Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpu_model: cpuinfo
+                .lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+                .unwrap_or_default(),
+            memory_gib: mem_kib / 1024.0 / 1024.0,
+            commit,
+            release_build: !cfg!(debug_assertions),
+        }
+    }
+}
+
+/// One controller-manager configuration measured on one fresh environment.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// What it is, e.g. `QPS 1000, 3 members`.
+    pub label: String,
+    /// Member clusters.
+    pub members: usize,
+    /// The burst.
+    pub burst: Option<BurstResult>,
+    /// The restart after the burst.
+    pub restart: Option<RestartResult>,
+    /// The steady rate after that.
+    pub steady: Option<SteadyResult>,
+}
+
+/// Everything one `make bench` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Where.
+    pub machine: Machine,
+    /// With what sizes.
+    pub config: super::BenchConfig,
+    /// The controller-manager runs.
+    pub runs: Vec<Run>,
+    /// The minimal-writes floor.
+    pub floor: Option<FloorResult>,
+    /// Total wall time of the benchmark (s).
+    pub wall_seconds: f64,
+}
+
+fn requests_cell(r: &RequestCounts, target: &str) -> String {
+    r.get(target)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "none".into())
+}
+
+fn ms(p: &Percentiles) -> String {
+    format!(
+        "{:.0} / {:.0} / {:.0} / {:.0}",
+        p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms
+    )
+}
+
+impl Report {
+    /// The report as Markdown tables, one per scenario.
+    pub fn markdown(&self) -> String {
+        let mut o = String::new();
+        let m = &self.machine;
+        let _ = writeln!(
+            o,
+            "Machine: {} CPUs ({}), {:.0} GiB; commit {}; controller-manager {} build; wall time {:.0} s.\n",
+            m.cpus,
+            m.cpu_model,
+            m.memory_gib,
+            m.commit,
+            if m.release_build { "release" } else { "debug" },
+            self.wall_seconds
+        );
+        let bursts: Vec<_> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.burst.as_ref().map(|b| (r, b)))
+            .collect();
+        if !bursts.is_empty() {
+            let _ = writeln!(o, "#### Burst\n");
+            let _ = writeln!(
+                o,
+                "| run | templates × members | create (s) | member objects (s) | FullyApplied (s) | settled (s) | arrival p50/p90/p99/max (ms) | CPU (s) | peak RSS (MiB) | host writes | member writes |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
+            for (r, b) in &bursts {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} × {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.0} | {} | {} |",
+                    r.label,
+                    b.templates,
+                    b.members,
+                    b.create_seconds,
+                    b.member_objects_seconds,
+                    b.fully_applied_seconds,
+                    b.settled_seconds,
+                    ms(&b.arrival),
+                    b.cpu_seconds,
+                    b.peak_rss_mib,
+                    b.host_writes,
+                    b.member_writes
+                );
+            }
+            let _ = writeln!(
+                o,
+                "\nRequests by target and method (first create until settled):\n"
+            );
+            let _ = writeln!(o, "| run | host | members |\n|---|---|---|");
+            for (r, b) in &bursts {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} |",
+                    r.label,
+                    requests_cell(&b.requests, "host"),
+                    requests_cell(&b.requests, "members")
+                );
+            }
+            let _ = writeln!(o);
+        }
+        let restarts: Vec<_> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.restart.as_ref().map(|x| (r, x)))
+            .collect();
+        if !restarts.is_empty() {
+            let _ = writeln!(o, "#### Restart\n");
+            let _ = writeln!(
+                o,
+                "| run | templates | stop (s) | ready (s) | settled (s) | fresh template latency max (ms) | member changes | host changes | writes (new process) | CPU (s) | peak RSS (MiB) |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
+            for (r, x) in &restarts {
+                let sum = |target: &str| -> String {
+                    let parts: Vec<String> = x
+                        .changes
+                        .iter()
+                        .filter(|(k, c)| k.starts_with(target) && c.total() > 0)
+                        .map(|(k, c)| format!("{k}: +{} ~{} -{}", c.created, c.modified, c.deleted))
+                        .collect();
+                    if parts.is_empty() {
+                        "0".into()
+                    } else {
+                        parts.join(", ")
+                    }
+                };
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {} | host {}, members {} | {:.1} | {:.0} |",
+                    r.label,
+                    x.templates,
+                    x.stop_seconds,
+                    x.ready_seconds,
+                    x.settled_seconds,
+                    x.fresh_latency.max_ms,
+                    sum("members"),
+                    sum("host"),
+                    super::process::writes(&x.requests, "host"),
+                    super::process::writes(&x.requests, "members"),
+                    x.cpu_seconds,
+                    x.peak_rss_mib
+                );
+            }
+            let _ = writeln!(o);
+        }
+        let steadies: Vec<_> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.steady.as_ref().map(|x| (r, x)))
+            .collect();
+        if !steadies.is_empty() {
+            let _ = writeln!(o, "#### Steady rate\n");
+            let _ = writeln!(
+                o,
+                "| run | rate asked / achieved (/s) | templates | latency p50/p90/p99/max (ms) | CPU (s) |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|");
+            for (r, x) in &steadies {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.0} / {:.1} | {} | {} | {:.1} |",
+                    r.label,
+                    x.rate,
+                    x.achieved_rate,
+                    x.templates,
+                    ms(&x.latency),
+                    x.cpu_seconds
+                );
+            }
+            let _ = writeln!(o);
+        }
+        if let Some(f) = &self.floor {
+            let _ = writeln!(o, "#### Minimal-writes floor\n");
+            let _ = writeln!(
+                o,
+                "| templates × members | concurrency (create / binding / work / member) | writes | member objects (s) | our burst at the same size (s) | ratio |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|---|");
+            let ours = bursts
+                .iter()
+                .find(|(r, b)| {
+                    r.label.starts_with("QPS 1000")
+                        && b.members == f.members
+                        && b.templates == f.templates
+                })
+                .map(|(_, b)| b.member_objects_seconds);
+            let _ = writeln!(
+                o,
+                "| {} × {} | {} / {} / {} / {} | {} | {:.1} | {} | {} |",
+                f.templates,
+                f.members,
+                f.create_concurrency,
+                f.binding_concurrency,
+                f.work_concurrency,
+                f.member_concurrency,
+                f.writes,
+                f.seconds,
+                ours.map_or("n/a".into(), |s| format!("{s:.1}")),
+                ours.map_or("n/a".into(), |s| format!("{:.2}×", s / f.seconds.max(1e-9)))
+            );
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let p = Percentiles::of((1..=100).map(Duration::from_millis).collect());
+        assert_eq!(
+            (p.count, p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms),
+            (100, 50.0, 90.0, 99.0, 100.0)
+        );
+        assert_eq!(Percentiles::of(vec![]).count, 0);
+        let one = Percentiles::of(vec![Duration::from_millis(7)]);
+        assert_eq!((one.p50_ms, one.max_ms), (7.0, 7.0));
+    }
+}

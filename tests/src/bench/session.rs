@@ -1,0 +1,257 @@
+//! One benchmark environment: a fresh host + members from `testenv`, the real controller-manager with
+//! the members joined through `karmadactl join`, the benchmark's namespaces and policies, and the
+//! observer's watches.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use karmada_apis::{Cluster, PropagationPolicy};
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use testenv::{EnvOptions, TestEnv};
+
+use super::observer::Observer;
+use super::process::{ProcessSample, Sample, parse_metrics};
+use super::workload::{create_namespace, policy};
+use crate::controller_manager::Kcm;
+
+/// Client rate limits the controller-manager runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Qps {
+    /// `--kube-api-qps`/`--cluster-api-qps` 1000 (bursts 2000): what the controllers themselves cost.
+    Raised,
+    /// Karmada's defaults (host 40/60, members 40/60): what users get out of the box.
+    KarmadaDefaults,
+}
+
+impl Qps {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Qps::Raised => &[
+                "--kube-api-qps=1000",
+                "--kube-api-burst=2000",
+                "--cluster-api-qps=1000",
+                "--cluster-api-burst=2000",
+            ],
+            Qps::KarmadaDefaults => &[],
+        }
+    }
+
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Qps::Raised => "QPS 1000",
+            Qps::KarmadaDefaults => "Karmada default QPS",
+        }
+    }
+}
+
+/// A running environment.
+pub struct Session {
+    /// Member names, `member1` first.
+    pub member_names: Vec<String>,
+    /// Host client.
+    pub host: Client,
+    /// Member clients, by name.
+    pub members: Vec<(String, Client)>,
+    /// The benchmark's namespaces.
+    pub namespaces: Vec<String>,
+    /// The controller-manager, when this session runs one.
+    pub kcm: Option<Kcm>,
+    qps: Qps,
+    /// Watches on host and members.
+    pub observer: Observer,
+    env: TestEnv,
+}
+
+impl Session {
+    /// Starts `members` members and the host. With `qps`, runs the controller-manager, joins the
+    /// members and creates one policy per namespace; without, creates the namespaces everywhere and
+    /// the `karmada-es-*` namespaces by hand (for the minimal-writes floor).
+    pub async fn start(
+        members: usize,
+        namespaces: usize,
+        qps: Option<Qps>,
+    ) -> anyhow::Result<Session> {
+        let env = TestEnv::start(EnvOptions {
+            members,
+            install_crds: true,
+            ..Default::default()
+        })
+        .await
+        .context("start the test environment (hack/build-test-binaries.sh builds what it needs)")?;
+        let host = env.host().client().await;
+        let mut member_clients = Vec::new();
+        for m in env.members() {
+            member_clients.push((m.name().to_string(), m.client().await));
+        }
+        let member_names: Vec<String> = member_clients.iter().map(|(n, _)| n.clone()).collect();
+        let namespaces: Vec<String> = (0..namespaces).map(|i| format!("bench-{i}")).collect();
+        let mut kcm = None;
+        if let Some(qps) = qps {
+            kcm = Some(start_kcm(&env, qps).await?);
+            // API-server-only members run no token controller: do not wait for one.
+            futures::future::try_join_all(
+                env.members()
+                    .iter()
+                    .map(|m| crate::karmadactl::join(env.host(), m, &["--token-wait=1s"])),
+            )
+            .await?;
+            wait_clusters_ready(&host, members, Duration::from_secs(120)).await?;
+            for ns in &namespaces {
+                create_namespace(&host, ns).await?;
+                Api::<PropagationPolicy>::namespaced(host.clone(), ns)
+                    .create(&PostParams::default(), &policy(ns, &member_names)?)
+                    .await
+                    .with_context(|| format!("create policy {ns}/bench"))?;
+            }
+            // The namespace controller propagates them; templates must not race their namespace.
+            for (name, client) in &member_clients {
+                for ns in &namespaces {
+                    wait_namespace(client, name, ns, Duration::from_secs(120)).await?;
+                }
+            }
+        } else {
+            for ns in &namespaces {
+                create_namespace(&host, ns).await?;
+                for (_, client) in &member_clients {
+                    create_namespace(client, ns).await?;
+                }
+            }
+            for name in &member_names {
+                create_namespace(&host, &format!("karmada-es-{name}")).await?;
+            }
+        }
+        let observer = Observer::start(&host, &member_clients);
+        observer.wait_synced(Duration::from_secs(60)).await?;
+        Ok(Session {
+            member_names,
+            host,
+            members: member_clients,
+            namespaces,
+            kcm,
+            qps: qps.unwrap_or(Qps::Raised),
+            observer,
+            env,
+        })
+    }
+
+    /// The controller-manager; an error for a session without one.
+    pub fn kcm(&self) -> anyhow::Result<&Kcm> {
+        self.kcm
+            .as_ref()
+            .context("this session runs no controller-manager")
+    }
+
+    /// CPU and memory of the controller-manager now.
+    pub fn sample(&self) -> anyhow::Result<ProcessSample> {
+        let kcm = self.kcm()?;
+        ProcessSample::read(kcm.pid()).context("read the controller-manager's /proc entry")
+    }
+
+    /// The controller-manager's metrics now.
+    pub fn metrics(&self) -> anyhow::Result<Vec<Sample>> {
+        let text = self
+            .kcm()?
+            .metrics()
+            .context("scrape the controller-manager's /metrics")?;
+        Ok(parse_metrics(&text))
+    }
+
+    /// Stops the controller-manager with SIGTERM (it must exit within 30 s) and starts a new one with
+    /// the same flags. Returns when the new process is spawned.
+    pub async fn restart_kcm(&mut self) -> anyhow::Result<Instant> {
+        let Some(mut old) = self.kcm.take() else {
+            bail!("this session runs no controller-manager")
+        };
+        old.signal(libc::SIGTERM);
+        if old.wait_exit(Duration::from_secs(30)).await.is_none() {
+            bail!(
+                "the controller-manager did not exit within 30 s of SIGTERM; log:\n{}",
+                old.log()
+            );
+        }
+        let kcm = spawn_kcm(&self.env, self.qps);
+        let spawned = kcm.started;
+        self.kcm = Some(kcm);
+        Ok(spawned)
+    }
+
+    /// The tail of the controller-manager's log, for error messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.kcm.as_ref().map(Kcm::log).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+fn spawn_kcm(env: &TestEnv, qps: Qps) -> Kcm {
+    let mut args = vec!["--leader-elect=false"];
+    args.extend_from_slice(qps.args());
+    Kcm::start(env.host().kubeconfig_path(), &args, &[])
+}
+
+async fn start_kcm(env: &TestEnv, qps: Qps) -> anyhow::Result<Kcm> {
+    let kcm = spawn_kcm(env, qps);
+    wait_ready(&kcm, Duration::from_secs(120)).await?;
+    Ok(kcm)
+}
+
+/// Waits until `/readyz` answers 200.
+pub async fn wait_ready(kcm: &Kcm, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while kcm.probe("/readyz").map(|(code, _)| code) != Some(200) {
+        if Instant::now() > deadline {
+            bail!(
+                "the controller-manager was not ready within {timeout:?}; log:\n{}",
+                kcm.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+async fn wait_clusters_ready(host: &Client, count: usize, timeout: Duration) -> anyhow::Result<()> {
+    let api: Api<Cluster> = Api::all(host.clone());
+    let deadline = Instant::now() + timeout;
+    loop {
+        let list = api.list(&ListParams::default()).await?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+                })
+            })
+            .count();
+        if ready == count {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{ready} of {count} clusters Ready after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn wait_namespace(
+    client: &Client,
+    member: &str,
+    ns: &str,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let deadline = Instant::now() + timeout;
+    while api.get_opt(ns).await?.is_none() {
+        if Instant::now() > deadline {
+            bail!("namespace {ns} did not reach {member} within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}

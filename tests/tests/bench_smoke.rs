@@ -1,0 +1,106 @@
+//! The propagation benchmark at smoke size, so `make test` keeps the harness working: every scenario
+//! runs against real API servers and the real controller-manager, and the numbers it reports are
+//! checked for being real measurements of the work asked for (not for meeting targets: those are
+//! reported by `make bench`, see docs/benchmarks.md).
+
+use karmada_e2e::bench::{BenchConfig, run};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_runs_and_reports_what_it_measured() {
+    let config = BenchConfig::smoke();
+    let report = run(&config, |step| eprintln!("bench: {step}"))
+        .await
+        .unwrap_or_else(|e| panic!("benchmark failed: {e:#}"));
+    eprintln!("{}", report.markdown());
+    let templates = config.deployments + config.configmaps;
+
+    // Main run (QPS 1000, 2 members), Karmada's default QPS, scale-out to 1 member.
+    let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "QPS 1000, 2 members",
+            "Karmada default QPS, 2 members",
+            "QPS 1000, 1 member"
+        ]
+    );
+    for run in &report.runs {
+        let b = run.burst.as_ref().expect("every run has a burst");
+        assert_eq!(b.templates, templates, "{}", run.label);
+        assert_eq!(
+            b.arrival.count,
+            templates * run.members,
+            "{}: one arrival per template and member",
+            run.label
+        );
+        assert!(
+            b.converged_seconds > 0.0 && b.settled_seconds >= b.create_seconds,
+            "{}: {b:?}",
+            run.label
+        );
+        // Every member object was created by the controller-manager, and every binding and Work on the host.
+        assert!(
+            b.member_writes >= (templates * run.members) as u64,
+            "{}: {b:?}",
+            run.label
+        );
+        assert!(
+            b.host_writes >= (templates * (1 + run.members)) as u64,
+            "{}: {b:?}",
+            run.label
+        );
+        assert!(
+            b.cpu_seconds > 0.0 && b.peak_rss_mib >= b.rss_mib && b.rss_mib > 0.0,
+            "{}: {b:?}",
+            run.label
+        );
+    }
+
+    let main = &report.runs[0];
+    let restart = main.restart.as_ref().expect("the main run restarts");
+    assert_eq!(restart.templates, templates);
+    assert_eq!(
+        restart.fresh_latency.count, main.members,
+        "the fresh template reached every member"
+    );
+    assert!(restart.ready_seconds > 0.0 && restart.settled_seconds > 0.0);
+    let member_changes: u32 = restart
+        .changes
+        .iter()
+        .filter(|(k, _)| k.starts_with("members/"))
+        .map(|(_, c)| c.total())
+        .sum();
+    assert_eq!(
+        member_changes, 0,
+        "a restart must not write to members: {:?}",
+        restart.changes
+    );
+
+    for run in &report.runs[..2] {
+        let s = run
+            .steady
+            .as_ref()
+            .expect("steady at the main member count");
+        let expected = (config.steady_rate * config.steady_seconds) as usize;
+        assert_eq!(s.templates, expected);
+        assert_eq!(s.latency.count, expected * run.members);
+        assert!(s.latency.p50_ms > 0.0 && s.latency.max_ms >= s.latency.p99_ms);
+    }
+
+    let floor = report.floor.as_ref().expect("floor measured");
+    assert_eq!(floor.templates, templates);
+    assert_eq!(floor.writes, templates * (2 + 2 * config.members));
+    assert!(floor.seconds > 0.0);
+
+    let md = report.markdown();
+    for heading in [
+        "#### Burst",
+        "#### Restart",
+        "#### Steady rate",
+        "#### Minimal-writes floor",
+    ] {
+        assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(3));
+}
