@@ -59,7 +59,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
 use crate::detector::binding::BindingObject;
 use crate::detector::events::{EventRecorder, EventType};
-use work::{WorkTarget, create_or_update_work, set_annotation, set_label};
+use work::{WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "binding";
@@ -170,6 +170,14 @@ struct Inner {
 #[derive(Clone)]
 pub struct BindingController {
     inner: Arc<Inner>,
+}
+
+/// What [`BindingController::ensure_works`] did.
+struct WorksSynced {
+    /// Clusters whose overrides could not be applied (their Works were left alone).
+    override_failures: Vec<String>,
+    /// Works created or updated.
+    written: usize,
 }
 
 /// Waits until `controller`'s cache has synced. `Ok(false)` when cancelled first.
@@ -683,22 +691,29 @@ impl BindingController {
         };
         let started = Instant::now();
         let result = self.ensure_works(b, &template).await;
-        let ok = matches!(result, Ok(ref failures) if failures.is_empty());
+        let ok = matches!(result, Ok(ref s) if s.override_failures.is_empty());
         metrics::observe_sync_work(ok, started);
         let ns = b.namespace().unwrap_or_default();
         match result {
-            Ok(failures) if failures.is_empty() => {
-                let msg = format!(
-                    "Sync work of {}({}) successful.",
-                    B::kind(&()),
-                    karmada_apis::names::namespaced_key(&ns, &b.name_any())
-                );
-                self.event_both(b, EventType::Normal, event_reasons::SYNC_WORK_SUCCEED, msg)
-                    .await;
+            Ok(synced) if synced.override_failures.is_empty() => {
+                // Announced when a Work was written: a sync that found every Work up to date (a
+                // restart, a status-only change) leaves no Event behind, so it costs no write.
+                if synced.written > 0 {
+                    let msg = format!(
+                        "Sync work of {}({}) successful.",
+                        B::kind(&()),
+                        karmada_apis::names::namespaced_key(&ns, &b.name_any())
+                    );
+                    self.event_both(b, EventType::Normal, event_reasons::SYNC_WORK_SUCCEED, msg)
+                        .await;
+                }
                 self.set_override_condition(b, None).await;
                 Ok(Synced::Done)
             }
-            Ok(failures) => {
+            Ok(WorksSynced {
+                override_failures: failures,
+                ..
+            }) => {
                 let msg = failures.join("; ");
                 self.event_both(
                     b,
@@ -736,7 +751,7 @@ impl BindingController {
         &self,
         b: &B,
         template: &Value,
-    ) -> Result<Vec<String>, BindingError> {
+    ) -> Result<WorksSynced, BindingError> {
         let inner = &self.inner;
         let spec = b.binding_spec();
         let targets = target_clusters(spec);
@@ -801,6 +816,7 @@ impl BindingController {
         let conflict = conflict_resolution(template, spec);
         let mut override_failures = Vec::new();
         let mut errors = Vec::new();
+        let mut written = 0;
         for t in &targets {
             let mut w = template.clone();
             if revise {
@@ -882,6 +898,9 @@ impl BindingController {
             {
                 Ok(outcome) => {
                     tracing::debug!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, ?outcome, "work synced");
+                    if outcome != WorkOutcome::Unchanged {
+                        written += 1;
+                    }
                 }
                 Err(e) => errors.push(e.to_string()),
             }
@@ -890,7 +909,10 @@ impl BindingController {
             errors.extend(override_failures);
             return Err(BindingError::Clusters(errors.join("; ")));
         }
-        Ok(override_failures)
+        Ok(WorksSynced {
+            override_failures,
+            written,
+        })
     }
 
     async fn event_binding<B: BindingObject>(

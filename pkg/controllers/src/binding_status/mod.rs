@@ -418,6 +418,13 @@ impl BindingStatusController {
                 async move { this.handle_work(k, o) }
             },
         );
+        // Bindings are aggregated from the Work cache: their handlers start only once it has
+        // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
+        // every binding before putting it back. Late registration replays every cached binding.
+        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
+        if !crate::binding::wait_synced(&inner.cancel, &inner.works, timeout).await? {
+            return Ok(());
+        }
         let this = self.clone();
         inner.rb.register_handler(
             RB_HANDLER,
@@ -436,18 +443,10 @@ impl BindingStatusController {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        type SyncWait<'a> = std::pin::Pin<Box<dyn Future<Output = lariat::Result<()>> + Send + 'a>>;
-        let waits: [SyncWait<'_>; 3] = [
-            Box::pin(inner.works.cache().wait_for_sync(timeout)),
-            Box::pin(inner.rb.cache().wait_for_sync(timeout)),
-            Box::pin(inner.crb.cache().wait_for_sync(timeout)),
-        ];
-        for cache in waits {
-            tokio::select! {
-                _ = inner.cancel.cancelled() => return Ok(()),
-                r = cache => r?,
-            }
+        if !crate::binding::wait_synced(&inner.cancel, &inner.rb, timeout).await?
+            || !crate::binding::wait_synced(&inner.cancel, &inner.crb, timeout).await?
+        {
+            return Ok(());
         }
         inner.ctx.synced.synced();
         tracing::info!(controller = NAME, "binding-status controller synced");

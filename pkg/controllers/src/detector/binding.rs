@@ -34,6 +34,8 @@ pub struct TemplateIdentity {
     pub uid: String,
     /// resourceVersion.
     pub resource_version: String,
+    /// metadata.generation (0 for kinds without one).
+    pub generation: i64,
 }
 
 impl TemplateIdentity {
@@ -51,6 +53,7 @@ impl TemplateIdentity {
             name: obj.metadata.name.clone().unwrap_or_default(),
             uid: obj.metadata.uid.clone().unwrap_or_default(),
             resource_version: obj.metadata.resource_version.clone().unwrap_or_default(),
+            generation: obj.metadata.generation.unwrap_or_default(),
         }
     }
 

@@ -30,6 +30,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use karmada_apis::Work;
+use karmada_apis::well_known::{
+    CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL, RESOURCE_BINDING_PERMANENT_ID_LABEL,
+};
 use karmada_apis::{
     ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
 };
@@ -115,6 +119,8 @@ pub(crate) struct Inner {
     pub cpp: SharedController<ClusterPropagationPolicy>,
     pub rb: Store<ResourceBinding>,
     pub crb: Store<ClusterResourceBinding>,
+    /// Works, indexed by binding permanent id (to tell whether a binding's Works are current).
+    pub works: Store<Work>,
     /// Watched kinds by (group, kind).
     pub kinds: Mutex<HashMap<(String, String), WatchedKind>>,
     /// Kinds the framework refused to watch for us (warned about once).
@@ -179,6 +185,13 @@ impl Detector {
             .for_kind::<ClusterResourceBinding>()
             .map_err(framework("ClusterResourceBinding cache"))?
             .store();
+        let works = cp
+            .caches()
+            .for_kind::<Work>()
+            .map_err(framework("Work cache"))?
+            .store();
+        works.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
+        works.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
         let recorder = EventRecorder::new(client.clone(), NAME);
         let cancel = ctx.cancel.child_token();
         Ok(Detector {
@@ -192,6 +205,7 @@ impl Detector {
                 cpp,
                 rb,
                 crb,
+                works,
                 kinds: Mutex::new(HashMap::new()),
                 unwatchable: Mutex::new(HashSet::new()),
                 waiting: Mutex::new(HashSet::new()),
@@ -210,6 +224,22 @@ impl Detector {
         let inner = &self.inner;
         self.register_policy_handlers();
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
+        // Templates are compared with their bindings' Works (`works_carry_generation`): list the
+        // Works before the first template is handled, so a restart does not rewrite bindings that
+        // the Work cache would have shown to be current.
+        match inner.ctx.control_plane.caches().for_kind::<Work>() {
+            Ok(works) => {
+                tokio::select! {
+                    _ = inner.cancel.cancelled() => return Ok(()),
+                    r = works.wait_for_sync(timeout) => if let Err(e) = r {
+                        tracing::warn!(error = %e, "Work cache did not sync; bindings are rewritten when the template moved");
+                    },
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved")
+            }
+        }
         let mut synced = false;
         let mut tick = tokio::time::interval(DISCOVERY_PERIOD);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

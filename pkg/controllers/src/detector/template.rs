@@ -6,16 +6,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_apis::names::binding_name;
 use karmada_apis::policy::v1alpha1::{ClusterOverridePolicy, OverridePolicy};
-use karmada_apis::well_known::{RESOURCE_TEMPLATE_CLAIMED_BY_LABEL, event_reasons};
-use karmada_apis::{ClusterResourceBinding, PropagationSpec, ResourceBinding};
+use karmada_apis::well_known::{
+    RESOURCE_TEMPLATE_CLAIMED_BY_LABEL, RESOURCE_TEMPLATE_GENERATION_ANNOTATION, event_reasons,
+};
+use karmada_apis::{ClusterResourceBinding, PropagationSpec, ResourceBinding, ResourceBindingSpec};
 use karmada_policy::matching::{
     Claim, best_cluster_propagation_policy, best_propagation_policy, defaulted_selectors,
     read_claim,
 };
 use karmada_policy::selector::{ResourceRef, resource_matches_selectors};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams, Preconditions, TypeMeta};
+use lariat::cache::store::label_index_name;
 use lariat::{HandlerResult, ObjectKey};
 
 use super::binding::{
@@ -395,6 +399,33 @@ impl Detector {
         }
     }
 
+    /// Whether the binding (by its permanent id) has Works and every one of them was built from
+    /// template generation `generation` (`resourcetemplate.karmada.io/generation` on the manifest). False for kinds
+    /// without a generation, and while the Work cache has not synced.
+    fn works_carry_generation<B: BindingObject>(&self, meta: &ObjectMeta, generation: i64) -> bool {
+        let Some(id) = meta.labels.as_ref().and_then(|l| l.get(B::ID_LABEL)) else {
+            return false;
+        };
+        if generation <= 0 || !self.inner.works.has_synced() {
+            return false;
+        }
+        let works = self
+            .inner
+            .works
+            .by_index(&label_index_name(B::ID_LABEL), id);
+        let wanted = generation.to_string();
+        // The binding controller records the generation on the manifest it puts in the Work.
+        !works.is_empty()
+            && works.iter().all(|w| {
+                w.spec.workload.manifests.iter().all(|m| {
+                    m.0.pointer("/metadata/annotations")
+                        .and_then(|a| a.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION))
+                        .and_then(serde_json::Value::as_str)
+                        == Some(wanted.as_str())
+                })
+            })
+    }
+
     /// Karmada's `CreateOrUpdate` of the binding. Returns true if it was created or changed.
     async fn create_or_update_binding<B: BindingObject>(
         &self,
@@ -441,18 +472,40 @@ impl Detector {
                             template: template.uid.clone(),
                         });
                     }
+                    let update = |meta: &mut ObjectMeta, spec: &mut ResourceBindingSpec| {
+                        let mut changed = merge_into(meta, spec, &desired);
+                        if policy.kind == PolicyKind::PropagationPolicy {
+                            changed |= remove_claim(meta, PolicyKind::ClusterPropagationPolicy);
+                        }
+                        let labels = meta.labels.get_or_insert_with(Default::default);
+                        if labels.get(B::ID_LABEL).is_none_or(|v| v.is_empty()) {
+                            labels.insert(B::ID_LABEL.to_owned(), uuid::Uuid::new_v4().to_string());
+                            changed = true;
+                        }
+                        changed
+                    };
+                    // Would anything but `spec.resource.resourceVersion` change?
+                    let (mut probe_meta, mut probe_spec) = {
+                        let (m, s) = existing.parts_mut();
+                        (m.clone(), s.clone())
+                    };
+                    probe_spec.resource.resource_version =
+                        desired.spec.resource.resource_version.clone();
+                    let more_than_version = update(&mut probe_meta, &mut probe_spec);
                     let (meta, spec) = existing.parts_mut();
-                    let mut changed = merge_into(meta, spec, &desired);
-                    if policy.kind == PolicyKind::PropagationPolicy {
-                        changed |= remove_claim(meta, PolicyKind::ClusterPropagationPolicy);
-                    }
-                    let labels = meta.labels.get_or_insert_with(Default::default);
-                    if labels.get(B::ID_LABEL).is_none_or(|v| v.is_empty()) {
-                        labels.insert(B::ID_LABEL.to_owned(), uuid::Uuid::new_v4().to_string());
-                        changed = true;
-                    }
+                    let changed = update(meta, spec);
                     if !changed {
                         tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "binding is up to date");
+                        return Ok(false);
+                    }
+                    if !more_than_version
+                        && self.works_carry_generation::<B>(meta, template.generation)
+                    {
+                        // The template moved only by status or metadata writes since the binding was
+                        // written (status changes do not reach the binding, as in Karmada), and its
+                        // Works already hold the template's generation: rewriting the binding would
+                        // change nothing downstream. This keeps a restart free of binding writes.
+                        tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "binding differs only in the template's resourceVersion; Works are current");
                         return Ok(false);
                     }
                     api.replace(&name, &PostParams::default(), &existing).await.map(|_| {

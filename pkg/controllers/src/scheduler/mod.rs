@@ -89,6 +89,16 @@ pub enum SchedulerError {
     },
 }
 
+impl SchedulerError {
+    /// Whether the API server refused a write because the binding changed meanwhile (409).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, SchedulerError::Api { source, .. } if matches!(&**source, kube::Error::Api(s) if s.code == 409))
+    }
+}
+
+/// How soon a binding whose write conflicted is scheduled again.
+const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
 struct Inner {
     ctx: ControllerContext,
     client: kube::Client,
@@ -380,6 +390,13 @@ impl Scheduler {
                 inner.handled.lock().insert(k, handled_generation);
                 HandlerResult::Success
             }
+            Err(e) if e.is_conflict() => {
+                // Another controller wrote the binding since it was cached: schedule again from
+                // the fresh copy the watch is about to deliver. Routine, so no error is logged.
+                tracing::debug!(binding = %k, "binding changed while scheduling; retrying");
+                inner.forced.lock().insert(k);
+                HandlerResult::RequeueAfter(CONFLICT_RETRY)
+            }
             Err(e) => {
                 inner.forced.lock().insert(k);
                 HandlerResult::Error(Box::new(e))
@@ -473,6 +490,11 @@ impl Scheduler {
         let name = meta.name.clone().unwrap_or_default();
         let key = karmada_apis::names::namespaced_key(&namespace, &name);
         let mut generation = meta.generation.unwrap_or_default();
+        // Both writes carry the resourceVersion they were computed from: a binding that changed
+        // meanwhile (another controller wrote its status) conflicts and is scheduled again from the
+        // fresh copy instead of being overwritten with stale conditions.
+        let mut resource_version = meta.resource_version.clone();
+        let mut spec_patched = false;
         let new_targets: Option<Vec<TargetCluster>> = match &result {
             Ok(o) => Some(o.clusters.clone()),
             Err(e) if e.clears_clusters() => Some(Vec::new()),
@@ -492,14 +514,21 @@ impl Scheduler {
                     serde_json::to_value(targets).unwrap_or(serde_json::Value::Null)
                 };
                 let patch = json!({
-                    "metadata": {"annotations": {POLICY_PLACEMENT_ANNOTATION: placement_json}},
+                    "metadata": {
+                        "annotations": {POLICY_PLACEMENT_ANNOTATION: placement_json},
+                        "resourceVersion": resource_version,
+                    },
                     "spec": {"clusters": clusters},
                 });
                 match B::api(self.inner.client.clone(), &namespace)
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                 {
-                    Ok(updated) => generation = updated.meta().generation.unwrap_or(generation),
+                    Ok(updated) => {
+                        generation = updated.meta().generation.unwrap_or(generation);
+                        resource_version = updated.meta().resource_version.clone();
+                        spec_patched = true;
+                    }
                     Err(e) => {
                         patch_err = Some(SchedulerError::Api {
                             action: "patch schedule result of",
@@ -526,6 +555,25 @@ impl Scheduler {
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
         scheduler::set_condition(&mut conditions, condition);
+        // The same result again (a Duplicated binding re-evaluated after a restart or a template
+        // change): nothing to write and nothing to announce; `lastScheduledTime` keeps the time of
+        // the last result that changed something.
+        let unchanged = match (&result, b.binding_status()) {
+            (Ok(o), Some(old)) => {
+                succeeded
+                    && !spec_patched
+                    && patch_err.is_none()
+                    && old.conditions == conditions
+                    && old.scheduler_observed_generation == generation
+                    && old.scheduler_observed_affinity_name
+                        == o.affinity_name.as_deref().unwrap_or_default()
+            }
+            _ => false,
+        };
+        if unchanged {
+            tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "schedule result unchanged; nothing written");
+            return Ok(generation);
+        }
         let mut status_patch = json!({"conditions": conditions});
         if succeeded {
             status_patch["schedulerObservedGeneration"] = json!(generation);
@@ -537,8 +585,12 @@ impl Scheduler {
                 };
             }
         }
-        self.patch_status::<B>(&namespace, &name, &json!({"status": status_patch}))
-            .await?;
+        self.patch_status::<B>(
+            &namespace,
+            &name,
+            &json!({"metadata": {"resourceVersion": resource_version}, "status": status_patch}),
+        )
+        .await?;
         let template = template_reference(spec);
         let binding_ref = crate::detector::events::reference_of(b);
         let recorder = &self.inner.recorder;
