@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod controller_manager;
+pub mod in_process;
 pub mod karmadactl;

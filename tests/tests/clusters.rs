@@ -1,7 +1,6 @@
 //! Member clusters end to end against real API servers: `karmadactl join` / `unjoin` and the
 //! `cluster` and `clusterStatus` controllers running in-process on the host.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Secret, ServiceAccount};
@@ -10,13 +9,11 @@ use karmada_apis::{Cluster, Work};
 use karmada_controllers::cluster_status::metrics::cluster_metrics;
 use karmada_controllers::cluster_status::quantity::Quantity;
 use karmada_controllers::members::MemberEvent;
-use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use karmada_e2e::in_process::{self, Controllers, Harness, has_series, metric_sum};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use lariat::ClusterOptions;
 use lariat::runtime::features::{FeatureGates, FeatureSpec, PreRelease};
 use serde_json::json;
 use testenv::{ApiServer, EnvOptions, TestEnv};
-use tokio_util::sync::CancellationToken;
 
 /// The feature gates the controllers read here, at Karmada's defaults.
 static GATES: &[FeatureSpec] = &[FeatureSpec {
@@ -36,123 +33,65 @@ fn env() -> &'static TestEnv {
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, failing after `timeout`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn eventually<T>(what: &str, timeout: Duration, check: impl AsyncFnMut() -> Option<T>) -> T {
+    in_process::eventually(what, timeout, Duration::from_millis(200), check).await
 }
 
-/// The cluster and clusterStatus controllers, running in this process against the host.
-struct ControlPlane {
-    cancel: CancellationToken,
-    members: Arc<MemberClusters>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl ControlPlane {
-    async fn start(env: &TestEnv) -> ControlPlane {
-        let cancel = CancellationToken::new();
-        let config = env.host().kube_config().await.unwrap();
-        let plane = lariat::Cluster::new("", config, ClusterOptions::default(), &cancel).unwrap();
-        let settings = Arc::new(Settings {
+/// The cluster and clusterStatus controllers, running in this process against the host, with
+/// short status intervals and resource modeling on.
+async fn start_control_plane(env: &TestEnv) -> Controllers {
+    Harness::new(in_process::implemented(&["cluster", "clusterStatus"]))
+        .settings(karmada_controllers::Settings {
             cluster_status_update_frequency: Duration::from_secs(1),
             cluster_success_threshold: Duration::from_secs(2),
             cluster_failure_threshold: Duration::from_secs(2),
             cluster_cache_sync_timeout: Duration::from_secs(30),
-            cluster_api_qps: 40.0,
-            cluster_api_burst: 60,
             enable_cluster_resource_modeling: true,
-            skipped_propagating_apis: String::new(),
             skipped_propagating_namespaces: Vec::new(),
-            concurrent_resource_template_syncs: 5,
-            concurrent_propagation_policy_syncs: 1,
-            concurrent_cluster_propagation_policy_syncs: 1,
-            concurrent_work_syncs: 5,
-            rate_limiter: lariat::RateLimiterOptions::default(),
             feature_gates: FeatureGates::new(GATES),
-        });
-        let members = Arc::new(MemberClusters::from_settings(
-            cancel.child_token(),
-            &settings,
-        ));
-        members.start();
-        let mut tasks = Vec::new();
-        for (name, start) in karmada_controllers::registry::implemented() {
-            if name != "cluster" && name != "clusterStatus" {
-                continue;
-            }
-            let ctx = ControllerContext {
-                name,
-                control_plane: plane.clone(),
-                members: members.clone(),
-                settings: settings.clone(),
-                cancel: cancel.child_token(),
-                synced: SyncReporter::new().0,
-            };
-            let fut = start(ctx);
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = fut.await {
-                    panic!("controller {name} failed: {e}");
-                }
-            }));
-        }
-        plane.controllers().start();
-        ControlPlane {
-            cancel,
-            members,
-            tasks,
-        }
-    }
-
-    async fn stop(self) {
-        self.cancel.cancel();
-        for t in self.tasks {
-            t.await.unwrap();
-        }
-        self.members.shutdown(Duration::from_secs(10)).await;
-    }
+            ..in_process::settings()
+        })
+        .start(env)
+        .await
 }
 
 fn path(p: &std::path::Path) -> String {
     p.display().to_string()
 }
 
-async fn join(member: &ApiServer, name: &str, extra: &[&str]) -> anyhow::Result<()> {
-    let mut args = vec![
+/// `karmadactl <command> <name>` against the host (context `host` of the environment's kubeconfig).
+fn karmadactl_args(command: &str, name: &str) -> Vec<String> {
+    vec![
         "karmadactl".to_string(),
-        "join".into(),
+        command.into(),
         name.into(),
         format!("--kubeconfig={}", path(&env().kubeconfig_path())),
         "--karmada-context=host".into(),
+    ]
+}
+
+async fn join(member: &ApiServer, name: &str, extra: &[&str]) -> anyhow::Result<()> {
+    let mut args = karmadactl_args("join", name);
+    args.extend([
         format!("--cluster-kubeconfig={}", path(member.kubeconfig_path())),
         format!("--cluster-context={}", member.name()),
         "--token-wait=3s".into(),
-    ];
+    ]);
     args.extend(extra.iter().map(|s| s.to_string()));
     karmadactl::run(args).await
 }
 
+/// The error (as `{:#}` text) of `karmadactl join <name>` with the member kubeconfig `kubeconfig`.
+async fn join_error(name: &str, kubeconfig: &std::path::Path) -> String {
+    let mut args = karmadactl_args("join", name);
+    args.push(format!("--cluster-kubeconfig={}", path(kubeconfig)));
+    let err = karmadactl::run(args).await.unwrap_err();
+    format!("{err:#}")
+}
+
 async fn unjoin(name: &str, member: Option<&ApiServer>) -> anyhow::Result<()> {
-    let mut args = vec![
-        "karmadactl".to_string(),
-        "unjoin".into(),
-        name.into(),
-        format!("--kubeconfig={}", path(&env().kubeconfig_path())),
-        "--karmada-context=host".into(),
-        "--wait=120s".into(),
-    ];
+    let mut args = karmadactl_args("unjoin", name);
+    args.push("--wait=120s".into());
     if let Some(m) = member {
         args.push(format!(
             "--cluster-kubeconfig={}",
@@ -164,12 +103,7 @@ async fn unjoin(name: &str, member: Option<&ApiServer>) -> anyhow::Result<()> {
 }
 
 fn ready(c: &Cluster) -> Option<(String, String)> {
-    c.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
-        .map(|c| (c.status.clone(), c.reason.clone()))
+    in_process::condition(&c.status.as_ref()?.conditions, "Ready").map(|(s, r, _)| (s, r))
 }
 
 fn taint_keys(c: &Cluster) -> Vec<String> {
@@ -194,22 +128,30 @@ async fn wait_ready(
     .await
 }
 
+/// Waits for `name` to be Ready and untainted, then checks `cluster_ready_state` is 1.
+async fn wait_ready_untainted(api: &Api<Cluster>, name: &str) {
+    wait_ready(api, name, "True", "ClusterReady", Duration::from_secs(90)).await;
+    eventually(
+        &format!("{name} untainted"),
+        Duration::from_secs(30),
+        || async {
+            api.get(name)
+                .await
+                .ok()
+                .filter(|c| c.spec.taints.is_empty())
+        },
+    )
+    .await;
+    assert_eq!(ready_metric(name), 1.0);
+}
+
 fn ready_metric(cluster: &str) -> f64 {
     cluster_metrics().ready.with_label_values(&[cluster]).get()
 }
 
 /// Whether `metric{member_cluster="<cluster>"}` exists in the process registry.
 fn has_cluster_series(metric: &str, cluster: &str) -> bool {
-    lariat::metrics::registry()
-        .gather()
-        .iter()
-        .filter(|f| f.name() == metric)
-        .flat_map(|f| f.get_metric().iter())
-        .any(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "member_cluster" && l.value() == cluster)
-        })
+    has_series(metric, &[("member_cluster", cluster)])
 }
 
 /// Reasons of the Events recorded about Cluster `name`.
@@ -230,18 +172,7 @@ async fn cluster_event_reasons(host: &kube::Client, name: &str) -> Vec<String> {
 
 /// Requests this process sent to a member (lariat's `rest_client_requests_total{cluster=...}`).
 fn member_requests(cluster: &str) -> f64 {
-    lariat::metrics::registry()
-        .gather()
-        .iter()
-        .filter(|f| f.name() == "rest_client_requests_total")
-        .flat_map(|f| f.get_metric().iter())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "cluster" && l.value() == cluster)
-        })
-        .map(|m| m.get_counter().value())
-        .sum()
+    metric_sum("rest_client_requests_total", &[("cluster", cluster)])
 }
 
 fn sum_allocatable(nodes: &[Node], resource: &str) -> i128 {
@@ -257,7 +188,7 @@ async fn member_cluster_lifecycle() {
     let env = env();
     let host = env.host().client().await;
     let (m1, m2) = (&env.members()[0], &env.members()[1]);
-    let plane = ControlPlane::start(env).await;
+    let plane = start_control_plane(env).await;
     let clusters: Api<Cluster> = Api::all(host.clone());
 
     // --- join the full member: Ready with version, APIs, node and resource summaries. ---
@@ -448,23 +379,7 @@ async fn member_cluster_lifecycle() {
 
     // --- member2 (no token controller: TokenRequest fallback). ---
     join(m2, "member2", &[]).await.unwrap();
-    wait_ready(
-        &clusters,
-        "member2",
-        "True",
-        "ClusterReady",
-        Duration::from_secs(90),
-    )
-    .await;
-    eventually("member2 untainted", Duration::from_secs(30), || async {
-        clusters
-            .get("member2")
-            .await
-            .ok()
-            .filter(|c| c.spec.taints.is_empty())
-    })
-    .await;
-    assert_eq!(ready_metric("member2"), 1.0);
+    wait_ready_untainted(&clusters, "member2").await;
 
     // --- stop member2's API server: not ready after the threshold, tainted, metric 0. ---
     tokio::task::block_in_place(|| m2.stop());
@@ -507,23 +422,7 @@ async fn member_cluster_lifecycle() {
 
     // --- start it again: Ready, taint removed. ---
     m2.start().await.unwrap();
-    wait_ready(
-        &clusters,
-        "member2",
-        "True",
-        "ClusterReady",
-        Duration::from_secs(90),
-    )
-    .await;
-    eventually("member2 taint removed", Duration::from_secs(30), || async {
-        clusters
-            .get("member2")
-            .await
-            .ok()
-            .filter(|c| c.spec.taints.is_empty())
-    })
-    .await;
-    assert_eq!(ready_metric("member2"), 1.0);
+    wait_ready_untainted(&clusters, "member2").await;
 
     // --- wrong token: authentication failed; fixed without restart (a reconnect, announced). ---
     let mut member_events = plane.members.subscribe();
@@ -667,17 +566,7 @@ async fn join_explains_an_unreachable_member() {
         ),
     )
     .unwrap();
-    let err = karmadactl::run([
-        "karmadactl".to_string(),
-        "join".into(),
-        "dead".into(),
-        format!("--kubeconfig={}", path(&env.kubeconfig_path())),
-        "--karmada-context=host".into(),
-        format!("--cluster-kubeconfig={}", path(&kc)),
-    ])
-    .await
-    .unwrap_err();
-    let msg = format!("{err:#}");
+    let msg = join_error("dead", &kc).await;
     assert!(
         msg.contains("cannot reach the member cluster dead"),
         "{msg}"
@@ -734,17 +623,7 @@ async fn join_explains_missing_permissions_and_bad_names() {
         ),
     )
     .unwrap();
-    let err = karmadactl::run([
-        "karmadactl".to_string(),
-        "join".into(),
-        "noperm".into(),
-        format!("--kubeconfig={}", path(&env.kubeconfig_path())),
-        "--karmada-context=host".into(),
-        format!("--cluster-kubeconfig={}", path(&kc)),
-    ])
-    .await
-    .unwrap_err();
-    let msg = format!("{err:#}");
+    let msg = join_error("noperm", &kc).await;
     assert!(msg.contains("permission denied"), "{msg}");
 
     let err = karmadactl::run([

@@ -9,44 +9,32 @@
 //! garbage collector deletes bindings behind the detector's back. Tests run one at a time (each
 //! starts its own detector and scheduler) and only use clusters they created, by name or label.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::core::v1::{Event, Namespace};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use karmada_apis::{
     Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
 };
-use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, gone, serial};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use lariat::runtime::features::{FeatureGates, FeatureSpec, PreRelease};
-use lariat::{ClusterOptions, ControllerOptions, RateLimiterOptions};
 use serde_json::json;
 use testenv::{EnvOptions, TestEnv};
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn env() -> &'static TestEnv {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    in_process::init_tracing();
     testenv::shared(EnvOptions {
         members: 0,
         install_crds: true,
         host_controller_manager: false,
         ..Default::default()
     })
-}
-
-/// One test at a time: every test runs its own detector and scheduler.
-fn serial() -> &'static tokio::sync::Mutex<()> {
-    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
 
 static GATES: &[FeatureSpec] = &[
@@ -64,114 +52,32 @@ static GATES: &[FeatureSpec] = &[
     },
 ];
 
-fn settings(preemption: bool) -> Settings {
-    let mut gates = FeatureGates::new(GATES);
+/// The detector and the scheduler running in-process against the host, `PropagationPolicyPreemption`
+/// as `preemption` says.
+async fn start_controllers(preemption: bool) -> Controllers {
+    let mut feature_gates = FeatureGates::new(GATES);
     if preemption {
-        gates
+        feature_gates
             .set_from_str("PropagationPolicyPreemption=true")
             .unwrap();
     }
-    Settings {
-        cluster_status_update_frequency: Duration::from_secs(10),
-        cluster_success_threshold: Duration::from_secs(30),
-        cluster_failure_threshold: Duration::from_secs(30),
-        cluster_cache_sync_timeout: Duration::from_secs(60),
-        cluster_api_qps: 40.0,
-        cluster_api_burst: 60,
-        enable_cluster_resource_modeling: false,
-        skipped_propagating_apis: String::new(),
-        skipped_propagating_namespaces: vec![regex::Regex::new("^(?:kube-.*)$").unwrap()],
-        concurrent_resource_template_syncs: 5,
-        concurrent_propagation_policy_syncs: 1,
-        concurrent_cluster_propagation_policy_syncs: 1,
-        concurrent_work_syncs: 5,
-        rate_limiter: RateLimiterOptions::default(),
-        feature_gates: gates,
-    }
+    Harness::new(vec![
+        (
+            "resource-detector",
+            karmada_controllers::detector::start_fn(),
+        ),
+        ("scheduler", karmada_controllers::scheduler::start_fn()),
+    ])
+    .settings(karmada_controllers::Settings {
+        feature_gates,
+        ..in_process::settings()
+    })
+    .start(env())
+    .await
 }
 
-/// The detector and the scheduler running in-process against the host.
-struct Controllers {
-    token: CancellationToken,
-    control_plane: lariat::Cluster,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Controllers {
-    async fn start(preemption: bool) -> Controllers {
-        let token = CancellationToken::new();
-        let config = env().host().kube_config().await.unwrap();
-        let options = ClusterOptions {
-            controllers: ControllerOptions::default(),
-            ..Default::default()
-        };
-        let control_plane = lariat::Cluster::new("", config, options, &token).unwrap();
-        control_plane.controllers().start();
-        let settings = Arc::new(settings(preemption));
-        let members = Arc::new(MemberClusters::new(token.child_token()));
-        let mut tasks = Vec::new();
-        for (name, start) in [
-            (
-                "resource-detector",
-                karmada_controllers::detector::start_fn(),
-            ),
-            ("scheduler", karmada_controllers::scheduler::start_fn()),
-        ] {
-            let (synced, _rx) = SyncReporter::new();
-            let ctx = ControllerContext {
-                name,
-                control_plane: control_plane.clone(),
-                members: members.clone(),
-                settings: settings.clone(),
-                cancel: token.child_token(),
-                synced,
-            };
-            let fut = start(ctx);
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = fut.await {
-                    panic!("{name} failed: {e}");
-                }
-            }));
-        }
-        Controllers {
-            token,
-            control_plane,
-            tasks,
-        }
-    }
-
-    async fn stop(self) {
-        self.token.cancel();
-        for t in self.tasks {
-            t.await.unwrap();
-        }
-        self.control_plane.stop(Duration::from_secs(10)).await;
-    }
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    let _ = Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await;
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    in_process::eventually(what, WAIT, Duration::from_millis(100), check).await
 }
 
 /// Creates a Cluster with labels and writes a Ready (or NotReady) status with the APIs it serves.
@@ -184,33 +90,20 @@ async fn member(client: &Client, name: &str, labels: serde_json::Value, ready: b
     }))
     .unwrap();
     let _ = api.delete(name, &DeleteParams::default()).await;
-    eventually(&format!("old cluster {name} gone"), || {
-        let api = api.clone();
-        async move { api.get_opt(name).await.unwrap().is_none().then_some(()) }
-    })
-    .await;
+    eventually(&format!("old cluster {name} gone"), || gone(&api, name)).await;
     api.create(&PostParams::default(), &c).await.unwrap();
     set_ready(client, name, ready).await;
 }
 
 async fn set_ready(client: &Client, name: &str, ready: bool) {
-    let api: Api<Cluster> = Api::all(client.clone());
-    let status = json!({"status": {
-        "conditions": [{
-            "type": "Ready", "status": if ready { "True" } else { "False" },
-            "reason": if ready { "ClusterReady" } else { "ClusterNotReady" }, "message": "set by test",
-            "lastTransitionTime": "2026-01-01T00:00:00Z"
-        }],
-        "apiEnablements": [
-            {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
-            {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]},
-            {"groupVersion": "rbac.authorization.k8s.io/v1", "resources": [{"name": "clusterroles", "kind": "ClusterRole"}]}
-        ]
-    }});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
+    let apis = json!({"apiEnablements": [
+        {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+        {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]},
+        {"groupVersion": "rbac.authorization.k8s.io/v1", "resources": [{"name": "clusterroles", "kind": "ClusterRole"}]}
+    ]});
+    in_process::set_cluster_ready(client, name, ready, "set by test", apis).await;
     // What the cluster controller does with the Ready condition.
+    let api: Api<Cluster> = Api::all(client.clone());
     let taints = if ready {
         json!([])
     } else {
@@ -292,12 +185,7 @@ fn pairs(v: &[(&str, i32)]) -> Vec<(String, i32)> {
 }
 
 fn scheduled(rb: &ResourceBinding) -> Option<(String, String)> {
-    rb.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Scheduled")
-        .map(|c| (c.status.clone(), c.reason.clone()))
+    in_process::condition(&rb.status.as_ref()?.conditions, "Scheduled").map(|(s, r, _)| (s, r))
 }
 
 async fn binding_with(
@@ -351,10 +239,10 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
     let _serial = serial().lock().await;
     let client = env().host().client().await;
     let ns = "pd-basic";
-    namespace(&client, ns).await;
+    create_namespace(&client, ns, json!({})).await;
     member(&client, "pd-basic-m1", json!({}), true).await;
     member(&client, "pd-basic-m2", json!({}), true).await;
-    let ctrl = Controllers::start(false).await;
+    let ctrl = start_controllers(false).await;
 
     // The template first: it waits until its policy appears.
     let d = deployment(&client, ns, "nginx", 3).await;
@@ -561,33 +449,13 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
             &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
         )
         .await;
-    eventually("binding gone", || {
-        let rbs = rbs.clone();
-        async move {
-            rbs.get_opt("nginx-deployment")
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
+    eventually("binding gone", || gone(&rbs, "nginx-deployment")).await;
 
     // Deleting the policy releases it (finalizer removed by the detector).
     pps.delete("nginx-pp", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("policy gone", || {
-        let pps = pps.clone();
-        async move {
-            pps.get_opt("nginx-pp")
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
+    eventually("policy gone", || gone(&pps, "nginx-pp")).await;
 
     ctrl.stop().await;
     delete_clusters(&client, &["pd-basic-m1", "pd-basic-m2"]).await;
@@ -595,9 +463,22 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
 
 /// Creates a template claimed by a low-priority policy, then a high-priority policy with
 /// `preemption: Always`; returns the name of the policy that claims the template afterwards.
+/// `Some(())` once object `name` carries the annotation naming PropagationPolicy `policy`.
+async fn claimed_by<K>(api: &Api<K>, name: &str, policy: &str) -> Option<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let o = api.get(name).await.unwrap();
+    (o.annotations()
+        .get("propagationpolicy.karmada.io/name")
+        .map(String::as_str)
+        == Some(policy))
+    .then_some(())
+}
+
 async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
-    namespace(client, ns).await;
-    let ctrl = Controllers::start(gate).await;
+    create_namespace(client, ns, json!({})).await;
+    let ctrl = start_controllers(gate).await;
     deployment(client, ns, "web", 2).await;
     let placement = json!({"clusterAffinity": {"clusterNames": ["pd-pre-m1"]}});
     policy(
@@ -613,15 +494,7 @@ async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
     .await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
     eventually("template claimed by the low-priority policy", || {
-        let deployments = deployments.clone();
-        async move {
-            let d = deployments.get("web").await.unwrap();
-            (d.annotations()
-                .get("propagationpolicy.karmada.io/name")
-                .map(String::as_str)
-                == Some("low"))
-            .then_some(())
-        }
+        claimed_by(&deployments, "web", "low")
     })
     .await;
     binding_with(client, ns, "web-deployment", pairs(&[("pd-pre-m1", 2)])).await;
@@ -651,28 +524,12 @@ async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
     .await;
     if gate {
         eventually("template claimed by the high-priority policy", || {
-            let deployments = deployments.clone();
-            async move {
-                let d = deployments.get("web").await.unwrap();
-                (d.annotations()
-                    .get("propagationpolicy.karmada.io/name")
-                    .map(String::as_str)
-                    == Some("high"))
-                .then_some(())
-            }
+            claimed_by(&deployments, "web", "high")
         })
         .await;
         let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
         eventually("binding follows the preempting policy", || {
-            let rbs = rbs.clone();
-            async move {
-                let rb = rbs.get("web-deployment").await.unwrap();
-                (rb.annotations()
-                    .get("propagationpolicy.karmada.io/name")
-                    .map(String::as_str)
-                    == Some("high"))
-                .then_some(())
-            }
+            claimed_by(&rbs, "web-deployment", "high")
         })
         .await;
         assert!(
@@ -710,11 +567,11 @@ async fn not_ready_cluster_is_left_out_of_new_decisions_and_joining_cluster_is_a
     let _serial = serial().lock().await;
     let client = env().host().client().await;
     let ns = "pd-notready";
-    namespace(&client, ns).await;
+    create_namespace(&client, ns, json!({})).await;
     let group = json!({"pd-group": "notready"});
     member(&client, "pd-nr-m1", group.clone(), true).await;
     member(&client, "pd-nr-m2", group.clone(), true).await;
-    let ctrl = Controllers::start(false).await;
+    let ctrl = start_controllers(false).await;
     let placement =
         json!({"clusterAffinity": {"labelSelector": {"matchLabels": {"pd-group": "notready"}}}});
     policy(
@@ -761,9 +618,9 @@ async fn placement_that_fits_no_cluster_reports_no_cluster_fit_with_an_event() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;
     let ns = "pd-nofit";
-    namespace(&client, ns).await;
+    create_namespace(&client, ns, json!({})).await;
     member(&client, "pd-nofit-m1", json!({}), true).await;
-    let ctrl = Controllers::start(false).await;
+    let ctrl = start_controllers(false).await;
     policy(&client, ns, "nowhere", json!({
         "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "lonely"}],
         "placement": {"clusterAffinity": {"clusterNames": ["pd-does-not-exist"]}}
@@ -814,9 +671,9 @@ async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deleti
     let _serial = serial().lock().await;
     let client = env().host().client().await;
     let ns = "pd-cpp";
-    namespace(&client, ns).await;
+    create_namespace(&client, ns, json!({})).await;
     member(&client, "pd-cpp-m1", json!({}), true).await;
-    let ctrl = Controllers::start(false).await;
+    let ctrl = start_controllers(false).await;
     let role: ClusterRole =
         serde_json::from_value(json!({"metadata": {"name": "pd-cpp-role"}, "rules": []})).unwrap();
     let roles: Api<ClusterRole> = Api::all(client.clone());
@@ -905,17 +762,7 @@ async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deleti
     cpps.delete("pd-cpp", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("cluster policy gone", || {
-        let cpps = cpps.clone();
-        async move {
-            cpps.get_opt("pd-cpp")
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
+    eventually("cluster policy gone", || gone(&cpps, "pd-cpp")).await;
     let role = roles.get("pd-cpp-role").await.unwrap();
     assert!(
         !role

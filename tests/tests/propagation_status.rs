@@ -8,12 +8,10 @@
 //! kube-controller-manager, so nothing but our controllers writes template status.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::well_known::{
     MANAGED_BY_KARMADA_LABEL, RESOURCE_BINDING_NAME_ANNOTATION,
     RESOURCE_BINDING_NAMESPACE_ANNOTATION, RESOURCE_BINDING_PERMANENT_ID_LABEL,
@@ -22,14 +20,12 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::{ResourceBinding, Work, names};
-use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use karmada_e2e::in_process::{self, Controllers, Harness, ensure_namespace, serial};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use lariat::runtime::features::FeatureGates;
-use lariat::{ClusterOptions, RateLimiterOptions};
+use lariat::ClusterOptions;
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(90);
 const MEMBERS: [&str; 2] = ["member1", "member2"];
@@ -44,124 +40,34 @@ fn env() -> &'static TestEnv {
     })
 }
 
-/// One test at a time: each runs its own controllers.
-fn serial() -> &'static tokio::sync::Mutex<()> {
-    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
-}
-
-fn settings() -> Settings {
-    Settings {
-        cluster_status_update_frequency: Duration::from_secs(10),
-        cluster_success_threshold: Duration::from_secs(30),
-        cluster_failure_threshold: Duration::from_secs(30),
-        cluster_cache_sync_timeout: Duration::from_secs(60),
-        cluster_api_qps: 40.0,
-        cluster_api_burst: 60,
-        enable_cluster_resource_modeling: false,
-        skipped_propagating_apis: String::new(),
-        skipped_propagating_namespaces: vec![],
-        concurrent_resource_template_syncs: 5,
-        concurrent_propagation_policy_syncs: 1,
-        concurrent_cluster_propagation_policy_syncs: 1,
-        concurrent_work_syncs: 5,
-        rate_limiter: RateLimiterOptions::default(),
-        feature_gates: FeatureGates::new(&[]),
-    }
-}
-
 /// workStatus and bindingStatus running in-process, with both members connected.
-struct Controllers {
-    token: CancellationToken,
-    control_plane: lariat::Cluster,
-    members: Arc<MemberClusters>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+async fn start_controllers() -> Controllers {
+    Harness::new(in_process::implemented(&["workStatus", "bindingStatus"]))
+        .settings(karmada_controllers::Settings {
+            skipped_propagating_namespaces: vec![],
+            ..in_process::settings()
+        })
+        .members(&MEMBERS, ClusterOptions::member())
+        .start(env())
+        .await
 }
 
-impl Controllers {
-    async fn start() -> Controllers {
-        let token = CancellationToken::new();
-        let config = env().host().kube_config().await.unwrap();
-        let control_plane =
-            lariat::Cluster::new("", config, ClusterOptions::default(), &token).unwrap();
-        control_plane.controllers().start();
-        let members = Arc::new(MemberClusters::new(token.child_token()));
-        for (i, name) in MEMBERS.iter().enumerate() {
-            let config = env().members()[i].kube_config().await.unwrap();
-            members
-                .registry()
-                .add(name, config, ClusterOptions::member())
-                .unwrap();
-        }
-        members.start();
-        let settings = Arc::new(settings());
-        let mut tasks = Vec::new();
-        for (name, start) in [
-            ("workStatus", karmada_controllers::work_status::start_fn()),
-            (
-                "bindingStatus",
-                karmada_controllers::binding_status::start_fn(),
-            ),
-        ] {
-            let (synced, _rx) = SyncReporter::new();
-            let ctx = ControllerContext {
-                name,
-                control_plane: control_plane.clone(),
-                members: members.clone(),
-                settings: settings.clone(),
-                cancel: token.child_token(),
-                synced,
-            };
-            let fut = start(ctx);
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = fut.await {
-                    panic!("{name} failed: {e}");
-                }
-            }));
-        }
-        Controllers {
-            token,
-            control_plane,
-            members,
-            tasks,
-        }
-    }
-
-    async fn stop(self) {
-        self.token.cancel();
-        for t in self.tasks {
-            t.await.unwrap();
-        }
-        self.members.shutdown(Duration::from_secs(10)).await;
-        self.control_plane.stop(Duration::from_secs(10)).await;
-    }
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    in_process::eventually(what, WAIT, Duration::from_millis(300), check).await
 }
 
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut last = String::new();
-    while tokio::time::Instant::now() < deadline {
-        match check().await {
-            Ok(v) => return v,
-            Err(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+/// Creates the execution namespaces of `clusters` (`MEMBERS[..clusters]`) and `ns` on the host
+/// and in those members, then starts the controllers.
+async fn setup(ns: &str, clusters: usize) -> (Client, Controllers) {
+    let h = host().await;
+    for c in &MEMBERS[..clusters] {
+        ensure_namespace(&h, &names::execution_space_name(c)).await;
     }
-    panic!("timed out waiting for {what}: {last}");
-}
-
-async fn ensure_namespace(client: &Client, name: &str) {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    match api.create(&PostParams::default(), &ns).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => panic!("create namespace {name}: {e}"),
+    ensure_namespace(&h, ns).await;
+    for i in 0..clusters {
+        ensure_namespace(&member(i).await, ns).await;
     }
+    (h, start_controllers().await)
 }
 
 async fn host() -> Client {
@@ -295,6 +201,13 @@ impl Propagation {
         panic!("set Applied on Work {}: conflicts", self.work);
     }
 
+    /// Puts `manifest` in place in `MEMBERS[i]` and marks its Work applied, as execution does.
+    async fn apply_in_member(&self, i: usize, kind: &str, manifest: &Value) {
+        create_member_object(i, kind, manifest).await;
+        self.set_applied(MEMBERS[i], true, "Manifest has been successfully applied")
+            .await;
+    }
+
     /// Creates the binding (scheduled onto `clusters`) and marks it scheduled.
     async fn create_binding(&self, uid: &str, rb_id: &str, clusters: &[(&str, i32)]) {
         let api: Api<ResourceBinding> = Api::namespaced(host().await, &self.namespace);
@@ -325,12 +238,7 @@ impl Propagation {
 }
 
 fn fully_applied(rb: &ResourceBinding) -> Option<(String, String, String)> {
-    rb.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "FullyApplied")
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    in_process::condition(&rb.status.as_ref()?.conditions, "FullyApplied")
 }
 
 fn deployment(ns: &str, name: &str, replicas: i64, image: &str) -> Value {
@@ -388,14 +296,7 @@ async fn versions(p: &Propagation) -> BTreeMap<String, String> {
 async fn deployment_status_comes_home() {
     let _serial = serial().lock().await;
     let ns = "status-deploy";
-    let h = host().await;
-    for c in MEMBERS {
-        ensure_namespace(&h, &names::execution_space_name(c)).await;
-    }
-    ensure_namespace(&h, ns).await;
-    ensure_namespace(&member(0).await, ns).await;
-    ensure_namespace(&member(1).await, ns).await;
-    let controllers = Controllers::start().await;
+    let (h, controllers) = setup(ns, 2).await;
 
     // The template on the host: 3 replicas, divided 2 (full member1) + 1 (API-server-only member2).
     let p = Propagation::new(ns, "nginx", "Deployment", "apps/v1");
@@ -425,10 +326,8 @@ async fn deployment_status_comes_home() {
         &[("member1", 2), ("member2", 1)],
     )
     .await;
-    for (i, (cluster, manifest)) in MEMBERS.iter().zip(&manifests).enumerate() {
-        create_member_object(i, "Deployment", manifest).await;
-        p.set_applied(cluster, true, "Manifest has been successfully applied")
-            .await;
+    for (i, manifest) in manifests.iter().enumerate() {
+        p.apply_in_member(i, "Deployment", manifest).await;
     }
 
     // member1's pods become ready for real; member2 has no controllers, so its Deployment has
@@ -795,14 +694,7 @@ async fn deployment_status_comes_home() {
 async fn job_in_two_clusters_aggregates_and_completes() {
     let _serial = serial().lock().await;
     let ns = "status-job";
-    let h = host().await;
-    for c in MEMBERS {
-        ensure_namespace(&h, &names::execution_space_name(c)).await;
-    }
-    ensure_namespace(&h, ns).await;
-    ensure_namespace(&member(0).await, ns).await;
-    ensure_namespace(&member(1).await, ns).await;
-    let controllers = Controllers::start().await;
+    let (h, controllers) = setup(ns, 2).await;
 
     let p = Propagation::new(ns, "pi", "Job", "batch/v1");
     let jobs: Api<Job> = Api::namespaced(h.clone(), ns);
@@ -842,10 +734,8 @@ async fn job_in_two_clusters_aggregates_and_completes() {
         p.put_work(cluster, &manifest, rb_id).await;
         manifests.push(manifest);
     }
-    for (i, (cluster, manifest)) in MEMBERS.iter().zip(&manifests).enumerate() {
-        create_member_object(i, "Job", manifest).await;
-        p.set_applied(cluster, true, "Manifest has been successfully applied")
-            .await;
+    for (i, manifest) in manifests.iter().enumerate() {
+        p.apply_in_member(i, "Job", manifest).await;
     }
 
     // member1's Job really runs to completion (kwok completes Job pods); only then member2's.
@@ -915,11 +805,7 @@ async fn job_in_two_clusters_aggregates_and_completes() {
 async fn unschedulable_pods_make_the_deployment_unhealthy() {
     let _serial = serial().lock().await;
     let ns = "status-unhealthy";
-    let h = host().await;
-    ensure_namespace(&h, &names::execution_space_name("member1")).await;
-    ensure_namespace(&h, ns).await;
-    ensure_namespace(&member(0).await, ns).await;
-    let controllers = Controllers::start().await;
+    let (h, controllers) = setup(ns, 1).await;
 
     // Its pod can never be scheduled (no node has the label it asks for), so it never becomes
     // ready: a Deployment that does not roll out.
@@ -945,9 +831,7 @@ async fn unschedulable_pods_make_the_deployment_unhealthy() {
     p.put_work("member1", &manifest, rb_id).await;
     p.create_binding(&template.uid().unwrap(), rb_id, &[("member1", 1)])
         .await;
-    create_member_object(0, "Deployment", &manifest).await;
-    p.set_applied("member1", true, "Manifest has been successfully applied")
-        .await;
+    p.apply_in_member(0, "Deployment", &manifest).await;
 
     // The member's controllers observed the Deployment and its pod is there, failing.
     let m1: Api<Deployment> = Api::namespaced(member(0).await, ns);
@@ -1024,7 +908,7 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
     for c in MEMBERS {
         ensure_namespace(&h, &names::execution_space_name(c)).await;
     }
-    let controllers = Controllers::start().await;
+    let controllers = start_controllers().await;
 
     let name = "status-reader";
     let crb_name = names::binding_name("ClusterRole", name);

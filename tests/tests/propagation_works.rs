@@ -10,21 +10,20 @@
 //! controller would create. Tests run one at a time, each with its own controllers.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use karmada_apis::names::work_name;
 use karmada_apis::{Cluster, OverridePolicy, ResourceBinding, Work};
-use karmada_controllers::{ControllerContext, MemberClusters, Settings, SyncReporter};
+use karmada_e2e::in_process::{
+    self, Controllers, Harness, create_namespace, gone, metric_sum, serial,
+};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use lariat::runtime::features::FeatureGates;
-use lariat::{ClusterOptions, RateLimiterOptions};
+use lariat::ClusterOptions;
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(90);
 const MEMBERS: [&str; 2] = ["member1", "member2"];
@@ -37,114 +36,33 @@ fn env() -> &'static TestEnv {
     })
 }
 
-fn serial() -> &'static tokio::sync::Mutex<()> {
-    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
-    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
-}
-
-fn settings() -> Settings {
-    Settings {
-        cluster_status_update_frequency: Duration::from_secs(10),
-        cluster_success_threshold: Duration::from_secs(30),
-        cluster_failure_threshold: Duration::from_secs(30),
-        cluster_cache_sync_timeout: Duration::from_secs(60),
-        cluster_api_qps: 200.0,
-        cluster_api_burst: 400,
-        enable_cluster_resource_modeling: false,
-        skipped_propagating_apis: String::new(),
-        skipped_propagating_namespaces: vec![regex::Regex::new("^(?:kube-.*)$").unwrap()],
-        concurrent_resource_template_syncs: 5,
-        concurrent_propagation_policy_syncs: 1,
-        concurrent_cluster_propagation_policy_syncs: 1,
-        concurrent_work_syncs: 5,
-        rate_limiter: RateLimiterOptions::default(),
-        feature_gates: FeatureGates::new(&[]),
-    }
+/// Client limits of 200 QPS, burst 400.
+fn fast(mut options: ClusterOptions) -> ClusterOptions {
+    options.clients.qps = 200.0;
+    options.clients.burst = 400;
+    options
 }
 
 /// The binding, execution and namespace controllers, in-process, with both members connected.
-struct Controllers {
-    token: CancellationToken,
-    control_plane: lariat::Cluster,
-    members: Arc<MemberClusters>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+async fn start_controllers() -> Controllers {
+    Harness::new(in_process::implemented(&[
+        "binding",
+        "execution",
+        "namespace",
+    ]))
+    .settings(karmada_controllers::Settings {
+        cluster_api_qps: 200.0,
+        cluster_api_burst: 400,
+        ..in_process::settings()
+    })
+    .host_options(fast(ClusterOptions::default()))
+    .members(&MEMBERS, fast(ClusterOptions::member()))
+    .start(env())
+    .await
 }
 
-impl Controllers {
-    async fn start() -> Controllers {
-        let token = CancellationToken::new();
-        let config = env().host().kube_config().await.unwrap();
-        let mut options = ClusterOptions::default();
-        options.clients.qps = 200.0;
-        options.clients.burst = 400;
-        let control_plane = lariat::Cluster::new("", config, options, &token).unwrap();
-        let members = Arc::new(MemberClusters::new(token.child_token()));
-        for (i, name) in MEMBERS.iter().enumerate() {
-            let cfg = env().members()[i].kube_config().await.unwrap();
-            let mut o = ClusterOptions::member();
-            o.clients.qps = 200.0;
-            o.clients.burst = 400;
-            members.registry().add(name, cfg, o).unwrap();
-        }
-        members.start();
-        control_plane.controllers().start();
-        let settings = Arc::new(settings());
-        let mut tasks = Vec::new();
-        for (name, start) in [
-            ("binding", karmada_controllers::binding::start_fn()),
-            ("execution", karmada_controllers::execution::start_fn()),
-            ("namespace", karmada_controllers::namespace::start_fn()),
-        ] {
-            let (synced, _rx) = SyncReporter::new();
-            let ctx = ControllerContext {
-                name,
-                control_plane: control_plane.clone(),
-                members: members.clone(),
-                settings: settings.clone(),
-                cancel: token.child_token(),
-                synced,
-            };
-            let fut = start(ctx);
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = fut.await {
-                    panic!("{name} failed: {e}");
-                }
-            }));
-        }
-        Controllers {
-            token,
-            control_plane,
-            members,
-            tasks,
-        }
-    }
-
-    async fn stop(self) {
-        self.token.cancel();
-        for t in self.tasks {
-            t.await.unwrap();
-        }
-        self.control_plane.stop(Duration::from_secs(10)).await;
-        self.members.shutdown(Duration::from_secs(10)).await;
-    }
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    in_process::eventually(what, WAIT, Duration::from_millis(200), check).await
 }
 
 async fn host() -> Client {
@@ -153,14 +71,6 @@ async fn host() -> Client {
 
 async fn member_client(i: usize) -> Client {
     env().members()[i].client().await
-}
-
-async fn create_namespace(client: &Client, name: &str, labels: Value) {
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
-    let _ = Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await;
 }
 
 /// Cluster objects for both members, Ready, and their execution namespaces (what the cluster and
@@ -181,14 +91,8 @@ async fn clusters_ready(client: &Client) {
         }))
         .unwrap();
         let _ = api.create(&PostParams::default(), &c).await;
-        let status = json!({"status": {"conditions": [{
-            "type": "Ready", "status": "True", "reason": "ClusterReady",
-            "message": "cluster is healthy and ready to accept workloads",
-            "lastTransitionTime": "2026-01-01T00:00:00Z"
-        }]}});
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-            .unwrap();
+        let message = "cluster is healthy and ready to accept workloads";
+        in_process::set_cluster_ready(client, name, true, message, json!({})).await;
     }
 }
 
@@ -197,7 +101,7 @@ async fn setup(ns: &str) -> (Client, Controllers) {
     let client = host().await;
     clusters_ready(&client).await;
     create_namespace(&client, ns, json!({})).await;
-    let controllers = Controllers::start().await;
+    let controllers = start_controllers().await;
     // The namespace controller propagates the namespace to both members.
     for (i, member) in MEMBERS.iter().enumerate() {
         let m = member_client(i).await;
@@ -274,12 +178,7 @@ async fn binding(
 }
 
 fn applied(w: &Work) -> Option<(String, String, String)> {
-    w.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Applied")
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    in_process::condition(&w.status.as_ref()?.conditions, "Applied")
 }
 
 /// Waits for the Work of `kind ns/name` in `cluster` to have Applied with `status`; returns it.
@@ -321,39 +220,8 @@ fn annotations_of(v: &Value) -> BTreeMap<String, String> {
     .unwrap_or_default()
 }
 
-fn metric_sum(name: &str, filter: &[(&str, &str)]) -> f64 {
-    let mut total = 0.0;
-    for mf in lariat::metrics::registry().gather() {
-        if mf.name() != name {
-            continue;
-        }
-        for m in mf.get_metric() {
-            let ok = filter.iter().all(|(k, v)| {
-                m.get_label()
-                    .iter()
-                    .any(|l| l.name() == *k && l.value() == *v)
-            });
-            if ok {
-                total += m.get_counter().value();
-            }
-        }
-    }
-    total
-}
-
 fn histogram_count(name: &str, result: &str) -> u64 {
-    lariat::metrics::registry()
-        .gather()
-        .iter()
-        .filter(|mf| mf.name() == name)
-        .flat_map(|mf| mf.get_metric().iter())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "result" && l.value() == result)
-        })
-        .map(|m| m.get_histogram().get_sample_count())
-        .sum()
+    in_process::histogram_count(name, &[("result", result)])
 }
 
 fn nginx(ns: &str, name: &str, replicas: i32) -> Value {
@@ -866,8 +734,7 @@ async fn deleting_binding_removes_member_objects_and_works_or_preserves_them_rel
         .unwrap();
     for name in ["gone-configmap", "kept-configmap"] {
         eventually(&format!("binding {name} gone"), || {
-            let rbs = rbs.clone();
-            async move { rbs.get_opt(name).await.unwrap().is_none().then_some(()) }
+            in_process::gone(&rbs, name)
         })
         .await;
     }
@@ -1027,7 +894,7 @@ async fn restart_over_propagated_objects_writes_nothing_to_members() {
         &[("operationResult", "unchanged")],
     );
 
-    let controllers = Controllers::start().await;
+    let controllers = start_controllers().await;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let seen = metric_sum("update_resource_to_cluster", &filter_none) - none_before;
@@ -1169,14 +1036,7 @@ async fn cluster_resource_binding_propagates_cluster_scoped_template() {
         .await
         .unwrap();
     eventually("cluster resource binding gone", || {
-        let crbs = crbs.clone();
-        async move {
-            crbs.get_opt("pw-reader-clusterrole")
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        }
+        gone(&crbs, "pw-reader-clusterrole")
     })
     .await;
     for i in 0..MEMBERS.len() {
@@ -1186,24 +1046,12 @@ async fn cluster_resource_binding_propagates_cluster_scoped_template() {
     controllers.stop().await;
 }
 
-async fn set_member_ready(client: &Client, name: &str, ready: bool) {
-    let status = json!({"status": {"conditions": [{
-        "type": "Ready", "status": if ready { "True" } else { "False" },
-        "reason": if ready { "ClusterReady" } else { "ClusterNotReady" }, "message": "set by test",
-        "lastTransitionTime": "2026-01-01T00:00:00Z"
-    }]}});
-    Api::<Cluster>::all(client.clone())
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn not_ready_cluster_gets_nothing_until_it_is_ready_again() {
     let _g = serial().lock().await;
     let ns = "pw-notready";
     let (client, controllers) = setup(ns).await;
-    set_member_ready(&client, "member2", false).await;
+    in_process::set_cluster_ready(&client, "member2", false, "set by test", json!({})).await;
     let cm = template(&client, configmap(ns, "later")).await;
     binding(&client, &cm, &[("member1", 0), ("member2", 0)], json!({})).await;
     work_applied(&client, "member1", "ConfigMap", ns, "later", "True").await;
@@ -1219,7 +1067,7 @@ async fn not_ready_cluster_gets_nothing_until_it_is_ready_again() {
         .await
         .unwrap();
     assert!(applied(&w).is_none(), "no Applied condition while NotReady");
-    set_member_ready(&client, "member2", true).await;
+    in_process::set_cluster_ready(&client, "member2", true, "set by test", json!({})).await;
     work_applied(&client, "member2", "ConfigMap", ns, "later", "True").await;
     assert!(m2.get_opt("later").await.unwrap().is_some());
     controllers.stop().await;

@@ -5,6 +5,7 @@ pub mod binding;
 pub mod binding_status;
 pub mod cluster;
 pub mod cluster_status;
+pub mod common;
 pub mod context;
 pub mod detector;
 pub mod execution;

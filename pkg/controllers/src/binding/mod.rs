@@ -56,9 +56,9 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::binding::BindingObject;
+use crate::common::events::{EventRecorder, EventType};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
-use crate::detector::binding::BindingObject;
-use crate::detector::events::{EventRecorder, EventType};
 use work::{WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label};
 
 /// The controller's `--controllers` name.
@@ -291,7 +291,7 @@ fn template_reference(spec: &ResourceBindingSpec) -> ObjectReference {
 }
 
 fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
-    crate::detector::events::reference_of(b)
+    crate::common::events::reference_of(b)
 }
 
 fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
@@ -997,7 +997,7 @@ impl BindingController {
                 last_transition_time: now,
                 observed_generation: current.meta().generation,
             };
-            crate::scheduler::set_condition(&mut conditions, new);
+            crate::common::set_condition(&mut conditions, new);
             let Ok(cv) = serde_json::to_value(&conditions) else {
                 return;
             };

@@ -44,9 +44,9 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::binding::BindingObject;
+use crate::common::events::{EventRecorder, EventType};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use crate::detector::binding::BindingObject;
-use crate::detector::events::{EventRecorder, EventType};
 use crate::work_status::{manifest_index, split_api_version};
 
 /// The controller's `--controllers` name.
@@ -275,7 +275,7 @@ pub fn aggregated_item(
 
 /// Sets a condition like apimachinery's `meta.SetStatusCondition`.
 fn set_condition(conditions: &mut Vec<Condition>, new: Condition) {
-    crate::scheduler::set_condition(conditions, new);
+    crate::common::set_condition(conditions, new);
 }
 
 fn now() -> Time {

@@ -25,8 +25,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lariat::{Cache, HandlerResult, ObjectKey};
 
 use crate::cluster_status::conditions::now;
+use crate::common::events::{EventRecorder, EventType, reference_of};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use crate::detector::events::{EventRecorder, EventType, reference_of};
 use crate::members::MemberClusters;
 use karmada_apis::well_known::event_reasons;
 

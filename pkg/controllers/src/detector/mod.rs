@@ -18,7 +18,7 @@
 pub mod binding;
 pub mod claim;
 pub mod error;
-pub mod events;
+pub use crate::common::events;
 pub mod fingerprint;
 pub mod metrics;
 mod policy;

@@ -82,8 +82,8 @@ use crate::binding::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
 };
+use crate::common::events::{EventRecorder, EventType, reference_of};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
-use crate::detector::events::{EventRecorder, EventType, reference_of};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "execution";

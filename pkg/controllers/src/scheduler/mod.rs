@@ -33,9 +33,9 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::binding::BindingObject;
+use crate::common::events::{EventRecorder, EventType};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
-use crate::detector::binding::BindingObject;
-use crate::detector::events::{EventRecorder, EventType};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
 };
@@ -47,8 +47,8 @@ pub const NAME: &str = "scheduler";
 /// the `source.component` of its Events, as in Karmada.
 pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
 
-/// apimachinery's `meta.SetStatusCondition` (re-exported for the controllers that write binding
-/// conditions).
+/// apimachinery's `meta.SetStatusCondition` (the other controllers that write binding conditions
+/// use [`crate::common::set_condition`], the same function).
 pub use karmada_scheduler::set_condition;
 
 /// A scheduler failure.
@@ -592,7 +592,7 @@ impl Scheduler {
         )
         .await?;
         let template = template_reference(spec);
-        let binding_ref = crate::detector::events::reference_of(b);
+        let binding_ref = crate::common::events::reference_of(b);
         let recorder = &self.inner.recorder;
         match (&result, succeeded) {
             (Ok(o), true) => {

@@ -1,0 +1,8 @@
+//! What several controllers share: the interface of the two binding kinds, Events, and
+//! apimachinery's `meta.SetStatusCondition`.
+
+pub mod binding;
+pub mod events;
+
+/// apimachinery's `meta.SetStatusCondition`, for the controllers that write binding conditions.
+pub use karmada_scheduler::set_condition;
