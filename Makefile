@@ -50,8 +50,12 @@ helm-lint: test-tools ## helm lint --strict the chart, with default values and w
 	$(HELM) lint --strict $(CHART) --set karmadaApiServer.mode=kubeconfig --set karmadaApiServer.kubeconfig.content=x --set metrics.serviceMonitor.enabled=true
 
 .PHONY: bench
-bench: ## Run the benchmarks (cargo bench --workspace).
+bench: test-binaries ## Run every benchmark: lariat's queue and cache, and the propagation benchmark at full size (~30 min; docs/benchmarks.md).
 	$(CARGO) bench --workspace
+
+.PHONY: bench-propagation
+bench-propagation: test-binaries ## Only the propagation benchmark; pass knobs with ARGS="--templates 400 --scale-out 2" (see -- --help).
+	$(CARGO) bench -p karmada-e2e --bench propagation -- $(ARGS)
 
 .PHONY: image
 image: ## Build the container image (needs docker or DOCKER=podman).

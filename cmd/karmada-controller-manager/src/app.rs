@@ -182,9 +182,10 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
         },
         caches: CacheOptions::default(),
         controllers: ControllerOptions {
-            // controller-runtime runs one worker for kinds without a GroupKindConcurrency entry.
+            // Kinds without a `--concurrent-*-syncs` flag of their own are the resource templates
+            // the detector watches: each gets `--concurrent-resource-template-syncs` workers.
             workers: WorkerOptions {
-                default_workers: 1,
+                default_workers: opts.concurrent_resource_template_syncs.max(1),
                 group_kind_concurrency: opts
                     .group_kind_concurrency
                     .iter()

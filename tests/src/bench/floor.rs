@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::scenarios::wait_arrivals;
-use super::session::Session;
+use super::session::{ServerCpu, Session};
 use super::workload::{Created, Kind, Template, create, create_manifest, templates};
 
 /// How long the floor took.
@@ -37,6 +37,8 @@ pub struct FloorResult {
     pub writes: usize,
     /// Seconds from the first template create until every member object existed.
     pub seconds: f64,
+    /// CPU seconds the API servers and etcd used meanwhile.
+    pub server_cpu: ServerCpu,
 }
 
 /// Runs the floor on a session without a controller-manager.
@@ -53,6 +55,7 @@ pub async fn floor(
     let (to_bindings, bindings) = mpsc::unbounded::<Template>();
     let (to_works, works) = mpsc::unbounded::<Template>();
     let (to_members, member_creates) = mpsc::unbounded::<(usize, Template)>();
+    let servers_before = s.server_cpu();
     let t0 = Instant::now();
 
     let host = &s.host;
@@ -123,6 +126,7 @@ pub async fn floor(
         member_concurrency: syncs,
         writes: templates.len() * (2 + 2 * members.len()),
         seconds: conv.member_objects.as_secs_f64(),
+        server_cpu: s.server_cpu().since(&servers_before),
     })
 }
 

@@ -183,6 +183,13 @@ fn requests_cell(r: &RequestCounts, target: &str) -> String {
         .unwrap_or_else(|| "none".into())
 }
 
+fn servers(c: &super::session::ServerCpu) -> String {
+    format!(
+        "{:.1} / {:.1} / {:.1}",
+        c.host_apiserver, c.member_apiservers, c.etcd
+    )
+}
+
 fn ms(p: &Percentiles) -> String {
     format!(
         "{:.0} / {:.0} / {:.0} / {:.0}",
@@ -214,13 +221,13 @@ impl Report {
             let _ = writeln!(o, "#### Burst\n");
             let _ = writeln!(
                 o,
-                "| run | templates × members | create (s) | member objects (s) | FullyApplied (s) | settled (s) | arrival p50/p90/p99/max (ms) | CPU (s) | peak RSS (MiB) | host writes | member writes |"
+                "| run | templates × members | create (s) | member objects (s) | FullyApplied (s) | settled (s) | arrival p50/p90/p99/max (ms) | CPU (s) | servers' CPU: host / members / etcd (s) | peak RSS (MiB) | host writes | member writes |"
             );
-            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
+            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (r, b) in &bursts {
                 let _ = writeln!(
                     o,
-                    "| {} | {} × {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.0} | {} | {} |",
+                    "| {} | {} × {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} | {:.0} | {} | {} |",
                     r.label,
                     b.templates,
                     b.members,
@@ -230,6 +237,7 @@ impl Report {
                     b.settled_seconds,
                     ms(&b.arrival),
                     b.cpu_seconds,
+                    servers(&b.server_cpu),
                     b.peak_rss_mib,
                     b.host_writes,
                     b.member_writes
@@ -326,9 +334,9 @@ impl Report {
             let _ = writeln!(o, "#### Minimal-writes floor\n");
             let _ = writeln!(
                 o,
-                "| templates × members | concurrency (create / binding / work / member) | writes | member objects (s) | our burst at the same size (s) | ratio |"
+                "| templates × members | concurrency (create / binding / work / member) | writes | member objects (s) | servers' CPU: host / members / etcd (s) | our burst at the same size (s) | ratio |"
             );
-            let _ = writeln!(o, "|---|---|---|---|---|---|");
+            let _ = writeln!(o, "|---|---|---|---|---|---|---|");
             let ours = bursts
                 .iter()
                 .find(|(r, b)| {
@@ -339,7 +347,7 @@ impl Report {
                 .map(|(_, b)| b.member_objects_seconds);
             let _ = writeln!(
                 o,
-                "| {} × {} | {} / {} / {} / {} | {} | {:.1} | {} | {} |",
+                "| {} × {} | {} / {} / {} / {} | {} | {:.1} | {} | {} | {} |",
                 f.templates,
                 f.members,
                 f.create_concurrency,
@@ -348,6 +356,7 @@ impl Report {
                 f.member_concurrency,
                 f.writes,
                 f.seconds,
+                servers(&f.server_cpu),
                 ours.map_or("n/a".into(), |s| format!("{s:.1}")),
                 ours.map_or("n/a".into(), |s| format!("{:.2}×", s / f.seconds.max(1e-9)))
             );

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::observer::{ObjectKey, Sightings};
 use super::process::{RequestCounts, request_counts, request_delta, total, writes};
 use super::report::{Changes, Percentiles, change_counts};
-use super::session::{Session, wait_ready};
+use super::session::{ServerCpu, Session, wait_ready};
 use super::workload::{Created, Kind, Template, create, create_all, create_at_rate, templates};
 
 /// What a burst cost and how long it took.
@@ -39,6 +39,8 @@ pub struct BurstResult {
     pub member_writes: u64,
     /// CPU seconds the controller-manager used until settled.
     pub cpu_seconds: f64,
+    /// CPU seconds the API servers and etcd used until settled.
+    pub server_cpu: ServerCpu,
     /// Its peak RSS since it started (MiB).
     pub peak_rss_mib: f64,
     /// Its RSS when settled (MiB).
@@ -57,6 +59,7 @@ pub async fn burst(
     let templates = templates(prefix, deployments, configmaps, &s.namespaces);
     let before = request_counts(&s.metrics()?);
     let cpu_before = s.sample()?.cpu_seconds;
+    let servers_before = s.server_cpu();
     let t0 = Instant::now();
     let created = create_all(&s.host, &templates, concurrency).await?;
     let create_seconds = t0.elapsed().as_secs_f64();
@@ -78,6 +81,7 @@ pub async fn burst(
         member_writes: writes(&requests, "members"),
         requests,
         cpu_seconds: after.cpu_seconds - cpu_before,
+        server_cpu: s.server_cpu().since(&servers_before),
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
     })

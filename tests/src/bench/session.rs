@@ -47,6 +47,28 @@ impl Qps {
     }
 }
 
+/// CPU seconds of the servers the controller-manager talks to.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct ServerCpu {
+    /// The host kube-apiserver.
+    pub host_apiserver: f64,
+    /// All member kube-apiservers together.
+    pub member_apiservers: f64,
+    /// The etcd they share.
+    pub etcd: f64,
+}
+
+impl ServerCpu {
+    /// What was used between `before` and `self`.
+    pub fn since(&self, before: &ServerCpu) -> ServerCpu {
+        ServerCpu {
+            host_apiserver: self.host_apiserver - before.host_apiserver,
+            member_apiservers: self.member_apiservers - before.member_apiservers,
+            etcd: self.etcd - before.etcd,
+        }
+    }
+}
+
 /// A running environment.
 pub struct Session {
     /// Member names, `member1` first.
@@ -148,6 +170,19 @@ impl Session {
     pub fn sample(&self) -> anyhow::Result<ProcessSample> {
         let kcm = self.kcm()?;
         ProcessSample::read(kcm.pid()).context("read the controller-manager's /proc entry")
+    }
+
+    /// CPU seconds used so far by the API servers and etcd.
+    pub fn server_cpu(&self) -> ServerCpu {
+        let cpu = |pid: Option<u32>| {
+            pid.and_then(ProcessSample::read)
+                .map_or(0.0, |s| s.cpu_seconds)
+        };
+        ServerCpu {
+            host_apiserver: cpu(self.env.host().pid()),
+            member_apiservers: self.env.members().iter().map(|m| cpu(m.pid())).sum(),
+            etcd: cpu(Some(self.env.etcd_pid())),
+        }
     }
 
     /// The controller-manager's metrics now.

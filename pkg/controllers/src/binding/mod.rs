@@ -332,7 +332,7 @@ impl BindingController {
         let cops = c
             .for_kind::<ClusterOverridePolicy>()
             .map_err(fw("ClusterOverridePolicy controller"))?;
-        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME);
+        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingController {
             inner: Arc::new(Inner {

@@ -376,7 +376,7 @@ impl BindingStatusController {
             .controllers()
             .for_kind::<Work>()
             .map_err(framework("Work controller"))?;
-        let recorder = EventRecorder::new(client.clone(), RB_HANDLER);
+        let recorder = EventRecorder::new(client.clone(), RB_HANDLER, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingStatusController {
             inner: Arc::new(Inner {

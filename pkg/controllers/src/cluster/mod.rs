@@ -104,7 +104,7 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
         );
         let client = plane.clients().client_for_controller(CONTROLLER_NAME)?;
         let controller = Arc::new(Controller {
-            events: EventRecorder::new(client.clone(), CONTROLLER_NAME),
+            events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
             client,
             members: ctx.members.clone(),
             rbs,

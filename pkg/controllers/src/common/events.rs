@@ -1,10 +1,19 @@
 //! Kubernetes Events (`core/v1`, like Karmada's `record.EventRecorder`) on templates and bindings.
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource, ResourceExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Events waiting to be written, per recorder. When it is full (the API server is far behind), new
+/// Events are dropped with a warning, as client-go's broadcaster does.
+const QUEUE_CAPACITY: usize = 8192;
+/// Event writes in flight per recorder.
+const WRITERS: usize = 4;
 
 /// `Normal` or `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,17 +33,22 @@ impl EventType {
     }
 }
 
-/// Writes Events as one component (`source.component`).
+/// Writes Events as one component (`source.component`). Recording only queues the Event; a
+/// background writer sends it, so a reconcile never waits for an Event (Events are informational,
+/// and writing them inline added one API round trip per Event to every sync).
 #[derive(Clone)]
 pub struct EventRecorder {
-    client: Client,
     component: &'static str,
+    queue: mpsc::Sender<Event>,
 }
 
 impl EventRecorder {
-    /// A recorder writing as `component` (Karmada: `resource-detector`, `default-scheduler`).
-    pub fn new(client: Client, component: &'static str) -> Self {
-        EventRecorder { client, component }
+    /// A recorder writing as `component` (Karmada: `resource-detector`, `default-scheduler`). Its
+    /// writer stops when `cancel` fires or the last clone of the recorder is dropped.
+    pub fn new(client: Client, component: &'static str, cancel: &CancellationToken) -> Self {
+        let (queue, events) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(write_events(client, events, cancel.clone()));
+        EventRecorder { component, queue }
     }
 
     /// Records an Event about the object `target`. Failures are logged, never returned: an Event is
@@ -78,17 +92,46 @@ impl EventRecorder {
             reporting_instance: Some(self.component.to_owned()),
             ..Default::default()
         };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        if let Err(e) = api.create(&PostParams::default(), &event).await {
+        if self.queue.try_send(event).is_err() {
             tracing::warn!(
                 kind = target.kind.as_deref().unwrap_or_default(),
                 namespace = target.namespace.as_deref().unwrap_or_default(),
                 name = target.name.as_deref().unwrap_or_default(),
                 reason,
-                error = %e,
-                "failed to record event"
+                "event dropped: too many events waiting to be written"
             );
         }
+    }
+}
+
+/// Writes queued Events, [`WRITERS`] at a time, until `cancel` fires or every recorder is gone.
+async fn write_events(client: Client, events: mpsc::Receiver<Event>, cancel: CancellationToken) {
+    let events =
+        futures::stream::unfold(
+            events,
+            |mut rx| async move { rx.recv().await.map(|e| (e, rx)) },
+        );
+    let writes = events.for_each_concurrent(WRITERS, |event| {
+        let client = client.clone();
+        async move {
+            let namespace = event.metadata.namespace.clone().unwrap_or_default();
+            let api: Api<Event> = Api::namespaced(client, &namespace);
+            if let Err(e) = api.create(&PostParams::default(), &event).await {
+                let target = &event.involved_object;
+                tracing::warn!(
+                    kind = target.kind.as_deref().unwrap_or_default(),
+                    namespace = target.namespace.as_deref().unwrap_or_default(),
+                    name = target.name.as_deref().unwrap_or_default(),
+                    reason = event.reason.as_deref().unwrap_or_default(),
+                    error = %e,
+                    "failed to record event"
+                );
+            }
+        }
+    });
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = writes => {}
     }
 }
 

@@ -192,7 +192,7 @@ impl Detector {
             .store();
         works.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
         works.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
-        let recorder = EventRecorder::new(client.clone(), NAME);
+        let recorder = EventRecorder::new(client.clone(), NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Detector {
             inner: Arc::new(Inner {

@@ -313,7 +313,7 @@ impl ExecutionController {
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let works = cp.controllers().for_kind::<Work>()?;
         let clusters = cp.controllers().for_kind::<Cluster>()?;
-        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME);
+        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(ExecutionController {
             inner: Arc::new(Inner {

@@ -231,7 +231,7 @@ impl Scheduler {
                     what: "Cluster controller",
                     source: Box::new(source),
                 })?;
-        let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME);
+        let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Scheduler {
             inner: Arc::new(Inner {
