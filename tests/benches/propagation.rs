@@ -34,6 +34,9 @@ struct Args {
     /// Skip the run with Karmada's default client QPS.
     #[arg(long)]
     no_default_qps: bool,
+    /// Templates in the burst with Karmada's default client QPS.
+    #[arg(long)]
+    default_qps_templates: Option<usize>,
     /// Skip the minimal-writes floor.
     #[arg(long)]
     no_floor: bool,
@@ -61,6 +64,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(s) = args.scale_out {
         config.scale_out = s;
+    }
+    if let Some(n) = args.default_qps_templates {
+        config.default_qps_templates = n;
     }
     if let Some(r) = args.steady_rate {
         config.steady_rate = r;

@@ -26,6 +26,11 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     );
     for run in &report.runs {
         let b = run.burst.as_ref().expect("every run has a burst");
+        let templates = if run.label.starts_with("Karmada default QPS") {
+            config.default_qps_templates
+        } else {
+            templates
+        };
         assert_eq!(b.templates, templates, "{}", run.label);
         assert_eq!(
             b.arrival.count,

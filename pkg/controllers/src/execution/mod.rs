@@ -452,39 +452,50 @@ impl ExecutionController {
                 .any(|c| c.type_ == WORK_DISPATCHING && c.status == dispatching.status)
         });
         if dispatch_changed {
-            let message = dispatching.message.clone();
-            self.set_conditions(work, vec![dispatching]).await?;
             inner
                 .recorder
                 .record(
                     &reference_of(work),
                     EventType::Normal,
                     event_reasons::WORK_DISPATCHING,
-                    message,
+                    dispatching.message.clone(),
                 )
                 .await;
         }
-        if suspended {
-            return Ok(());
-        }
-        if !cluster_obj.is_ready() {
-            return Err(ExecutionError::ClusterNotReady(cluster.to_owned()));
-        }
-        let Some(member) = inner.ctx.members.get(cluster) else {
-            return Err(ExecutionError::NotConnected(cluster.to_owned()));
+        // A changed Dispatching condition is written together with Applied when the Work is
+        // applied now (one status write instead of two), and alone when it is not.
+        let dispatching = dispatch_changed.then_some(dispatching);
+        let member = match inner.ctx.members.get(cluster) {
+            Some(m) if !suspended && cluster_obj.is_ready() => m,
+            _ => {
+                if let Some(c) = dispatching {
+                    self.set_conditions(work, vec![c]).await?;
+                }
+                return if suspended {
+                    Ok(())
+                } else if !cluster_obj.is_ready() {
+                    Err(ExecutionError::ClusterNotReady(cluster.to_owned()))
+                } else {
+                    Err(ExecutionError::NotConnected(cluster.to_owned()))
+                };
+            }
         };
         let started = Instant::now();
-        let result = self.sync_to_cluster(work, cluster, &member).await;
+        let result = self
+            .sync_to_cluster(work, cluster, &member, dispatching)
+            .await;
         metrics::observe_sync_workload(result.is_ok(), started);
         result
     }
 
-    /// Applies every manifest of the Work and records `Applied`.
+    /// Applies every manifest of the Work and records `Applied` (with `dispatching`, when that
+    /// condition changed too).
     async fn sync_to_cluster(
         &self,
         work: &Work,
         cluster: &str,
         member: &lariat::Cluster,
+        dispatching: Option<Condition>,
     ) -> Result<(), ExecutionError> {
         let inner = &self.inner;
         let manifests = &work.spec.workload.manifests;
@@ -514,16 +525,14 @@ impl ExecutionController {
             work.name_any()
         );
         if errors.is_empty() {
-            self.set_conditions(
-                work,
-                vec![condition(
-                    WORK_APPLIED,
-                    true,
-                    WORK_REASON_APPLIED_SUCCESSFUL,
-                    WORK_MESSAGE_APPLIED_SUCCESSFUL,
-                )],
-            )
-            .await?;
+            let applied = condition(
+                WORK_APPLIED,
+                true,
+                WORK_REASON_APPLIED_SUCCESSFUL,
+                WORK_MESSAGE_APPLIED_SUCCESSFUL,
+            );
+            self.set_conditions(work, dispatching.into_iter().chain([applied]).collect())
+                .await?;
             if wrote {
                 inner
                     .recorder
@@ -543,16 +552,9 @@ impl ExecutionController {
             manifests.len(),
             errors.join(", ")
         );
-        self.set_conditions(
-            work,
-            vec![condition(
-                WORK_APPLIED,
-                false,
-                WORK_REASON_APPLIED_FAILED,
-                &message,
-            )],
-        )
-        .await?;
+        let failed = condition(WORK_APPLIED, false, WORK_REASON_APPLIED_FAILED, &message);
+        self.set_conditions(work, dispatching.into_iter().chain([failed]).collect())
+            .await?;
         let err = ExecutionError::Sync {
             namespace: work.namespace().unwrap_or_default(),
             name: work.name_any(),
@@ -922,17 +924,23 @@ impl ExecutionController {
         if cached_ok {
             return Ok(());
         }
+        // First from the cached copy (no GET when it is current); after a conflict, from the server.
+        let mut cached = Some(work.clone());
+        let mut last_conflict = None;
         for _ in 0..CONFLICT_RETRIES {
-            let mut current = match api.get_opt(&name).await {
-                Ok(Some(w)) => w,
-                Ok(None) => return Ok(()),
-                Err(source) => {
-                    return Err(ExecutionError::Api {
-                        action: "get",
-                        key,
-                        source,
-                    });
-                }
+            let mut current = match cached.take() {
+                Some(w) => w,
+                None => match api.get_opt(&name).await {
+                    Ok(Some(w)) => w,
+                    Ok(None) => return Ok(()),
+                    Err(source) => {
+                        return Err(ExecutionError::Api {
+                            action: "get",
+                            key,
+                            source,
+                        });
+                    }
+                },
             };
             let status = current.status.get_or_insert_with(Default::default);
             let mut changed = false;
@@ -947,7 +955,9 @@ impl ExecutionController {
                 .await
             {
                 Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    last_conflict = Some(kube::Error::Api(s));
+                }
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                 Err(source) => {
                     return Err(ExecutionError::Api {
@@ -958,7 +968,15 @@ impl ExecutionController {
                 }
             }
         }
-        Ok(())
+        match last_conflict {
+            // Retried with backoff by the queue.
+            Some(source) => Err(ExecutionError::Api {
+                action: "update status of",
+                key,
+                source,
+            }),
+            None => Ok(()),
+        }
     }
 
     async fn remove_finalizer(&self, work: &Work) -> Result<(), ExecutionError> {
