@@ -132,13 +132,13 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         let mut s = Session::start(members, config.namespaces, Some(qps)).await?;
         progress(&format!(
             "{label}: burst of {} templates",
-            config.deployments + config.configmaps
+            deployments + configmaps
         ));
         let burst = scenarios::burst(
             &s,
             "burst",
-            config.deployments,
-            config.configmaps,
+            deployments,
+            configmaps,
             config.create_concurrency,
             timeout,
         )
