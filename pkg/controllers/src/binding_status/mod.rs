@@ -49,6 +49,9 @@ use crate::common::events::{EventRecorder, EventType};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use crate::work_status::{manifest_index, split_api_version};
 
+/// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
+const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The controller's `--controllers` name.
 pub const NAME: &str = "bindingStatus";
 
@@ -455,7 +458,9 @@ impl BindingStatusController {
         Ok(())
     }
 
-    /// A Work changed: re-queue its binding when the Work's status changed or it went away.
+    /// A Work changed: re-queue its binding when the Work's status changed or it went away. The
+    /// binding is aggregated [`WORK_COALESCE`] later, so the Works of one binding that report at
+    /// about the same time (each member applies, then reports health) cost one status write.
     fn handle_work(&self, key: ObjectKey, work: Option<Arc<Work>>) -> HandlerResult<Work> {
         let target = match work {
             Some(w) => {
@@ -480,11 +485,13 @@ impl BindingStatusController {
                     .forced
                     .lock()
                     .insert(format!("rb/{namespace}/{name}"));
-                self.inner.rb.enqueue(Some(&namespace), &name);
+                self.inner
+                    .rb
+                    .enqueue_after(Some(&namespace), &name, WORK_COALESCE);
             }
             Some(Target::Crb { name }) => {
                 self.inner.forced.lock().insert(format!("crb/{name}"));
-                self.inner.crb.enqueue(None, &name);
+                self.inner.crb.enqueue_after(None, &name, WORK_COALESCE);
             }
             None => {}
         }

@@ -906,7 +906,7 @@ impl ExecutionController {
         )))
     }
 
-    /// Sets conditions on the Work's status (read fresh, written only if something changed).
+    /// Sets conditions on the Work's status (written only if something changed).
     async fn set_conditions(
         &self,
         work: &Work,
@@ -924,58 +924,30 @@ impl ExecutionController {
         if cached_ok {
             return Ok(());
         }
-        // First from the cached copy (no GET when it is current); after a conflict, from the server.
-        let mut cached = Some(work.clone());
-        let mut last_conflict = None;
-        for _ in 0..CONFLICT_RETRIES {
-            let mut current = match cached.take() {
-                Some(w) => w,
-                None => match api.get_opt(&name).await {
-                    Ok(Some(w)) => w,
-                    Ok(None) => return Ok(()),
-                    Err(source) => {
-                        return Err(ExecutionError::Api {
-                            action: "get",
-                            key,
-                            source,
-                        });
-                    }
-                },
-            };
-            let status = current.status.get_or_insert_with(Default::default);
-            let mut changed = false;
-            for c in &conditions {
-                changed |= put_condition(&mut status.conditions, c.clone());
-            }
-            if !changed {
-                return Ok(());
-            }
-            match api
-                .replace_status(&name, &PostParams::default(), &current)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    last_conflict = Some(kube::Error::Api(s));
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
-                Err(source) => {
-                    return Err(ExecutionError::Api {
-                        action: "update status of",
-                        key,
-                        source,
-                    });
-                }
-            }
+        // The execution controller is the only writer of a Work's conditions (the workStatus
+        // controller writes `manifestStatuses`), so a merge patch of the whole list computed from
+        // the cached Work cannot lose anyone's update, and never conflicts with the status writes
+        // of the workStatus controller the way a resourceVersion-checked update would.
+        let mut merged = work
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        for c in conditions {
+            put_condition(&mut merged, c);
         }
-        match last_conflict {
-            // Retried with backoff by the queue.
-            Some(source) => Err(ExecutionError::Api {
+        let patch = json!({"status": {"conditions": merged}});
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(source) => Err(ExecutionError::Api {
                 action: "update status of",
                 key,
                 source,
             }),
-            None => Ok(()),
         }
     }
 

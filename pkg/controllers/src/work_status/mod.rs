@@ -35,7 +35,7 @@ use karmada_apis::well_known::{WORK_APPLIED, WORK_NAME_ANNOTATION, WORK_NAMESPAC
 use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -552,6 +552,36 @@ impl WorkStatusController {
         let name = cached.name_any();
         let key = names::namespaced_key(&namespace, &name);
         let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &namespace);
+        if cached.spec.workload.manifests.len() == 1 {
+            // One manifest, one status: this handler is its only writer, so a merge patch of
+            // `manifestStatuses` needs no resourceVersion and never conflicts with the execution
+            // controller's condition writes.
+            let current = cached
+                .status
+                .as_ref()
+                .map(|s| s.manifest_statuses.as_slice())
+                .unwrap_or_default();
+            if current.len() == 1 && current[0] == new {
+                return Ok(());
+            }
+            let patch = serde_json::json!({"status": {"manifestStatuses": [new]}});
+            return match api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    tracing::debug!(work = %key, "manifest status updated");
+                    Ok(())
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(source) => Err(WorkStatusError::Api {
+                    action: "update status of",
+                    kind: "Work".into(),
+                    key,
+                    source: Box::new(source),
+                }),
+            };
+        }
         let mut current = cached.clone();
         for _ in 0..CONFLICT_RETRIES {
             let mut status = current.status.clone().unwrap_or_default();
