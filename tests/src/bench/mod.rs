@@ -117,7 +117,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             config.members,
             (n.div_ceil(2), n / 2),
             false,
-            true,
+            false,
         ));
     }
     for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
