@@ -62,7 +62,7 @@ pub struct Observer {
     synced: Arc<AtomicUsize>,
     streams: usize,
     token: CancellationToken,
-    _tasks: JoinSet<()>,
+    tasks: JoinSet<()>,
 }
 
 impl Observer {
@@ -73,7 +73,7 @@ impl Observer {
             synced: Arc::default(),
             streams: 0,
             token: CancellationToken::new(),
-            _tasks: JoinSet::new(),
+            tasks: JoinSet::new(),
         };
         let managed = "karmada.io/managed=true";
         for (name, client) in members {
@@ -141,7 +141,7 @@ impl Observer {
     {
         self.streams += 1;
         let token = self.token.clone();
-        self._tasks.spawn(async move {
+        self.tasks.spawn(async move {
             let mut stream = std::pin::pin!(stream);
             let mut synced_once = false;
             loop {

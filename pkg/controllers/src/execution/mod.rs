@@ -915,15 +915,6 @@ impl ExecutionController {
         let ns = work.namespace().unwrap_or_default();
         let name = work.name_any();
         let key = format!("{ns}/{name}");
-        let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &ns);
-        // Fast path: the cached Work already says so.
-        let cached_ok = work.status.as_ref().is_some_and(|s| {
-            let mut c = s.conditions.clone();
-            !conditions.iter().any(|n| put_condition(&mut c, n.clone()))
-        });
-        if cached_ok {
-            return Ok(());
-        }
         // The execution controller is the only writer of a Work's conditions (the workStatus
         // controller writes `manifestStatuses`), so a merge patch of the whole list computed from
         // the cached Work cannot lose anyone's update, and never conflicts with the status writes
@@ -933,9 +924,15 @@ impl ExecutionController {
             .as_ref()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
+        let mut changed = false;
         for c in conditions {
-            put_condition(&mut merged, c);
+            changed |= put_condition(&mut merged, c);
         }
+        if !changed {
+            // The cached Work already says so.
+            return Ok(());
+        }
+        let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &ns);
         let patch = json!({"status": {"conditions": merged}});
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
