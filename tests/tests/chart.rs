@@ -21,6 +21,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karmada_e2e::controller_manager::*;
+use karmada_e2e::tools::tool;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
@@ -28,8 +29,6 @@ use kube::core::{ApiResource, GroupVersionKind};
 /// (Not `namespace`: it would propagate the test's namespaces as Works, which only the execution
 /// controller could finalize, and the Cluster's deletion waits for its Works.)
 const RUN_CONTROLLERS: &str = "controllers={cluster,clusterStatus,binding}";
-
-const INSTALL_SCRIPT: &str = include_str!("../../hack/install-helm.sh");
 
 fn env() -> &'static testenv::TestEnv {
     testenv::shared(testenv::EnvOptions {
@@ -44,38 +43,6 @@ fn workspace() -> PathBuf {
 
 fn chart_dir() -> PathBuf {
     workspace().join("charts/karmada-controller-manager")
-}
-
-fn pinned(key: &str) -> &'static str {
-    INSTALL_SCRIPT
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("{key} not found in hack/install-helm.sh"))
-}
-
-/// `helm` or `kubectl`: `$HELM`/`$KUBECTL`, else the cache folder hack/install-helm.sh fills.
-fn tool(name: &str) -> PathBuf {
-    let var = name.to_uppercase();
-    if let Some(p) = std::env::var_os(&var) {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("KARMADA_RS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("karmada-rs")))
-        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/karmada-rs")))
-        .expect("HOME is set");
-    let p = base.join("tools").join(format!(
-        "helm-{}_kubectl-{}",
-        pinned("HELM_VERSION"),
-        pinned("KUBECTL_VERSION")
-    ));
-    let p = p.join(name);
-    assert!(
-        p.is_file(),
-        "{name} is not installed at {}: run `make test-tools` (hack/install-helm.sh), or set {var} to a {name} binary",
-        p.display()
-    );
-    p
 }
 
 /// A folder for helm's cache/config/data, so tests never touch the user's helm settings.

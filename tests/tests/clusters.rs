@@ -377,7 +377,18 @@ async fn member_cluster_lifecycle() {
     let err = join(m1, "member1", &[]).await.unwrap_err().to_string();
     assert!(err.contains("has been registered"), "{err}");
 
-    // --- member2 (no token controller: TokenRequest fallback). ---
+    // The namespace join created in member1 is marked as created by join.
+    let m1_namespace = Api::<Namespace>::all(m1_client.clone())
+        .get("karmada-cluster")
+        .await
+        .unwrap();
+    assert_eq!(
+        m1_namespace.metadata.annotations.unwrap_or_default()["karmada-rs.io/created-by"],
+        "karmadactl-join"
+    );
+
+    // --- member2 (no token controller: TokenRequest fallback), whose namespace exists already. ---
+    in_process::ensure_namespace(&m2.client().await, "karmada-cluster").await;
     join(m2, "member2", &[]).await.unwrap();
     wait_ready_untainted(&clusters, "member2").await;
 
@@ -541,11 +552,43 @@ async fn member_cluster_lifecycle() {
             .unwrap()
             .is_none()
     );
+    // The namespace join created is deleted (terminating until its contents are gone).
+    let m1_namespace = Api::<Namespace>::all(m1_client.clone())
+        .get_opt("karmada-cluster")
+        .await
+        .unwrap();
+    assert!(
+        m1_namespace.is_none_or(|ns| ns.metadata.deletion_timestamp.is_some()),
+        "member1's karmada-cluster namespace deleted"
+    );
 
     // --- unjoin member2 without its kubeconfig. ---
     unjoin("member2", None).await.unwrap();
     assert!(clusters.get_opt("member2").await.unwrap().is_none());
     assert!(plane.members.get("member2").is_none());
+
+    // --- join member2 again and unjoin it with its kubeconfig: the namespace that existed before
+    // the first join stays. ---
+    join(m2, "member2", &[]).await.unwrap();
+    unjoin("member2", Some(m2)).await.unwrap();
+    assert!(clusters.get_opt("member2").await.unwrap().is_none());
+    let m2_client = m2.client().await;
+    let m2_namespace = Api::<Namespace>::all(m2_client.clone())
+        .get("karmada-cluster")
+        .await
+        .unwrap();
+    assert!(
+        m2_namespace.metadata.deletion_timestamp.is_none(),
+        "member2's own karmada-cluster namespace kept"
+    );
+    assert!(
+        Api::<ServiceAccount>::namespaced(m2_client.clone(), "karmada-cluster")
+            .get_opt("karmada-member2")
+            .await
+            .unwrap()
+            .is_none(),
+        "what join created in it is gone"
+    );
     plane.stop().await;
 }
 

@@ -17,7 +17,9 @@ use karmada_apis::{Cluster, ClusterSpec};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
 use crate::cli::JoinArgs;
-use crate::util::{SYSTEM_LABEL, Target, code, explain, load, role_name, validate_cluster_name};
+use crate::util::{
+    CREATED_BY_JOIN, SYSTEM_LABEL, Target, code, explain, load, role_name, validate_cluster_name,
+};
 
 /// Name of the impersonator ServiceAccount in the member.
 const IMPERSONATOR_SA: &str = "karmada-impersonator";
@@ -113,11 +115,14 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         return Ok(());
     }
 
-    // Member side: namespace, ServiceAccounts, RBAC, tokens.
+    // Member side: namespace (marked as ours only if created now), ServiceAccounts, RBAC, tokens.
+    let mut ns_meta = meta(None, &ns);
+    ns_meta.annotations =
+        Some([(CREATED_BY_JOIN.0.to_string(), CREATED_BY_JOIN.1.to_string())].into());
     ensure(
         &member_ns,
         &Namespace {
-            metadata: meta(None, &ns),
+            metadata: ns_meta,
             ..Namespace::default()
         },
         &format!("namespace {ns}"),

@@ -9,10 +9,10 @@ use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::names::{execution_space_name, impersonation_secret_name, service_account_name};
 use karmada_apis::well_known::{CLUSTER_CONTROLLER_FINALIZER, EXECUTION_CONTROLLER_FINALIZER};
 use karmada_apis::{Cluster, Work};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 
 use crate::cli::UnjoinArgs;
-use crate::util::{Target, code, explain, load, role_name};
+use crate::util::{CREATED_BY_JOIN, Target, code, explain, load, role_name};
 
 /// Deletes `name`; a missing object is fine.
 async fn delete<K>(api: &Api<K>, name: &str, what: &str, target: &Target) -> anyhow::Result<()>
@@ -20,6 +20,49 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e) == Some(404) => Ok(()),
+        Err(e) => Err(explain(e, &format!("deleting {what}"), target)),
+    }
+}
+
+/// Deletes the member namespace `name` only if `join` created it (it carries [`CREATED_BY_JOIN`]);
+/// a namespace that existed before the join is left, with a note.
+async fn delete_namespace_if_joined(
+    api: &Api<Namespace>,
+    name: &str,
+    target: &Target,
+) -> anyhow::Result<()> {
+    let what = format!("namespace {name}");
+    let Some(ns) = api
+        .get_opt(name)
+        .await
+        .map_err(|e| explain(e, &format!("getting {what}"), target))?
+    else {
+        return Ok(());
+    };
+    let created_by_join = ns
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CREATED_BY_JOIN.0))
+        .is_some_and(|v| v == CREATED_BY_JOIN.1);
+    if !created_by_join {
+        println!(
+            "keeping {what} in the member cluster: it existed before karmadactl join (no {}={} annotation)",
+            CREATED_BY_JOIN.0, CREATED_BY_JOIN.1
+        );
+        return Ok(());
+    }
+    // The uid precondition keeps a namespace recreated since the read from being deleted.
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: ns.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
         Ok(_) => Ok(()),
         Err(e) if code(&e) == Some(404) => Ok(()),
         Err(e) => Err(explain(e, &format!("deleting {what}"), target)),
@@ -201,10 +244,9 @@ pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
             ),
             (
                 "namespace",
-                delete(
+                delete_namespace_if_joined(
                     &Api::<Namespace>::all(member.client.clone()),
                     &args.cluster_namespace,
-                    &format!("namespace {}", args.cluster_namespace),
                     &member,
                 )
                 .await,

@@ -9,6 +9,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 /// Label put on every object join creates.
 pub const SYSTEM_LABEL: (&str, &str) = ("karmada.io/system", "true");
 
+/// Annotation `join` puts on the member namespace it creates (not on one that already existed), so
+/// that `unjoin` deletes only that one. Karmada has no such mark and deletes the namespace always.
+pub const CREATED_BY_JOIN: (&str, &str) = ("karmada-rs.io/created-by", "karmadactl-join");
+
 /// A loaded kubeconfig and the client built from one of its contexts.
 pub struct Target {
     /// Client.

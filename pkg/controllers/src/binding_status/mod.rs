@@ -37,7 +37,9 @@ use karmada_apis::{
 };
 use karmada_interpreter::{GroupKind, Interpreter, Operation};
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use lariat::cache::store::label_index_name;
 use lariat::{HandlerResult, ObjectKey, SharedController, Store};
 use parking_lot::Mutex;
@@ -46,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::binding::BindingObject;
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::patch::merge_diff;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use crate::work_status::{manifest_index, split_api_version};
 
@@ -720,7 +723,7 @@ impl BindingStatusController {
                     });
                 }
             };
-            let mut value = template_value(&template, &ar);
+            let value = template_value(&template, &ar);
             let aggregated = self
                 .inner
                 .interpreter
@@ -741,18 +744,18 @@ impl BindingStatusController {
             if value.get("status") == Some(&new_status) {
                 return Ok(());
             }
-            if let Some(o) = value.as_object_mut() {
-                o.insert("status".into(), new_status);
-                if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                    m.remove("managedFields");
-                }
-            }
-            let body = match serde_json::from_value::<DynamicObject>(value) {
-                Ok(b) => b,
-                Err(_) => return Ok(()),
+            // A merge patch of the status alone, guarded by the resourceVersion read: the rest of
+            // the template (the user's metadata, kubectl's annotation) is not ours to write.
+            let old_status = value.get("status").unwrap_or(&Value::Null);
+            let Some(status_patch) = merge_diff(old_status, &new_status) else {
+                return Ok(());
             };
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": template.metadata.resource_version},
+                "status": status_patch,
+            });
             match api
-                .replace_status(&r.name, &PostParams::default(), &body)
+                .patch_status(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => {

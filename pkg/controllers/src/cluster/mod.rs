@@ -257,7 +257,6 @@ impl Controller {
                 return Err(e);
             }
         }
-        let api: Api<Cluster> = Api::all(self.client.clone());
         let taints = desired_taints(cluster);
         let needs_finalizer = !has_finalizer(&cluster.metadata, CLUSTER_CONTROLLER_FINALIZER);
         if taints == cluster.spec.taints && !needs_finalizer {
@@ -276,8 +275,9 @@ impl Controller {
                 .get_or_insert_with(Vec::new)
                 .push(CLUSTER_CONTROLLER_FINALIZER.to_string());
         }
-        // A PUT carries the resourceVersion, so a stale copy conflicts and is retried.
-        let written = match api.replace(&name, &PostParams::default(), &updated).await {
+        // A patch of just the finalizers and taints, guarded by the resourceVersion read: a stale
+        // copy conflicts and is retried, and nothing the cache stripped is lost.
+        let written = match self.patch_cluster(cluster, &updated).await {
             Ok(w) => w,
             Err(e) => {
                 let err = Self::api_err(&name, "updating", "Cluster", &name)(e);
@@ -309,6 +309,25 @@ impl Controller {
                 .await;
         }
         Ok(HandlerResult::Updated(Arc::new(written)))
+    }
+
+    /// Writes what differs between `read` and `updated` (finalizers, taints) as a merge patch
+    /// guarded by `read`'s resourceVersion.
+    async fn patch_cluster(
+        &self,
+        read: &Cluster,
+        updated: &Cluster,
+    ) -> Result<Cluster, kube::Error> {
+        let api: Api<Cluster> = Api::all(self.client.clone());
+        let name = read.metadata.name.clone().unwrap_or_default();
+        match crate::common::patch::guarded_merge_patch(read, updated) {
+            Ok(Some(patch)) => {
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+            }
+            Ok(None) => Ok(read.clone()),
+            Err(e) => Err(kube::Error::SerdeError(e)),
+        }
     }
 
     /// Creates the execution namespace if missing; true if it was created now.
@@ -465,8 +484,7 @@ impl Controller {
         if let Some(f) = updated.metadata.finalizers.as_mut() {
             f.retain(|f| f != CLUSTER_CONTROLLER_FINALIZER);
         }
-        let api: Api<Cluster> = Api::all(self.client.clone());
-        match api.replace(&name, &PostParams::default(), &updated).await {
+        match self.patch_cluster(cluster, &updated).await {
             Ok(written) => {
                 tracing::info!(cluster = %name, "removed the cluster-controller finalizer");
                 Ok(HandlerResult::Updated(Arc::new(written)))

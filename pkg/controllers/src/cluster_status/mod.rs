@@ -35,9 +35,10 @@ use karmada_apis::well_known::{
     CLUSTER_REASON_READY, CLUSTER_REASON_STATUS_COLLECTION_FAILED,
 };
 use karmada_apis::{Cluster, ClusterStatus};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use lariat::{CacheScope, HandlerResult, ObjectKey};
 
+use crate::common::patch::guarded_merge_patch;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn};
 use crate::members::MemberClusters;
 use conditions::{ConditionCache, new_condition, set_condition};
@@ -476,13 +477,25 @@ impl Controller {
             return Ok(cluster.clone());
         }
         let api: Api<Cluster> = Api::all(self.client.clone());
+        // A merge patch of what changed in the status, guarded by the resourceVersion read.
+        let mut read = cluster.clone();
         let mut obj = cluster.clone();
         obj.status = Some(desired);
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let patch = match guarded_merge_patch(&read, &obj) {
+                Ok(Some(patch)) => patch,
+                Ok(None) => return Ok(read),
+                Err(e) => {
+                    return Err(SyncError::UpdateStatus {
+                        cluster: name,
+                        source: kube::Error::SerdeError(e),
+                    });
+                }
+            };
             match api
-                .replace_status(&name, &PostParams::default(), &obj)
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(updated) => {
@@ -502,8 +515,9 @@ impl Controller {
                     if Some(&status) == fresh.status.as_ref() {
                         return Ok(fresh);
                     }
-                    obj = fresh;
+                    obj = fresh.clone();
                     obj.status = Some(status);
+                    read = fresh;
                 }
                 Err(source) => {
                     return Err(SyncError::UpdateStatus {

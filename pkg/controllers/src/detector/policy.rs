@@ -18,7 +18,7 @@ use karmada_policy::matching::{
     propagation_policy_preempts, read_claim,
 };
 use karmada_policy::selector::{ResourceRef, resource_matches_selectors};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use lariat::{HandlerResult, ObjectKey};
 use serde_json::json;
@@ -28,7 +28,7 @@ use super::claim::{PolicyKind, PolicyRef, claim};
 use super::error::{DetectorError, aggregate, is_not_found};
 use super::events::EventType;
 use super::metrics::count_preemption;
-use super::template::template_api;
+use super::template::{template_api, template_patch};
 use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
     split_api_version, template_reference,
@@ -506,12 +506,17 @@ impl Detector {
                 tracing::debug!(template = %t, policy = %view.policy, "cannot preempt: insufficient priority");
                 continue;
             }
-            let mut claimed_obj = obj.clone();
-            claim(&mut claimed_obj.metadata, &view.policy);
-            let result = template_api(&self.inner.client, &w, &t.namespace)
-                .replace(&t.name, &PostParams::default(), &claimed_obj)
-                .await
-                .map_err(|e| DetectorError::api("preempt", t.kind.clone(), t.key(), e));
+            let mut claimed_meta = obj.metadata.clone();
+            claim(&mut claimed_meta, &view.policy);
+            let result = match template_patch(&obj.metadata, &claimed_meta, &t.kind, &t.key()) {
+                Ok(Some(patch)) => template_api(&self.inner.client, &w, &t.namespace)
+                    .patch(&t.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| DetectorError::api("preempt", t.kind.clone(), t.key(), e)),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            };
             count_preemption(&result);
             let me = match view.policy.kind {
                 PolicyKind::PropagationPolicy => {

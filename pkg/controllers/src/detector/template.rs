@@ -18,7 +18,9 @@ use karmada_policy::matching::{
     read_claim,
 };
 use karmada_policy::selector::{ResourceRef, resource_matches_selectors};
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams, Preconditions, TypeMeta};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, TypeMeta,
+};
 use lariat::cache::store::label_index_name;
 use lariat::{HandlerResult, ObjectKey};
 
@@ -45,6 +47,23 @@ const CONFLICT_RETRIES: usize = 3;
 
 fn labels_of(obj: &DynamicObject) -> BTreeMap<String, String> {
     obj.metadata.labels.clone().unwrap_or_default()
+}
+
+/// The guarded merge patch that turns a template's metadata `old` into `new` (claim labels and
+/// annotations), so what the cache stripped from `old` (kubectl's last-applied annotation,
+/// managedFields) is left alone on the API server. `None` when nothing changed.
+pub(crate) fn template_patch(
+    old: &ObjectMeta,
+    new: &ObjectMeta,
+    kind: &str,
+    key: &str,
+) -> Result<Option<serde_json::Value>, DetectorError> {
+    crate::common::patch::guarded_metadata_patch(old, new).map_err(|source| {
+        DetectorError::Convert {
+            what: format!("{kind} {key}"),
+            source,
+        }
+    })
 }
 
 /// The dynamic API of a template's kind in its namespace.
@@ -328,10 +347,13 @@ impl Detector {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         let name = obj.metadata.name.clone().unwrap_or_default();
         let key = karmada_apis::names::namespaced_key(&namespace, &name);
-        if claim(&mut obj.metadata, policy) {
+        let read = obj.metadata.clone();
+        if claim(&mut obj.metadata, policy)
+            && let Some(patch) = template_patch(&read, &obj.metadata, &w.ar.kind, &key)?
+        {
             let types = obj.types.clone();
             obj = template_api(&inner.client, w, &namespace)
-                .replace(&name, &PostParams::default(), &obj)
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(|e| DetectorError::api("claim", w.ar.kind.clone(), key.clone(), e))?;
             obj.types = types;
@@ -596,8 +618,16 @@ impl Detector {
             if !claimed_by_id(&current.metadata, kind, id) {
                 return Ok(());
             }
-            remove_claim(&mut current.metadata, kind);
-            match api.replace(&name, &PostParams::default(), &current).await {
+            let mut released = current.metadata.clone();
+            remove_claim(&mut released, kind);
+            let Some(patch) = template_patch(&current.metadata, &released, &w.ar.kind, &key)?
+            else {
+                return Ok(());
+            };
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
                 Ok(_) => return Ok(()),
                 Err(e) if is_conflict(&e) => {
                     current = match api.get_opt(&name).await {
