@@ -52,13 +52,19 @@ async fn start_controllers() -> Controllers {
     feature_gates
         .set_from_str("PropagationPolicyPreemption=true")
         .unwrap();
-    Harness::new(in_process::implemented(&["resource-detector", "cluster"]))
-        .settings(karmada_controllers::Settings {
-            feature_gates,
-            ..in_process::settings()
-        })
-        .start(env())
-        .await
+    Harness::new(vec![
+        (
+            "resource-detector",
+            karmada_controllers::detector::start_fn(),
+        ),
+        ("cluster", karmada_controllers::cluster::start_fn()),
+    ])
+    .settings(karmada_controllers::Settings {
+        feature_gates,
+        ..in_process::settings()
+    })
+    .start(env())
+    .await
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
