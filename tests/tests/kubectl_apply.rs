@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use karmada_apis::{Cluster, PropagationPolicy};
-use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace};
+use karmada_controllers::StartFn;
+use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, serial};
 use karmada_e2e::tools::tool;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
@@ -46,25 +47,19 @@ static GATES: &[FeatureSpec] = &[FeatureSpec {
     lock_to_default: false,
 }];
 
-/// The resource detector (with `PropagationPolicyPreemption` on) and the cluster controller.
-async fn start_controllers() -> Controllers {
+/// `controllers` in-process, with `PropagationPolicyPreemption` on.
+async fn start(controllers: Vec<(&'static str, StartFn)>) -> Controllers {
     let mut feature_gates = FeatureGates::new(GATES);
     feature_gates
         .set_from_str("PropagationPolicyPreemption=true")
         .unwrap();
-    Harness::new(vec![
-        (
-            "resource-detector",
-            karmada_controllers::detector::start_fn(),
-        ),
-        ("cluster", karmada_controllers::cluster::start_fn()),
-    ])
-    .settings(karmada_controllers::Settings {
-        feature_gates,
-        ..in_process::settings()
-    })
-    .start(env())
-    .await
+    Harness::new(controllers)
+        .settings(karmada_controllers::Settings {
+            feature_gates,
+            ..in_process::settings()
+        })
+        .start(env())
+        .await
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -173,10 +168,10 @@ async fn claimed(deployments: &Api<Deployment>, name: Option<&str>) -> Deploymen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_apply_survives_claim_preemption_release_and_still_prunes() {
+async fn kubectl_apply_keeps_working_on_a_cluster_the_cluster_controller_writes() {
+    let _serial = serial().lock().await;
     let client: Client = env().host().client().await;
-    create_namespace(&client, NS, json!({})).await;
-    let ctrl = start_controllers().await;
+    let ctrl = start(vec![("cluster", karmada_controllers::cluster::start_fn())]).await;
 
     // --- A Cluster applied with kubectl gets the controller's finalizer and not-ready taint. ---
     let cluster_labels = json!({"env": "test", "tier": "edge"});
@@ -210,6 +205,35 @@ async fn kubectl_apply_survives_claim_preemption_release_and_still_prunes() {
     })
     .await;
     assert_last_applied(&c, &cluster_labels, "the taint's removal");
+
+    // --- A second apply without the `tier` label prunes it; the finalizer stays. ---
+    let pruned = json!({"env": "test"});
+    apply(&cluster(&pruned));
+    let c = clusters.get(CLUSTER).await.unwrap();
+    assert!(
+        !c.labels().contains_key("tier"),
+        "tier pruned: {:?}",
+        c.labels()
+    );
+    assert!(
+        c.finalizers()
+            .iter()
+            .any(|f| f == "karmada.io/cluster-controller")
+    );
+    assert_last_applied(&c, &pruned, "the second apply");
+    ctrl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_survives_claim_preemption_release_and_still_prunes() {
+    let _serial = serial().lock().await;
+    let client: Client = env().host().client().await;
+    create_namespace(&client, NS, json!({})).await;
+    let ctrl = start(vec![(
+        "resource-detector",
+        karmada_controllers::detector::start_fn(),
+    )])
+    .await;
 
     // --- Claim: a Deployment and its policy, both applied with kubectl. ---
     let labels = json!({"app": "web", "tier": "frontend"});
@@ -267,20 +291,5 @@ async fn kubectl_apply_survives_claim_preemption_release_and_still_prunes() {
         d.labels()
     );
     assert_last_applied(&d, &pruned, "the second apply");
-    let pruned_cluster = json!({"env": "test"});
-    apply(&cluster(&pruned_cluster));
-    let c = clusters.get(CLUSTER).await.unwrap();
-    assert!(
-        !c.labels().contains_key("tier"),
-        "tier pruned: {:?}",
-        c.labels()
-    );
-    assert!(
-        c.finalizers()
-            .iter()
-            .any(|f| f == "karmada.io/cluster-controller")
-    );
-    assert_last_applied(&c, &pruned_cluster, "the second apply");
-
     ctrl.stop().await;
 }
