@@ -28,7 +28,7 @@ use super::binding::{
     BindingObject, BuildOptions, ReplicaInfo, TemplateIdentity, build, controller_owner,
     kube_priority_class, merge_into,
 };
-use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, remove_claim};
+use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, remove_claim};
 use super::error::{DetectorError, is_conflict, is_not_found};
 use super::events::EventType;
 use super::fingerprint::spec_fingerprint;
@@ -347,16 +347,18 @@ impl Detector {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         let name = obj.metadata.name.clone().unwrap_or_default();
         let key = karmada_apis::names::namespaced_key(&namespace, &name);
-        let read = obj.metadata.clone();
-        if claim(&mut obj.metadata, policy)
-            && let Some(patch) = template_patch(&read, &obj.metadata, &w.ar.kind, &key)?
-        {
-            let types = obj.types.clone();
-            obj = template_api(&inner.client, w, &namespace)
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| DetectorError::api("claim", w.ar.kind.clone(), key.clone(), e))?;
-            obj.types = types;
+        // Only a template not yet claimed is copied and written.
+        if !is_claimed_by(&obj.metadata, policy) {
+            let read = obj.metadata.clone();
+            claim(&mut obj.metadata, policy);
+            if let Some(patch) = template_patch(&read, &obj.metadata, &w.ar.kind, &key)? {
+                let types = obj.types.clone();
+                obj = template_api(&inner.client, w, &namespace)
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| DetectorError::api("claim", w.ar.kind.clone(), key.clone(), e))?;
+                obj.types = types;
+            }
         }
         let value = serde_json::to_value(&obj).map_err(|source| DetectorError::Convert {
             what: format!("{} {key}", w.ar.kind),
