@@ -25,7 +25,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 /// Templates per burst (Deployments, ConfigMaps).
-const BURST: (usize, usize) = (60, 60);
+const BURST: (usize, usize) = (50, 50);
 /// Namespaces the templates are spread over.
 const NAMESPACES: usize = 2;
 /// Karmada's `--cluster-monitor-grace-period` default: a hung member must be `Ready=False` by then.
@@ -94,19 +94,32 @@ async fn ready(host: &Client, name: &str) -> Option<String> {
         .map(|c| c.status)
 }
 
-/// Waits until cluster `name` is Ready=`status`; returns when it was seen.
-async fn wait_ready(s: &Session, name: &str, status: &str) -> Instant {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if ready(&s.host, name).await.as_deref() == Some(status) {
-            return Instant::now();
+/// Polls, in the background, until cluster `name` is Ready=`status`; yields when it was first
+/// seen (`None` if not within [`WAIT`]).
+fn when_ready(s: &Session, name: &str, status: &str) -> tokio::task::JoinHandle<Option<Instant>> {
+    let (host, name, status) = (s.host.clone(), name.to_string(), status.to_string());
+    tokio::spawn(async move {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if ready(&host, &name).await.as_deref() == Some(status.as_str()) {
+                return Some(Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        assert!(
-            Instant::now() < deadline,
-            "cluster {name} not Ready={status} after {WAIT:?}; log:\n{}",
-            s.log_tail(60)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        None
+    })
+}
+
+/// The time from `since` until [`when_ready`] saw the status.
+async fn ready_after(
+    s: &Session,
+    seen: tokio::task::JoinHandle<Option<Instant>>,
+    what: &str,
+    since: Instant,
+) -> Duration {
+    match seen.await.expect("poller") {
+        Some(at) => at.duration_since(since),
+        None => panic!("{what} not seen within {WAIT:?}; log:\n{}", s.log_tail(60)),
     }
 }
 
@@ -244,6 +257,7 @@ async fn a_hung_or_dead_member_stalls_nobody_and_catches_up() {
     let member3 = s.env().member("member3").expect("member3");
     member3.pause();
     let paused = Instant::now();
+    let not_ready = when_ready(&s, "member3", "False");
     let (created, t0) = burst(&s, "hung").await;
     let hung = arrivals(&s, &created, &["member1", "member2"], t0).await;
     all.extend(created.iter().map(|(t, _)| t.clone()));
@@ -251,9 +265,7 @@ async fn a_hung_or_dead_member_stalls_nobody_and_catches_up() {
         "member3 hung: {} templates reached member1+2 in {hung:.1?} (bound {bound:.1?})",
         created.len()
     );
-    let not_ready = wait_ready(&s, "member3", "False")
-        .await
-        .duration_since(paused);
+    let not_ready = ready_after(&s, not_ready, "member3 Ready=False", paused).await;
     println!("member3 hung: Ready=False after {not_ready:.1?}");
     assert!(
         hung <= bound,
@@ -265,10 +277,9 @@ async fn a_hung_or_dead_member_stalls_nobody_and_catches_up() {
     );
     member3.resume();
     let resumed = Instant::now();
+    let back = when_ready(&s, "member3", "True");
     let caught_up = arrivals(&s, &created, &["member3"], resumed).await;
-    let back = wait_ready(&s, "member3", "True")
-        .await
-        .duration_since(resumed);
+    let back = ready_after(&s, back, "member3 Ready=True", resumed).await;
     println!(
         "member3 resumed: Ready=True after {back:.1?}, every template in member3 after {caught_up:.1?}"
     );
