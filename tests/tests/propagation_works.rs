@@ -1208,3 +1208,107 @@ async fn suspended_dispatching_skip_label_and_sync_events() {
     );
     controllers.stop().await;
 }
+
+/// Fails if `obj` in the member changes or is deleted before `until` resolves: a watch from its
+/// resourceVersion sees every change, unlike a later GET.
+async fn untouched_until<T>(
+    api: &Api<ConfigMap>,
+    obj: &ConfigMap,
+    until: impl std::future::Future<Output = T>,
+) -> T {
+    use futures::StreamExt;
+    let wp = kube::api::WatchParams::default().fields(&format!("metadata.name={}", obj.name_any()));
+    let mut stream = api
+        .watch(&wp, &obj.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    let watch = async move {
+        while let Some(ev) = stream.next().await {
+            match ev.unwrap() {
+                kube::api::WatchEvent::Bookmark(_) => {}
+                kube::api::WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+                other => return other,
+            }
+        }
+        panic!("watch ended early");
+    };
+    tokio::select! {
+        t = until => t,
+        change = watch => panic!("the other Work's member object changed: {change:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn member_object_of_another_work_is_never_updated_or_deleted() {
+    let _g = serial().lock().await;
+    let ns = "pw-owner";
+    let (client, controllers) = setup(ns).await;
+    // member1 already holds the object, managed by Karmada for another Work.
+    let m1: Api<ConfigMap> = Api::namespaced(member_client(0).await, ns);
+    let _ = m1.delete("owned", &DeleteParams::default()).await;
+    let theirs: ConfigMap = serde_json::from_value(json!({
+        "metadata": {
+            "name": "owned",
+            "labels": {"karmada.io/managed": "true", "work.karmada.io/permanent-id": "other-id"},
+            "annotations": {"work.karmada.io/namespace": "karmada-es-member1", "work.karmada.io/name": "other-work"},
+        },
+        "data": {"key": "theirs"}
+    }))
+    .unwrap();
+    let theirs = m1.create(&PostParams::default(), &theirs).await.unwrap();
+
+    let check = async {
+        let cm = template(&client, configmap(ns, "owned")).await;
+        // Even Overwrite does not take another Work's object.
+        binding(
+            &client,
+            &cm,
+            &[("member1", 0), ("member2", 0)],
+            json!({"conflictResolution": "Overwrite"}),
+        )
+        .await;
+        let w = work_applied(&client, "member1", "ConfigMap", ns, "owned", "False").await;
+        let (_, reason, message) = applied(&w).unwrap();
+        assert_eq!(reason, "OwnedByAnotherWork");
+        assert!(
+            message.contains("belongs to Work karmada-es-member1/other-work"),
+            "{message}"
+        );
+        work_applied(&client, "member2", "ConfigMap", ns, "owned", "True").await;
+        let events: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(client.clone(), "karmada-es-member1");
+        let wname = w.name_any();
+        eventually("OwnedByAnotherWork event on the Work", || {
+            let events = events.clone();
+            let wname = wname.clone();
+            async move {
+                let list = events.list(&ListParams::default()).await.unwrap().items;
+                list.into_iter().find(|e| {
+                    e.reason.as_deref() == Some("OwnedByAnotherWork")
+                        && e.type_.as_deref() == Some("Warning")
+                        && e.involved_object.name.as_deref() == Some(wname.as_str())
+                        && e.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("other-work"))
+                })
+            }
+        })
+        .await;
+        // Deleting the binding deletes the Works; member1's object is not removed with them.
+        let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+        rbs.delete("owned-configmap", &DeleteParams::default())
+            .await
+            .unwrap();
+        let works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
+        eventually("member1's Work gone", || in_process::gone(&works, &wname)).await;
+        let m2: Api<ConfigMap> = Api::namespaced(member_client(1).await, ns);
+        eventually("member2's copy deleted", || in_process::gone(&m2, "owned")).await;
+        // Retries had time to run: the rate limiter retries a failing Work within milliseconds.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    untouched_until(&m1, &theirs, check).await;
+    let still = m1.get("owned").await.unwrap();
+    assert_eq!(still.data.unwrap()["key"], "theirs");
+    controllers.stop().await;
+}

@@ -179,6 +179,7 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
             qps: f64::from(opts.kube_api_qps),
             burst: opts.kube_api_burst,
             user_agent: NAME.to_string(),
+            ..ClientOptions::default()
         },
         caches: CacheOptions::default(),
         controllers: ControllerOptions {

@@ -23,6 +23,12 @@ pub const DISCONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connect timeout of member clients: a dead endpoint fails fast instead of piling up requests.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Deadline of every request to a member (Karmada's member clients use client-go's 32 s
+/// `Timeout`): a member that accepts connections but never answers fails the request instead of
+/// holding the caller. Watches are bounded by the watcher's idle timeout instead (see
+/// [`lariat::client::timeout`]).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(32);
+
 /// Why a member could not be connected.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -269,6 +275,7 @@ impl MemberClusters {
         o.clients = ClientOptions {
             qps: self.options.qps,
             burst: self.options.burst,
+            request_timeout: Some(REQUEST_TIMEOUT),
             ..ClientOptions::default()
         };
         o.caches.default_scope = CacheScope::labels(lariat::MANAGED_SELECTOR);

@@ -237,6 +237,22 @@ impl ApiServer {
         }
     }
 
+    /// Freezes its kube-apiserver with SIGSTOP: the kernel still accepts connections on its port,
+    /// but nothing is answered, as with a hung or overloaded server. [`ApiServer::resume`] (or a
+    /// stop) continues it.
+    pub fn pause(&self) {
+        if let Some(p) = self.process.lock().ok().as_mut().and_then(|g| g.as_mut()) {
+            p.signal(libc::SIGSTOP);
+        }
+    }
+
+    /// Continues a paused kube-apiserver (SIGCONT).
+    pub fn resume(&self) {
+        if let Some(p) = self.process.lock().ok().as_mut().and_then(|g| g.as_mut()) {
+            p.signal(libc::SIGCONT);
+        }
+    }
+
     /// Starts its kube-apiserver again on the same port and waits until it is ready.
     pub async fn start(&self) -> Result<(), Error> {
         self.spawn()?;

@@ -139,15 +139,25 @@ impl ManagedProcess {
         }
     }
 
-    /// SIGTERM, then SIGKILL if it has not exited within `grace`.
-    pub fn stop(&mut self, grace: Duration) {
+    /// Sends `signal` to the process if it still runs.
+    pub fn signal(&mut self, signal: libc::c_int) {
         if !self.is_running() {
             return;
         }
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+            libc::kill(self.child.id() as libc::pid_t, signal);
         }
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited within `grace`. A paused (SIGSTOPped) process is
+    /// continued first so it can handle the SIGTERM.
+    pub fn stop(&mut self, grace: Duration) {
+        if !self.is_running() {
+            return;
+        }
+        self.signal(libc::SIGCONT);
+        self.signal(libc::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if !self.is_running() {

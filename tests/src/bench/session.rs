@@ -159,6 +159,11 @@ impl Session {
         })
     }
 
+    /// The test environment (to inject faults into its API servers).
+    pub fn env(&self) -> &TestEnv {
+        &self.env
+    }
+
     /// The controller-manager; an error for a session without one.
     pub fn kcm(&self) -> anyhow::Result<&Kcm> {
         self.kcm

@@ -96,8 +96,20 @@ impl ConditionCache {
     /// The Ready condition to publish given the `observed` one: the current condition is kept while
     /// a True↔not-True change has not lasted for its threshold yet.
     pub fn threshold_adjusted(&self, cluster: &Cluster, observed: Condition) -> Condition {
+        self.threshold_adjusted_at(cluster, observed, Instant::now())
+    }
+
+    /// [`ConditionCache::threshold_adjusted`] for a status observed at `observed_at`: a probe
+    /// that timed out saw the failure from when it was sent, so the threshold counts from then.
+    pub fn threshold_adjusted_at(
+        &self,
+        cluster: &Cluster,
+        observed: Condition,
+        observed_at: Instant,
+    ) -> Condition {
         let name = cluster.metadata.name.clone().unwrap_or_default();
         let now = Instant::now();
+        let observed_at = observed_at.min(now);
         let mut data = self.data.lock().unwrap_or_else(|p| p.into_inner());
         let Some(saved) = data.get_mut(&name) else {
             // Just joined: publish what we see.
@@ -105,7 +117,7 @@ impl ConditionCache {
                 name,
                 Observed {
                     status: observed.status.clone(),
-                    since: now,
+                    since: observed_at,
                 },
             );
             return observed;
@@ -119,7 +131,7 @@ impl ConditionCache {
         };
         if saved.status != observed.status {
             saved.status = observed.status.clone();
-            saved.since = now;
+            saved.since = observed_at;
         }
         let threshold = if observed.status == "True" {
             self.success_threshold
@@ -182,5 +194,20 @@ mod tests {
         assert_eq!(cache.threshold_adjusted(&c, ok.clone()).status, "False");
         std::thread::sleep(Duration::from_millis(250));
         assert_eq!(cache.threshold_adjusted(&c, ok).status, "True");
+    }
+
+    #[test]
+    fn the_threshold_counts_from_when_the_failing_probe_was_sent() {
+        let cache = ConditionCache::new(Duration::from_millis(200), Duration::from_millis(200));
+        let c = cluster_with("True");
+        let ok = new_condition("Ready", "True", "ClusterReady", "");
+        let bad = new_condition("Ready", "False", "ClusterNotReachable", "");
+        assert_eq!(cache.threshold_adjusted(&c, ok.clone()).status, "True");
+        // A probe sent just now: the failure is hidden.
+        assert_eq!(cache.threshold_adjusted(&c, bad.clone()).status, "True");
+        // Recovered; then a probe sent 300 ms ago times out: the failure lasted past the threshold.
+        assert_eq!(cache.threshold_adjusted(&c, ok).status, "True");
+        let sent = Instant::now() - Duration::from_millis(300);
+        assert_eq!(cache.threshold_adjusted_at(&c, bad, sent).status, "False");
     }
 }

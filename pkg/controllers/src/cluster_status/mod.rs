@@ -283,7 +283,9 @@ impl Controller {
         match result {
             Ok(updated) => {
                 m.record_status(&updated);
-                HandlerResult::RequeueAfter(frequency)
+                // Probe every `frequency` from start to start, so a probe that waited for its
+                // timeout does not stretch the interval (and the time to notice a hung member).
+                HandlerResult::RequeueAfter(frequency.saturating_sub(started.elapsed()))
             }
             Err(e) => {
                 m.record_status(&cluster);
@@ -326,6 +328,7 @@ impl Controller {
             }
         };
         let client = member.clients().client();
+        let probed_at = Instant::now();
         let health = probe_health(&client).await;
         match &health {
             Health::Offline(e) | Health::Unauthorized(e) => {
@@ -336,7 +339,9 @@ impl Controller {
         }
         let online = !matches!(health, Health::Offline(_) | Health::Unauthorized(_));
         let observed = observed_ready_condition(&health);
-        let ready = self.conditions.threshold_adjusted(cluster, observed);
+        let ready = self
+            .conditions
+            .threshold_adjusted_at(cluster, observed, probed_at);
         if !online || health != Health::Healthy || ready.status != "True" {
             return self.update_status(cluster, None, vec![ready]).await;
         }

@@ -46,9 +46,18 @@
 //!
 //! A cluster that is not Ready is an error (per-key exponential backoff); when it becomes Ready
 //! its Works are requeued at once.
+//!
+//! # One member cannot stall the others
+//!
+//! Member I/O runs on a queue per member ([`member_queues`]), not on the shared Work workers, and
+//! every member request has a deadline ([`crate::members::REQUEST_TIMEOUT`]). A member that hangs
+//! holds only its own workers; the others keep their usual latency.
+
+mod member_queues;
+pub mod ownership;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -84,6 +93,9 @@ use crate::binding::metrics::{
 };
 use crate::common::events::{EventRecorder, EventType, reference_of};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
+use crate::members::MemberEvent;
+use member_queues::MemberQueues;
+use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "execution";
@@ -120,6 +132,22 @@ pub enum ApplyError {
         name: String,
         /// Member cluster.
         cluster: String,
+    },
+    /// The object belongs to another Work (see [`ownership`]).
+    #[error(
+        "resource(kind={kind}, {namespace}/{name}) in the cluster {cluster} belongs to Work {owner}; Karmada will not update it"
+    )]
+    OwnedByAnotherWork {
+        /// Kind.
+        kind: String,
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Member cluster.
+        cluster: String,
+        /// The other Work (`namespace/name`, or its permanent id).
+        owner: String,
     },
     /// The interpreter failed on the objects.
     #[error("{0}")]
@@ -195,6 +223,8 @@ struct Inner {
     clusters: SharedController<Cluster>,
     /// Ready state of each cluster as last seen.
     ready: Mutex<HashMap<String, bool>>,
+    /// Where member I/O runs: one queue per member.
+    queues: MemberQueues,
     cancel: CancellationToken,
 }
 
@@ -315,8 +345,29 @@ impl ExecutionController {
         let clusters = cp.controllers().for_kind::<Cluster>()?;
         let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
-        Ok(ExecutionController {
-            inner: Arc::new(Inner {
+        let workers = ctx.settings.concurrent_work_syncs;
+        let rate_limiter = ctx.settings.rate_limiter.clone();
+        let inner = Arc::new_cyclic(|me: &Weak<Inner>| {
+            let me = me.clone();
+            let queues = MemberQueues::new(
+                CONTROLLER_NAME,
+                workers,
+                rate_limiter,
+                move |cluster: String, key: ObjectKey| {
+                    let me = me.clone();
+                    async move {
+                        match me.upgrade() {
+                            Some(inner) => {
+                                ExecutionController { inner }
+                                    .reconcile_key(&cluster, &key)
+                                    .await
+                            }
+                            None => true,
+                        }
+                    }
+                },
+            );
+            Inner {
                 ctx,
                 client,
                 recorder,
@@ -324,9 +375,11 @@ impl ExecutionController {
                 works,
                 clusters,
                 ready: Mutex::new(HashMap::new()),
+                queues,
                 cancel,
-            }),
-        })
+            }
+        });
+        Ok(ExecutionController { inner })
     }
 
     /// Registers the handlers and runs until the context is cancelled.
@@ -365,9 +418,38 @@ impl ExecutionController {
         }
         inner.ctx.synced.synced();
         tracing::info!("execution controller synced");
-        inner.cancel.cancelled().await;
+        let mut events = inner.ctx.members.subscribe();
+        loop {
+            tokio::select! {
+                _ = inner.cancel.cancelled() => break,
+                e = events.recv() => match e {
+                    // A (re)connected member has a fresh queue: requeue its Works so nothing
+                    // that waited on the old connection is lost.
+                    Ok(MemberEvent::Connected(name)) => self.enqueue_cluster(&name),
+                    Ok(MemberEvent::Disconnected(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        for name in inner.ctx.members.registry().names() {
+                            self.enqueue_cluster(&name);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        inner.cancel.cancelled().await;
+                        break;
+                    }
+                },
+            }
+        }
         tracing::info!("execution controller stopped");
         Ok(())
+    }
+
+    /// Queues every Work of `cluster` on the shared Work queue.
+    fn enqueue_cluster(&self, cluster: &str) {
+        let ns = execution_space_name(cluster);
+        let store = self.inner.works.store();
+        for w in store.list_namespace(&ns) {
+            self.inner.works.enqueue(Some(&ns), &w.name_any());
+        }
     }
 
     /// Requeues a cluster's Works when it becomes Ready.
@@ -376,11 +458,7 @@ impl ExecutionController {
         let now = cluster.is_some_and(Cluster::is_ready);
         let before = self.inner.ready.lock().insert(name.clone(), now);
         if now && before != Some(true) {
-            let ns = execution_space_name(&name);
-            let store = self.inner.works.store();
-            for w in store.list_namespace(&ns) {
-                self.inner.works.enqueue(Some(&ns), &w.name_any());
-            }
+            self.enqueue_cluster(&name);
         }
     }
 
@@ -396,11 +474,32 @@ impl ExecutionController {
         // Every wake-up reconciles: besides spec changes, the work-status controller re-queues a Work
         // when its member object drifted or was deleted by hand. An up-to-date member object costs no
         // request (the comparison runs against the member cache).
+        if let Some(member) = self.inner.ctx.members.get(&cluster) {
+            // Member I/O runs on the member's own queue, so a hung member holds only its workers.
+            self.inner.queues.add(&member, key);
+            return HandlerResult::Success;
+        }
+        // Not connected: nothing below talks to the member, and errors back off here.
         match self.reconcile(&work, &cluster).await {
             Ok(()) => HandlerResult::Success,
             Err(e) => {
                 tracing::warn!(cluster = %cluster, namespace = ns, name = key.name(), error = %e, "work not synced");
                 HandlerResult::error(e)
+            }
+        }
+    }
+
+    /// Reconciles a Work from the member's queue; `false` retries it with backoff.
+    async fn reconcile_key(&self, cluster: &str, key: &ObjectKey) -> bool {
+        let Some(work) = self.inner.works.cache().peek_store().get(key) else {
+            // Deleted; its finalizer kept it until its member objects were handled.
+            return true;
+        };
+        match self.reconcile(&work, cluster).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(cluster, namespace = key.namespace().unwrap_or_default(), name = key.name(), error = %e, "work not synced");
+                false
             }
         }
     }
@@ -501,10 +600,13 @@ impl ExecutionController {
         let manifests = &work.spec.workload.manifests;
         let mut errors = Vec::new();
         let mut wrote = false;
+        let mut owned_by_another = false;
+        let me = WorkIdentity::of(work);
         for m in manifests {
-            match self.apply(cluster, member, &m.0).await {
+            match self.apply(cluster, member, &m.0, &me).await {
                 Ok(outcome) => wrote |= outcome != Applied::Unchanged,
                 Err(e) => {
+                    owned_by_another |= matches!(e, ApplyError::OwnedByAnotherWork { .. });
                     let (ns, name) = (
                         m.0.pointer("/metadata/namespace")
                             .and_then(Value::as_str)
@@ -552,7 +654,12 @@ impl ExecutionController {
             manifests.len(),
             errors.join(", ")
         );
-        let failed = condition(WORK_APPLIED, false, WORK_REASON_APPLIED_FAILED, &message);
+        let reason = if owned_by_another {
+            REASON_OWNED_BY_ANOTHER_WORK
+        } else {
+            WORK_REASON_APPLIED_FAILED
+        };
+        let failed = condition(WORK_APPLIED, false, reason, &message);
         self.set_conditions(work, dispatching.into_iter().chain([failed]).collect())
             .await?;
         let err = ExecutionError::Sync {
@@ -566,7 +673,11 @@ impl ExecutionController {
             .record(
                 &reference_of(work),
                 EventType::Warning,
-                event_reasons::SYNC_WORKLOAD_FAILED,
+                if owned_by_another {
+                    REASON_OWNED_BY_ANOTHER_WORK
+                } else {
+                    event_reasons::SYNC_WORKLOAD_FAILED
+                },
                 err.to_string(),
             )
             .await;
@@ -618,6 +729,7 @@ impl ExecutionController {
         cluster: &str,
         member: &lariat::Cluster,
         manifest: &Value,
+        me: &WorkIdentity,
     ) -> Result<Applied, ApplyError> {
         let t = self.target(member, manifest).await?;
         let (mut observed, mut from_cache) = self.observed(&t).await?;
@@ -656,7 +768,7 @@ impl ExecutionController {
                 return Err(ApplyError::Conflicts(t.id.name.clone()));
             };
             let r = self
-                .update(cluster, &t, manifest, &current, from_cache)
+                .update(cluster, &t, manifest, &current, from_cache, me)
                 .await;
             match r {
                 Ok(Some(applied)) => return Ok(applied),
@@ -707,7 +819,18 @@ impl ExecutionController {
         manifest: &Value,
         observed: &Value,
         from_cache: bool,
+        me: &WorkIdentity,
     ) -> Result<Option<Applied>, ApplyError> {
+        // Another Work's object is never touched, whatever the conflict resolution says.
+        if let Some(owner) = me.other_owner(observed) {
+            return Err(ApplyError::OwnedByAnotherWork {
+                kind: t.id.kind.clone(),
+                namespace: t.id.namespace.clone(),
+                name: t.id.name.clone(),
+                cluster: cluster.to_owned(),
+                owner,
+            });
+        }
         let allowed = is_managed(observed)
             || manifest
                 .pointer("/metadata/annotations")
@@ -779,9 +902,9 @@ impl ExecutionController {
         let mut errors = Vec::new();
         for m in &work.spec.workload.manifests {
             let r = if preserve {
-                self.release(cluster, &member, &m.0).await
+                self.release(cluster, &member, &m.0, work).await
             } else {
-                self.delete(cluster, &member, &m.0).await
+                self.delete(cluster, &member, &m.0, work).await
             };
             if let Err(e) = r {
                 errors.push(e.to_string());
@@ -805,13 +928,21 @@ impl ExecutionController {
         cluster: &str,
         member: &lariat::Cluster,
         manifest: &Value,
+        work: &Work,
     ) -> Result<(), ApplyError> {
         let t = self.target(member, manifest).await?;
         let Some(current) = t.api.get_opt(&t.id.name).await? else {
             return Ok(());
         };
-        if !is_managed(&to_value(&current)?) {
+        let current_value = to_value(&current)?;
+        if !is_managed(&current_value) {
             tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "not deleting member object not managed by Karmada");
+            return Ok(());
+        }
+        if self
+            .owned_by_another(cluster, &t, &current_value, work)
+            .await
+        {
             return Ok(());
         }
         let dp = DeleteParams {
@@ -837,12 +968,19 @@ impl ExecutionController {
         cluster: &str,
         member: &lariat::Cluster,
         manifest: &Value,
+        work: &Work,
     ) -> Result<(), ApplyError> {
         let t = self.target(member, manifest).await?;
         for _ in 0..CONFLICT_RETRIES {
             let Some(current) = t.api.get_opt(&t.id.name).await? else {
                 return Ok(());
             };
+            if self
+                .owned_by_another(cluster, &t, &to_value(&current)?, work)
+                .await
+            {
+                return Ok(());
+            }
             let mut obj = current.clone();
             let labels = obj.metadata.labels.get_or_insert_with(Default::default);
             for l in MANAGED_RESOURCE_LABELS.iter().chain([
@@ -904,6 +1042,34 @@ impl ExecutionController {
             "{} {}/{}",
             t.id.kind, t.id.namespace, t.id.name
         )))
+    }
+
+    /// Whether `current` belongs to another Work than `work` (the Work being deleted): then it is
+    /// left alone, with a log line and a Warning Event on `work`.
+    async fn owned_by_another(
+        &self,
+        cluster: &str,
+        t: &Target,
+        current: &Value,
+        work: &Work,
+    ) -> bool {
+        let Some(owner) = WorkIdentity::of(work).other_owner(current) else {
+            return false;
+        };
+        tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, owner, "not removing member object owned by another Work");
+        self.inner
+            .recorder
+            .record(
+                &reference_of(work),
+                EventType::Warning,
+                REASON_OWNED_BY_ANOTHER_WORK,
+                format!(
+                    "Left {} {}/{} in cluster({cluster}) alone: it belongs to Work {owner}.",
+                    t.id.kind, t.id.namespace, t.id.name
+                ),
+            )
+            .await;
+        true
     }
 
     /// Sets conditions on the Work's status (written only if something changed).

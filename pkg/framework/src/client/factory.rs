@@ -2,6 +2,7 @@
 //! token bucket and request metrics, plus the cluster's cached REST mapping.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ahash::AHashMap;
 use http::HeaderValue;
@@ -15,6 +16,7 @@ use parking_lot::Mutex;
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
 use super::ratelimit::RateLimitLayer;
+use super::timeout::RequestTimeoutLayer;
 use crate::error::{Error, Result};
 use crate::metrics::ClusterMetrics;
 use crate::queue::TokenBucket;
@@ -31,6 +33,9 @@ pub struct ClientOptions {
     /// User-Agent prefix; a controller's clients send `<user_agent>/<controller>` (default
     /// `karmada-controller-manager`).
     pub user_agent: String,
+    /// Deadline of every request, counted from when it is sent (after the QPS wait); a watch's
+    /// deadline covers only its response head. `None`: no deadline (default).
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for ClientOptions {
@@ -39,6 +44,7 @@ impl Default for ClientOptions {
             qps: 40.0,
             burst: 60,
             user_agent: "karmada-controller-manager".to_string(),
+            request_timeout: None,
         }
     }
 }
@@ -65,6 +71,7 @@ fn build_client(
     cluster: &str,
     config: &Config,
     ua: &str,
+    request_timeout: Option<Duration>,
     bucket: &Arc<TokenBucket>,
     metrics: &Arc<ClusterMetrics>,
     host: &str,
@@ -76,11 +83,13 @@ fn build_client(
     let mut cfg = config.clone();
     cfg.headers.retain(|(name, _)| name != USER_AGENT);
     cfg.headers.push((USER_AGENT, value));
-    Ok(ClientBuilder::try_from(cfg)
-        .map_err(|source| Error::Client {
-            cluster: cluster.to_string(),
-            source,
-        })?
+    let builder = ClientBuilder::try_from(cfg).map_err(|source| Error::Client {
+        cluster: cluster.to_string(),
+        source,
+    })?;
+    // Innermost, so the deadline starts when the request leaves the QPS limiter.
+    Ok(builder
+        .with_layer(&RequestTimeoutLayer::new(request_timeout))
         .with_layer(&RateLimitLayer::new(bucket.clone()))
         .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
         .build())
@@ -105,6 +114,7 @@ impl ClientFactory {
             &cluster,
             &config,
             &options.user_agent,
+            options.request_timeout,
             &bucket,
             &metrics,
             &host,
@@ -165,7 +175,15 @@ impl ClientFactory {
             return Ok(c.clone());
         }
         let i = &self.inner;
-        let client = build_client(&i.cluster, &i.config, ua, &i.bucket, &i.metrics, &i.host)?;
+        let client = build_client(
+            &i.cluster,
+            &i.config,
+            ua,
+            i.options.request_timeout,
+            &i.bucket,
+            &i.metrics,
+            &i.host,
+        )?;
         Ok(i.clients
             .lock()
             .entry(ua.to_string())
