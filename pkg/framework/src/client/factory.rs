@@ -1,5 +1,6 @@
 //! The per-cluster client factory: one `kube::Client` per User-Agent, all sharing the cluster's
-//! token bucket and request metrics, plus the cluster's cached REST mapping.
+//! token bucket and request metrics, plus the cluster's cached REST mapping. Every client enforces the
+//! process's [`WriteFence`] (see [`super::fence`]).
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use kube::discovery::ApiCapabilities;
 use kube::{Api, Client, Config, Resource};
 use parking_lot::Mutex;
 
+use super::fence::{FenceLayer, FencedExecutor, WriteFence};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
 use super::ratelimit::RateLimitLayer;
@@ -76,14 +78,19 @@ fn build_client(
     let mut cfg = config.clone();
     cfg.headers.retain(|(name, _)| name != USER_AGENT);
     cfg.headers.push((USER_AGENT, value));
-    Ok(ClientBuilder::try_from(cfg)
-        .map_err(|source| Error::Client {
-            cluster: cluster.to_string(),
-            source,
-        })?
-        .with_layer(&RateLimitLayer::new(bucket.clone()))
-        .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
-        .build())
+    let fence = WriteFence::process();
+    Ok(
+        ClientBuilder::try_from((cfg, FencedExecutor::new(fence.clone())))
+            .map_err(|source| Error::Client {
+                cluster: cluster.to_string(),
+                source,
+            })?
+            // Innermost of ours: checked after the rate limiter's wait, as late as a layer can.
+            .with_layer(&FenceLayer::new(fence.clone()))
+            .with_layer(&RateLimitLayer::new(bucket.clone()))
+            .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
+            .build(),
+    )
 }
 
 impl ClientFactory {
