@@ -27,6 +27,7 @@ pub struct ApiServer {
     pid_file: PathBuf,
     kubeconfig: Kubeconfig,
     kubeconfig_path: PathBuf,
+    audit_log: Option<PathBuf>,
     process: Mutex<Option<ManagedProcess>>,
     components: Mutex<Vec<ManagedProcess>>,
 }
@@ -78,12 +79,37 @@ impl ApiServer {
             pid_file: pid_file.to_path_buf(),
             kubeconfig: Kubeconfig::default(),
             kubeconfig_path: dir.join("kubeconfig"),
+            audit_log: None,
             process: Mutex::new(None),
             components: Mutex::new(Vec::new()),
         };
         server.kubeconfig = kubeconfig::for_server(&server)?;
         kubeconfig::write(&server.kubeconfig_path, &server.kubeconfig)?;
         Ok(server)
+    }
+
+    /// Makes it write an audit log of every write (before it is started).
+    pub(crate) fn enable_audit_log(&mut self) -> Result<(), Error> {
+        let (flags, log) = crate::audit::flags(&self.dir)?;
+        self.args.extend(flags);
+        self.audit_log = Some(log);
+        Ok(())
+    }
+
+    /// Its audit log, when the environment asked for one ([`crate::EnvOptions::host_audit_log`]).
+    pub fn audit_log_path(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
+    }
+
+    /// Every write recorded in its audit log so far (across restarts).
+    pub fn audit_events(&self) -> Result<Vec<crate::audit::AuditEvent>, Error> {
+        match &self.audit_log {
+            Some(path) => crate::audit::read_events(path),
+            None => Err(Error::Config(format!(
+                "{}: no audit log (start the environment with host_audit_log)",
+                self.name
+            ))),
+        }
     }
 
     /// Its name: `host`, `member1`, ….
@@ -119,6 +145,17 @@ impl ApiServer {
     /// Its admin kubeconfig.
     pub fn kubeconfig(&self) -> &Kubeconfig {
         &self.kubeconfig
+    }
+
+    /// Writes a kubeconfig whose user is `user` in group `system:masters` (a client certificate of its
+    /// own, so the API server's audit log tells it apart from the admin) and returns its path.
+    pub fn user_kubeconfig(&self, user: &str) -> Result<PathBuf, Error> {
+        let (cert, key) = self
+            .pki
+            .issue_client(user, &["system:masters"], &self.dir)?;
+        let path = self.dir.join(format!("kubeconfig-{user}"));
+        kubeconfig::write(&path, &kubeconfig::for_client_cert(self, &cert, &key)?)?;
+        Ok(path)
     }
 
     /// Its folder (logs, certificates).

@@ -17,6 +17,17 @@ fn read_b64(path: &Path) -> Result<String, Error> {
 
 /// The admin kubeconfig of one API server, with context, cluster and user all named after it.
 pub(crate) fn for_server(server: &ApiServer) -> Result<Kubeconfig, Error> {
+    let pki = server.pki();
+    for_client_cert(server, &pki.admin_cert, &pki.admin_key)
+}
+
+/// A kubeconfig for one API server authenticating with the client certificate `cert`/`key`; context,
+/// cluster and user are named after the server.
+pub(crate) fn for_client_cert(
+    server: &ApiServer,
+    cert: &Path,
+    key: &Path,
+) -> Result<Kubeconfig, Error> {
     let name = server.name().to_string();
     let pki = server.pki();
     let cluster = Cluster {
@@ -25,8 +36,8 @@ pub(crate) fn for_server(server: &ApiServer) -> Result<Kubeconfig, Error> {
         ..Default::default()
     };
     let user = AuthInfo {
-        client_certificate_data: Some(read_b64(&pki.admin_cert)?),
-        client_key_data: Some(read_b64(&pki.admin_key)?.into()),
+        client_certificate_data: Some(read_b64(cert)?),
+        client_key_data: Some(read_b64(key)?.into()),
         ..Default::default()
     };
     let context = Context {

@@ -11,6 +11,7 @@
 //! Tests share one environment per test binary through [`shared`], because an API server takes seconds
 //! to start: use unique namespaces and names per test.
 
+pub mod audit;
 pub mod binaries;
 mod cluster;
 mod crds;
@@ -51,6 +52,9 @@ pub struct EnvOptions {
     pub host_controller_manager: bool,
     /// Install the project's CRDs (`crds/`) into the host and wait until they are established.
     pub install_crds: bool,
+    /// The host API server writes an audit log of every write ([`audit::WRITE_POLICY`]); read it with
+    /// [`ApiServer::audit_events`].
+    pub host_audit_log: bool,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
 }
@@ -63,6 +67,7 @@ impl Default for EnvOptions {
             kwok_nodes: 3,
             host_controller_manager: true,
             install_crds: false,
+            host_audit_log: false,
             dir: None,
         }
     }
@@ -120,6 +125,9 @@ impl TestEnv {
 
         let mut servers = Vec::new();
         servers.push(ApiServer::prepare("host", &dir, &etcd_url, &pid_file)?);
+        if options.host_audit_log {
+            servers[0].enable_audit_log()?;
+        }
         for i in 1..=options.members {
             servers.push(ApiServer::prepare(
                 &format!("member{i}"),

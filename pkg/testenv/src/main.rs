@@ -68,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
         kwok_nodes,
         host_controller_manager: true,
         install_crds,
+        host_audit_log: false,
         dir,
     };
     let started = std::time::Instant::now();

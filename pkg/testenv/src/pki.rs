@@ -1,5 +1,6 @@
 //! Certificates and keys for one API server: a cluster CA, a serving certificate for the loopback address,
-//! an admin client certificate (`O=system:masters`) and the service-account signing key pair.
+//! an admin client certificate (`O=system:masters`) and the service-account signing key pair; more client
+//! certificates on demand ([`ClusterPki::issue_client`]), e.g. to tell two processes apart in an audit log.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,24 @@ pub struct ClusterPki {
     pub admin_key: PathBuf,
     pub sa_public_key: PathBuf,
     pub sa_private_key: PathBuf,
+    /// The cluster name the CA was made for (its subject is `<name>-ca`).
+    pub name: String,
+}
+
+/// The CA's certificate parameters for cluster `name` (the same every time, so the CA can sign again
+/// from its key alone).
+fn ca_params(name: &str) -> Result<CertificateParams, rcgen::Error> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("{name}-ca"));
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    Ok(ca_params)
 }
 
 impl ClusterPki {
@@ -29,16 +48,7 @@ impl ClusterPki {
         let pki_err = |e: rcgen::Error| Error::Pki(format!("cluster {name}: {e}"));
 
         let ca_key = KeyPair::generate().map_err(pki_err)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{name}-ca"));
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        let ca_params = ca_params(name).map_err(pki_err)?;
         let ca_cert = ca_params.self_signed(&ca_key).map_err(pki_err)?;
         let issuer = Issuer::from_params(&ca_params, &ca_key);
 
@@ -79,6 +89,7 @@ impl ClusterPki {
             admin_key: dir.join("admin.key"),
             sa_public_key: dir.join("sa.pub"),
             sa_private_key: dir.join("sa.key"),
+            name: name.to_string(),
         };
         for (path, pem) in [
             (&pki.ca_cert, ca_cert.pem()),
@@ -93,5 +104,34 @@ impl ClusterPki {
             std::fs::write(path, pem).map_err(|e| Error::io(path, e))?;
         }
         Ok(pki)
+    }
+
+    /// Issues a client certificate for user `cn` in the groups `orgs`, signed by this cluster's CA, and
+    /// writes it as `<dir>/<cn>.crt` and `<dir>/<cn>.key`. Returns (certificate, key) paths.
+    pub fn issue_client(
+        &self,
+        cn: &str,
+        orgs: &[&str],
+        dir: &Path,
+    ) -> Result<(PathBuf, PathBuf), Error> {
+        let pki_err = |e: rcgen::Error| Error::Pki(format!("client certificate {cn}: {e}"));
+        let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| Error::io(p, e));
+        let ca_key = KeyPair::from_pem(&read(&self.ca_key)?).map_err(pki_err)?;
+        let issuer = Issuer::new(ca_params(&self.name).map_err(pki_err)?, ca_key);
+        let key = KeyPair::generate().map_err(pki_err)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        for org in orgs {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *org);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &issuer).map_err(pki_err)?;
+        let (cert_path, key_path) = (dir.join(format!("{cn}.crt")), dir.join(format!("{cn}.key")));
+        for (path, pem) in [(&cert_path, cert.pem()), (&key_path, key.serialize_pem())] {
+            std::fs::write(path, pem).map_err(|e| Error::io(path, e))?;
+        }
+        Ok((cert_path, key_path))
     }
 }

@@ -1,5 +1,6 @@
 //! The per-cluster client factory: one `kube::Client` per User-Agent, all sharing the cluster's
-//! token bucket and request metrics, plus the cluster's cached REST mapping.
+//! token bucket and request metrics, plus the cluster's cached REST mapping. Every client enforces the
+//! process's [`WriteFence`] (see [`super::fence`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use kube::discovery::ApiCapabilities;
 use kube::{Api, Client, Config, Resource};
 use parking_lot::Mutex;
 
+use super::fence::{FenceLayer, FencedExecutor, WriteFence};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
 use super::ratelimit::RateLimitLayer;
@@ -83,13 +85,19 @@ fn build_client(
     let mut cfg = config.clone();
     cfg.headers.retain(|(name, _)| name != USER_AGENT);
     cfg.headers.push((USER_AGENT, value));
-    let builder = ClientBuilder::try_from(cfg).map_err(|source| Error::Client {
-        cluster: cluster.to_string(),
-        source,
-    })?;
-    // Innermost, so the deadline starts when the request leaves the QPS limiter.
+    let fence = WriteFence::process();
+    let builder =
+        ClientBuilder::try_from((cfg, FencedExecutor::new(fence.clone()))).map_err(|source| {
+            Error::Client {
+                cluster: cluster.to_string(),
+                source,
+            }
+        })?;
+    // Innermost first: the deadline starts when the request leaves the QPS limiter, and the fence is
+    // checked after the limiter's wait, as late as a layer can.
     Ok(builder
         .with_layer(&RequestTimeoutLayer::new(request_timeout))
+        .with_layer(&FenceLayer::new(fence.clone()))
         .with_layer(&RateLimitLayer::new(bucket.clone()))
         .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
         .build())

@@ -1,13 +1,15 @@
 //! Clients: the per-cluster client factory, its REST mapper, and the tower layers every client is
-//! built with (QPS/burst limit, request deadline, request metrics).
+//! built with (write fence, QPS/burst limit, request deadline, request metrics).
 
 pub mod factory;
+pub mod fence;
 pub mod mapper;
 pub mod metrics_layer;
 pub mod ratelimit;
 pub mod timeout;
 
 pub use factory::{ClientFactory, ClientOptions};
+pub use fence::{FenceLayer, FencedExecutor, WriteFence};
 pub use mapper::RestMapper;
 pub use metrics_layer::RequestMetricsLayer;
 pub use ratelimit::RateLimitLayer;

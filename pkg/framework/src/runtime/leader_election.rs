@@ -5,9 +5,16 @@
 //!   seen on this machine's clock* (the time we last saw the record change, not its `renewTime`, so skew
 //!   between machines does not matter). Writes use the read `resourceVersion`, so two candidates
 //!   cannot both win.
-//! - **Renew**: the leader rewrites `renewTime` every `retry_period`. A round that has not succeeded
-//!   within `renew_deadline` means leadership is lost: [`Leadership::lost`] is cancelled and the caller
-//!   must stop its controllers (the controller-manager then exits non-zero, as controller-runtime does).
+//! - **Renew**: the leader rewrites `renewTime` every `retry_period`. When no renewal has succeeded
+//!   within `renew_deadline` of the last successful one being *sent*, leadership is lost:
+//!   [`Leadership::lost`] is cancelled and the caller must stop its controllers (the controller-manager
+//!   then exits non-zero, as controller-runtime does). client-go counts the deadline from the start of
+//!   the failing round instead (up to one `retry_period` later); counting from the last success is what
+//!   lets the [`WriteFence`] below be exact, and a process resumed after a long SIGSTOP gives up at once
+//!   instead of trying for another `renew_deadline`.
+//! - **Fence**: every success moves the elector's [`WriteFence`] to `sent + renew_deadline`, and losing
+//!   or releasing the lease closes it (see [`crate::client::fence`]): no write leaves the process once a
+//!   standby may have taken over.
 //! - **Release**: [`Leadership::release`] (after the controllers stopped) clears `holderIdentity` and sets
 //!   `leaseDurationSeconds` to 1, so a standby takes over on its next try instead of waiting out the lease.
 //!
@@ -29,6 +36,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::duration::GoDuration;
+use crate::client::fence::WriteFence;
 use crate::metrics::registry;
 
 /// client-go's `JitterFactor` for the acquire loop; `renew_deadline` must exceed `retry_period` × this.
@@ -209,6 +217,10 @@ pub struct LeaderElector {
     lease: Option<Lease>,
     /// Holder reported in the log, to log changes once.
     logged_holder: Option<String>,
+    /// When (monotonic clock) the last successful acquire or renew was sent.
+    confirmed: Option<std::time::Instant>,
+    /// Moved forward on every success, closed when leadership ends.
+    fence: WriteFence,
 }
 
 impl LeaderElector {
@@ -220,7 +232,28 @@ impl LeaderElector {
             observed: None,
             lease: None,
             logged_holder: None,
+            confirmed: None,
+            fence: WriteFence::new(),
         }
+    }
+
+    /// Makes this elector hold `fence` open while it leads (by default it has a private one).
+    pub fn with_fence(mut self, fence: WriteFence) -> Self {
+        self.fence = fence;
+        self
+    }
+
+    /// Records a success whose request was sent at `sent`: the fence admits writes until
+    /// `sent + renew_deadline`.
+    fn confirm(&mut self, sent: std::time::Instant) {
+        self.confirmed = Some(sent);
+        self.fence.hold_until(sent + self.config.renew_deadline);
+    }
+
+    /// Until when leadership is certain: `renew_deadline` after the last success was sent.
+    fn certain_until(&self) -> Option<Instant> {
+        self.confirmed
+            .map(|sent| Instant::from_std(sent + self.config.renew_deadline))
     }
 
     /// The configuration.
@@ -296,6 +329,8 @@ impl LeaderElector {
 
     /// One try, as client-go's `tryAcquireOrRenew`: `Ok(true)` when we hold the lease afterwards.
     pub async fn try_acquire_or_renew(&mut self) -> Result<bool, ElectionError> {
+        // Before anything is sent: the server writes our record no earlier than this.
+        let sent = std::time::Instant::now();
         let now = Timestamp::now();
         let name = self.config.lease_name.clone();
         // Fast path: the leader writes over the Lease it last wrote, without reading first.
@@ -314,6 +349,7 @@ impl LeaderElector {
             {
                 Ok(written) => {
                     self.observe(written);
+                    self.confirm(sent);
                     return Ok(true);
                 }
                 Err(e) => tracing::debug!(error = %e, "fast-path lease renewal failed; re-reading"),
@@ -345,6 +381,7 @@ impl LeaderElector {
             {
                 Ok(created) => {
                     self.observe(created);
+                    self.confirm(sent);
                     Ok(true)
                 }
                 Err(ElectionError::Api {
@@ -400,6 +437,7 @@ impl LeaderElector {
         {
             Ok(written) => {
                 self.observe(written);
+                self.confirm(sent);
                 Ok(true)
             }
             Err(ElectionError::Api {
@@ -464,8 +502,15 @@ impl LeaderElector {
                 _ = stop.cancelled() => return self,
                 _ = tokio::time::sleep(retry) => {}
             }
-            let deadline = Instant::now() + self.config.renew_deadline;
+            let mut deadline = Instant::now() + self.config.renew_deadline;
+            if let Some(certain) = self.certain_until() {
+                deadline = deadline.min(certain);
+            }
             let renewed = loop {
+                // Past the deadline (e.g. resumed after SIGSTOP): give up without sending anything.
+                if Instant::now() >= deadline {
+                    break false;
+                }
                 let attempt = tokio::select! {
                     _ = stop.cancelled() => return self,
                     r = tokio::time::timeout_at(deadline, self.try_acquire_or_renew()) => r,
@@ -501,6 +546,7 @@ impl LeaderElector {
                     .set(0);
                 // We no longer consider ourselves leader; release must not touch the lease.
                 self.observed = None;
+                self.fence.close();
                 lost.cancel();
                 return self;
             }
@@ -509,6 +555,8 @@ impl LeaderElector {
 
     /// Gives the lease up if we hold it: empty holder, duration 1 s, so a standby takes it at once.
     async fn release(&mut self) -> Result<(), ElectionError> {
+        // Nothing of ours may be written once a standby can take over.
+        self.fence.close();
         if !self.is_leader() {
             return Ok(());
         }

@@ -6,9 +6,13 @@
 //!
 //! | event | what happens | result |
 //! |---|---|---|
-//! | shutdown token cancelled (first SIGTERM) | work token cancelled; wait up to the graceful timeout; release the lease | `Ok(())` |
-//! | lease lost (renew deadline passed) | work token cancelled and the work aborted at once (no grace, as controller-runtime) | `Err(LeadershipLost)` |
-//! | the work returned an error or panicked | lease released so a standby takes over | `Err(Work)` |
+//! | shutdown token cancelled (first SIGTERM) | work token cancelled; wait up to the graceful timeout; close the write fence; release the lease | `Ok(())` |
+//! | lease lost (renew deadline passed) | write fence closed; work token cancelled and the work aborted at once (no grace, as controller-runtime) | `Err(LeadershipLost)` |
+//! | the work returned an error or panicked | write fence closed; lease released so a standby takes over | `Err(Work)` |
+//!
+//! With leader election the elector holds the process's [`WriteFence`] open only while leadership is
+//! certain (see [`crate::client::fence`]), so leader-only work writes nothing once a standby may lead,
+//! even before this loop has noticed (a process resumed after SIGSTOP).
 //!
 //! Readiness (`/readyz`, check `informer-sync`): a standby is ready; the leader is not ready until its work
 //! calls [`ReadinessGate::set_ready`] (for the controller-manager: once every controller's caches synced).
@@ -24,6 +28,7 @@ use super::addr::BindAddress;
 use super::exposition;
 use super::health::{Health, HealthError, ReadinessGate};
 use super::leader_election::{LeaderElectionConfig, LeaderElector};
+use crate::client::fence::WriteFence;
 
 /// Error type of leader-only work.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -180,6 +185,7 @@ impl Manager {
     {
         let leadership = match &self.config.leader_election {
             Some(le) => match LeaderElector::new(client, le.clone())
+                .with_fence(WriteFence::process().clone())
                 .acquire(shutdown)
                 .await
             {
@@ -218,6 +224,7 @@ impl Manager {
             }
         };
         work_stop.cancel();
+        let fence = leadership.as_ref().map(|_| WriteFence::process());
         match outcome {
             Outcome::Shutdown => {
                 if !finished {
@@ -236,6 +243,10 @@ impl Manager {
                         }
                     }
                 }
+                // Work abandoned after the grace period must not write once a standby leads.
+                if let Some(f) = fence {
+                    f.close();
+                }
                 if let Some(l) = leadership
                     && let Err(e) = l.release().await
                 {
@@ -244,10 +255,16 @@ impl Manager {
                 Ok(())
             }
             Outcome::Lost => {
+                if let Some(f) = fence {
+                    f.close();
+                }
                 task.abort();
                 Err(ManagerError::LeadershipLost)
             }
             Outcome::Failed(msg) => {
+                if let Some(f) = fence {
+                    f.close();
+                }
                 if let Some(l) = leadership
                     && let Err(e) = l.release().await
                 {

@@ -1,0 +1,304 @@
+//! The write fence: once a leader can no longer prove it still holds its lease, nothing it sends
+//! reaches an API server.
+//!
+//! A standby takes a lease over no sooner than `lease_duration` after it saw the leader's last renewal,
+//! and that renewal was written after the leader *sent* it. So the leader is safe to write until
+//! `sent + renew_deadline` on its own monotonic clock (`renew_deadline < lease_duration`); the elector
+//! moves the fence there after every successful renewal ([`WriteFence::hold_until`]), and closes it for
+//! good when leadership ends ([`WriteFence::close`]). The clock check needs no task to run: a process
+//! resumed after SIGSTOP (its clock kept running) sees the fence expired on its very first poll, before
+//! the renew loop has even noticed.
+//!
+//! Every client of [`ClientFactory`](super::ClientFactory) (control plane and members alike) enforces
+//! the process's fence ([`WriteFence::process`]) at two depths:
+//! - [`FenceLayer`] refuses mutating requests (anything but GET/HEAD/OPTIONS) with a clear error;
+//! - [`FencedExecutor`] runs hyper's connection tasks, which do the socket writes, and drops a
+//!   connection on its first poll after the fence expired, so a request that passed the layer just
+//!   before a stop (queued for a connection, waiting for one) is never written afterwards. What remains
+//!   is bytes already handed to the kernel before expiry: they reach the server within the
+//!   `lease_duration − renew_deadline` margin.
+//!
+//! A fence that was never armed is open: a process that does not elect writes freely.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use http::{Method, Request};
+use tower::{Layer, Service};
+
+/// Never armed: writes allowed.
+const OPEN: u64 = u64::MAX;
+/// Closed for good.
+const CLOSED: u64 = 0;
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since [`epoch`], plus one so that no instant encodes as [`CLOSED`].
+fn encode(at: Instant) -> u64 {
+    let nanos = at.saturating_duration_since(epoch()).as_nanos();
+    u64::try_from(nanos)
+        .unwrap_or(OPEN - 1)
+        .saturating_add(1)
+        .min(OPEN - 1)
+}
+
+/// Whether a process may still write; see the module docs. Cheap to clone (clones share the state).
+#[derive(Clone)]
+pub struct WriteFence {
+    until: Arc<AtomicU64>,
+}
+
+impl Default for WriteFence {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for WriteFence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.until.load(Ordering::Acquire) {
+            OPEN => f.write_str("WriteFence(open)"),
+            CLOSED => f.write_str("WriteFence(closed)"),
+            _ => write!(f, "WriteFence(admits: {})", self.admits()),
+        }
+    }
+}
+
+impl WriteFence {
+    /// A fence that is open until armed.
+    pub fn new() -> Self {
+        Self {
+            until: Arc::new(AtomicU64::new(OPEN)),
+        }
+    }
+
+    /// The process's fence: every [`ClientFactory`](super::ClientFactory) client enforces it, and the
+    /// [`Manager`](crate::runtime::Manager) arms it when this process leads.
+    pub fn process() -> &'static WriteFence {
+        static FENCE: OnceLock<WriteFence> = OnceLock::new();
+        FENCE.get_or_init(WriteFence::new)
+    }
+
+    /// Admits writes until `until` (monotonic clock), unless closed. Arms an open fence.
+    pub fn hold_until(&self, until: Instant) {
+        let value = encode(until);
+        let _ = self
+            .until
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                (cur != CLOSED).then_some(value)
+            });
+    }
+
+    /// Refuses every write from now on.
+    pub fn close(&self) {
+        self.until.store(CLOSED, Ordering::Release);
+    }
+
+    /// Whether a write may be sent now.
+    pub fn admits(&self) -> bool {
+        match self.until.load(Ordering::Acquire) {
+            OPEN => true,
+            CLOSED => false,
+            until => encode(Instant::now()) < until,
+        }
+    }
+}
+
+/// A mutating request refused because the fence is shut.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "write fence: refusing {method} {path}: leadership is no longer confirmed (lease not renewed within the renew deadline)"
+)]
+pub struct FenceError {
+    /// The request method.
+    pub method: Method,
+    /// The request path.
+    pub path: String,
+}
+
+/// Refuses mutating requests while the fence is shut; see the module docs.
+#[derive(Clone, Debug)]
+pub struct FenceLayer {
+    fence: WriteFence,
+}
+
+impl FenceLayer {
+    /// A layer enforcing `fence`.
+    pub fn new(fence: WriteFence) -> Self {
+        Self { fence }
+    }
+}
+
+impl<S> Layer<S> for FenceLayer {
+    type Service = Fence<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Fence {
+            inner,
+            fence: self.fence.clone(),
+        }
+    }
+}
+
+/// The service of [`FenceLayer`].
+#[derive(Clone, Debug)]
+pub struct Fence<S> {
+    inner: S,
+    fence: WriteFence,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn is_read(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+impl<S, B> Service<Request<B>> for Fence<S>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<S::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        if !is_read(req.method()) && !self.fence.admits() {
+            let err = FenceError {
+                method: req.method().clone(),
+                path: req.uri().path().to_string(),
+            };
+            return Box::pin(async move { Err(err.into()) });
+        }
+        let fut = self.inner.call(req);
+        Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+}
+
+/// hyper's executor for the clients' background tasks (connections): each task ends, dropping its
+/// connection, on its first poll after the fence expired. See the module docs.
+#[derive(Clone, Debug)]
+pub struct FencedExecutor {
+    fence: WriteFence,
+}
+
+impl FencedExecutor {
+    /// An executor spawning on the current tokio runtime, enforcing `fence`.
+    pub fn new(fence: WriteFence) -> Self {
+        Self { fence }
+    }
+}
+
+impl<F> hyper::rt::Executor<F> for FencedExecutor
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        tokio::spawn(Fenced {
+            fence: self.fence.clone(),
+            inner: Some(Box::pin(fut)),
+        });
+    }
+}
+
+struct Fenced<F> {
+    fence: WriteFence,
+    inner: Option<Pin<Box<F>>>,
+}
+
+impl<F: Future<Output = ()>> Future for Fenced<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.fence.admits() {
+            if self.inner.take().is_some() {
+                tracing::debug!("write fence shut: dropping an API server connection");
+            }
+            return Poll::Ready(());
+        }
+        match self.inner.as_mut() {
+            Some(inner) => inner.as_mut().poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tower::ServiceExt;
+
+    #[test]
+    fn open_until_armed_then_follows_the_clock_and_stays_closed() {
+        let f = WriteFence::new();
+        assert!(f.admits());
+        f.hold_until(Instant::now() + Duration::from_secs(60));
+        assert!(f.admits());
+        f.hold_until(Instant::now() - Duration::from_millis(1));
+        assert!(!f.admits());
+        f.hold_until(Instant::now() + Duration::from_secs(60));
+        assert!(f.admits());
+        f.close();
+        assert!(!f.admits());
+        f.hold_until(Instant::now() + Duration::from_secs(60));
+        assert!(!f.admits(), "a closed fence never reopens");
+    }
+
+    #[tokio::test]
+    async fn layer_refuses_writes_but_not_reads_once_shut() {
+        let fence = WriteFence::new();
+        let svc = FenceLayer::new(fence.clone()).layer(tower::service_fn(|_: Request<()>| async {
+            Ok::<_, BoxError>("sent")
+        }));
+        let req = |m: Method| {
+            Request::builder()
+                .method(m)
+                .uri("/api/v1/x")
+                .body(())
+                .unwrap()
+        };
+        assert!(svc.clone().oneshot(req(Method::POST)).await.is_ok());
+        fence.close();
+        assert!(svc.clone().oneshot(req(Method::GET)).await.is_ok());
+        for m in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+            let err = svc.clone().oneshot(req(m)).await.unwrap_err();
+            assert!(err.to_string().contains("write fence"), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn executor_drops_tasks_after_expiry() {
+        let fence = WriteFence::new();
+        fence.hold_until(Instant::now() + Duration::from_millis(100));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+        let polled = Arc::new(AtomicU64::new(0));
+        let p = polled.clone();
+        hyper::rt::Executor::execute(&FencedExecutor::new(fence.clone()), async move {
+            while rx.recv().await.is_some() {
+                p.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        tx.send(1).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(polled.load(Ordering::SeqCst), 1);
+        std::thread::sleep(Duration::from_millis(120));
+        // Expired: the task ends on its next poll instead of handling the message.
+        let _ = tx.send(2);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(polled.load(Ordering::SeqCst), 1);
+        assert!(tx.is_closed(), "the task (and its receiver) was dropped");
+    }
+}
