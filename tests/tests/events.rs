@@ -95,7 +95,7 @@ async fn the_same_event_recorded_n_times_is_one_event_with_count_n() {
     let cancel = CancellationToken::new();
     let recorder = EventRecorder::new(client.clone(), "events-test", &cancel);
     const N: i32 = 20;
-    for _ in 0..N {
+    let record = async || {
         recorder
             .record(
                 &target,
@@ -103,7 +103,10 @@ async fn the_same_event_recorded_n_times_is_one_event_with_count_n() {
                 "SyncFailed",
                 "the same failure",
             )
-            .await;
+            .await
+    };
+    for _ in 0..N {
+        record().await;
     }
     let e = single_event_with_count(&client, ns, "repeated", N).await;
     assert!(e.name_any().starts_with("repeated."), "{}", e.name_any());
@@ -128,14 +131,7 @@ async fn the_same_event_recorded_n_times_is_one_event_with_count_n() {
         .delete(&e.name_any(), &DeleteParams::default())
         .await
         .unwrap();
-    recorder
-        .record(
-            &target,
-            EventType::Warning,
-            "SyncFailed",
-            "the same failure",
-        )
-        .await;
+    record().await;
     let again = single_event_with_count(&client, ns, "repeated", N + 1).await;
     assert_eq!(again.name_any(), e.name_any());
     cancel.cancel();

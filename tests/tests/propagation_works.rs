@@ -177,6 +177,28 @@ async fn binding(
         .unwrap()
 }
 
+/// Waits for the condition `type_` with `status` on the ResourceBinding `ns/name`; returns it.
+async fn binding_condition(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    status: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually(&format!("{type_}={status} on binding {name}"), || {
+        let rbs = rbs.clone();
+        async move {
+            let rb = rbs.get(name).await.unwrap();
+            rb.status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == type_ && c.status == status)
+        }
+    })
+    .await
+}
+
 fn applied(w: &Work) -> Option<(String, String, String)> {
     in_process::condition(&w.status.as_ref()?.conditions, "Applied")
 }
@@ -681,18 +703,7 @@ async fn override_that_cannot_apply_leaves_work_alone_and_reports_on_binding() {
         .create(&PostParams::default(), &op)
         .await
         .unwrap();
-    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
-    let cond = eventually("OverrideApplied=False on the binding", || {
-        let rbs = rbs.clone();
-        async move {
-            let rb = rbs.get("cfg-configmap").await.unwrap();
-            rb.status?
-                .conditions
-                .into_iter()
-                .find(|c| c.type_ == "OverrideApplied" && c.status == "False")
-        }
-    })
-    .await;
+    let cond = binding_condition(&client, ns, "cfg-configmap", "OverrideApplied", "False").await;
     assert!(cond.message.contains("bad-path"), "{}", cond.message);
     assert_eq!(cond.reason, "ApplyOverridePolicyFailed");
     let after: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
@@ -1229,18 +1240,7 @@ async fn template_too_large_for_a_work_is_reported_and_disturbs_nothing_else() {
     )
     .await;
     binding(&client, &big, &[("member1", 0), ("member2", 0)], json!({})).await;
-    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
-    let cond = eventually("WorksSynced=False on the binding", || {
-        let rbs = rbs.clone();
-        async move {
-            let rb = rbs.get("big-configmap").await.unwrap();
-            rb.status?
-                .conditions
-                .into_iter()
-                .find(|c| c.type_ == "WorksSynced" && c.status == "False")
-        }
-    })
-    .await;
+    let cond = binding_condition(&client, ns, "big-configmap", "WorksSynced", "False").await;
     assert_eq!(cond.reason, "WorkTooLarge");
     for text in ["member1", "member2", "too large", "ConfigMap pw-large/big"] {
         assert!(cond.message.contains(text), "{text}: {}", cond.message);
@@ -1307,28 +1307,19 @@ async fn template_too_large_for_a_work_is_reported_and_disturbs_nothing_else() {
         )
         .await
         .unwrap();
-    rbs.patch(
-        "big-configmap",
-        &PatchParams::default(),
-        &Patch::Merge(
-            json!({"spec": {"resource": {"resourceVersion": shrunk.resource_version()}}}),
-        ),
-    )
-    .await
-    .unwrap();
+    Api::<ResourceBinding>::namespaced(client.clone(), ns)
+        .patch(
+            "big-configmap",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"resource": {"resourceVersion": shrunk.resource_version()}}}),
+            ),
+        )
+        .await
+        .unwrap();
     for cluster in MEMBERS {
         work_applied(&client, cluster, "ConfigMap", ns, "big", "True").await;
     }
-    eventually("WorksSynced=True on the binding", || {
-        let rbs = rbs.clone();
-        async move {
-            let rb = rbs.get("big-configmap").await.unwrap();
-            rb.status?
-                .conditions
-                .into_iter()
-                .find(|c| c.type_ == "WorksSynced" && c.status == "True")
-        }
-    })
-    .await;
+    binding_condition(&client, ns, "big-configmap", "WorksSynced", "True").await;
     controllers.stop().await;
 }
