@@ -54,6 +54,12 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
             "{}: {b:?}",
             run.label
         );
+        // The recorders announce at least the detector's ApplyPolicySucceed per template.
+        assert!(
+            b.event_writes.get("POST").copied().unwrap_or(0) > 0,
+            "{}: {b:?}",
+            run.label
+        );
         assert!(
             b.cpu_seconds > 0.0 && b.peak_rss_mib >= b.rss_mib && b.rss_mib > 0.0,
             "{}: {b:?}",

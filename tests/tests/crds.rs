@@ -671,6 +671,107 @@ fn invalid_objects() -> Vec<Invalid> {
             ],
         },
         Invalid {
+            what: "a label selector operator Karmada cannot compile",
+            kind: "PropagationPolicy",
+            object: pp(
+                "bad-label-operator",
+                json!({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {
+                    "matchExpressions": [{"key": "app", "operator": "in", "values": ["web"]}]}}]}),
+            ),
+            expect: &[
+                "spec.resourceSelectors[0].labelSelector.matchExpressions[0].operator",
+                "Unsupported value: \"in\"",
+            ],
+        },
+        Invalid {
+            what: "a label selector In without values",
+            kind: "PropagationPolicy",
+            object: pp(
+                "in-without-values",
+                json!({"resourceSelectors": deployments(), "placement": {"clusterAffinity": {"labelSelector": {
+                    "matchExpressions": [{"key": "env", "operator": "In"}]}}}}),
+            ),
+            expect: &[
+                "spec.placement.clusterAffinity.labelSelector.matchExpressions[0].values",
+                "Required value",
+            ],
+        },
+        Invalid {
+            what: "a label selector Exists with values",
+            kind: "PropagationPolicy",
+            object: pp(
+                "exists-with-values",
+                json!({"resourceSelectors": deployments(), "placement": {"clusterAffinities": [{"affinityName": "a",
+                    "labelSelector": {"matchExpressions": [{"key": "env", "operator": "Exists", "values": ["x"]}]}}]}}),
+            ),
+            expect: &[
+                "spec.placement.clusterAffinities[0].labelSelector.matchExpressions[0]",
+                "must validate one and only one schema",
+            ],
+        },
+        Invalid {
+            what: "a label selector key that is not a qualified name",
+            kind: "ClusterPropagationPolicy",
+            object: json!({
+                "apiVersion": "policy.karmada.io/v1alpha1",
+                "kind": "ClusterPropagationPolicy",
+                "metadata": {"name": "bad-label-key"},
+                "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace", "labelSelector": {
+                    "matchExpressions": [{"key": "not a key", "operator": "Exists"}]}}]},
+            }),
+            expect: &[
+                "spec.resourceSelectors[0].labelSelector.matchExpressions[0].key",
+                "should match",
+            ],
+        },
+        Invalid {
+            what: "a matchLabels value that is not a label value",
+            kind: "OverridePolicy",
+            object: json!({
+                "apiVersion": "policy.karmada.io/v1alpha1",
+                "kind": "OverridePolicy",
+                "metadata": {"name": "bad-match-labels"},
+                "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                    "labelSelector": {"matchLabels": {"app": "web server"}}}],
+                    "overrideRules": [{"targetCluster": {"clusterNames": ["member1"]},
+                        "overriders": {"labelsOverrider": [{"operator": "add", "value": {"a": "b"}}]}}]},
+            }),
+            expect: &[
+                "spec.resourceSelectors[0].labelSelector.matchLabels.app",
+                "should match",
+            ],
+        },
+        Invalid {
+            what: "a field selector In without values",
+            kind: "PropagationPolicy",
+            object: pp(
+                "field-in-without-values",
+                json!({"resourceSelectors": deployments(), "placement": {"clusterAffinity": {"fieldSelector": {
+                    "matchExpressions": [{"key": "region", "operator": "In"}]}}}}),
+            ),
+            expect: &[
+                "spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].values",
+                "Required value",
+            ],
+        },
+        Invalid {
+            what: "a field selector with an empty values list",
+            kind: "ClusterOverridePolicy",
+            object: json!({
+                "apiVersion": "policy.karmada.io/v1alpha1",
+                "kind": "ClusterOverridePolicy",
+                "metadata": {"name": "field-empty-values"},
+                "spec": {"resourceSelectors": deployments(),
+                    "overrideRules": [{"targetCluster": {"fieldSelector": {"matchExpressions": [
+                        {"key": "zone", "operator": "NotIn", "values": []}]}},
+                        "overriders": {"labelsOverrider": [{"operator": "add", "value": {"a": "b"}}]}}]},
+            }),
+            expect: &[
+                "spec.overrideRules[0].targetCluster.fieldSelector.matchExpressions[0].values",
+                "at least 1 items",
+            ],
+        },
+        Invalid {
             what: "application failover without propagateDeps",
             kind: "PropagationPolicy",
             object: pp(
@@ -937,6 +1038,7 @@ async fn invalid_objects_are_rejected_naming_the_field() {
                 (ApiResource::erase::<ClusterPropagationPolicy>(&()), false)
             }
             "OverridePolicy" => (ApiResource::erase::<OverridePolicy>(&()), true),
+            "ClusterOverridePolicy" => (ApiResource::erase::<ClusterOverridePolicy>(&()), false),
             "Cluster" => (ApiResource::erase::<Cluster>(&()), false),
             "ResourceBinding" => (ApiResource::erase::<ResourceBinding>(&()), true),
             other => panic!("unexpected kind {other}"),
@@ -1046,6 +1148,20 @@ async fn edge_cases_karmada_accepts_are_accepted() {
             "app-failover",
             json!({"resourceSelectors": deployments(), "propagateDeps": true,
                 "failover": {"application": {"decisionConditions": {"tolerationSeconds": 0}}}}),
+        ),
+        // Every label selector operator with the values it takes, and a field selector.
+        pp(
+            "every-selector-operator",
+            json!({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {
+                "matchLabels": {"app.kubernetes.io/name": "web", "tier": ""},
+                "matchExpressions": [
+                    {"key": "a", "operator": "In", "values": ["x", "y"]},
+                    {"key": "example.com/b", "operator": "NotIn", "values": ["z"]},
+                    {"key": "c", "operator": "Exists"},
+                    {"key": "d", "operator": "DoesNotExist", "values": []}]}}],
+                "placement": {"clusterAffinity": {
+                    "labelSelector": {"matchExpressions": [{"key": "env", "operator": "Exists"}]},
+                    "fieldSelector": {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["cn-north-1"]}]}}}}),
         ),
         // Preemption with named selectors.
         pp(

@@ -177,6 +177,28 @@ async fn binding(
         .unwrap()
 }
 
+/// Waits for the condition `type_` with `status` on the ResourceBinding `ns/name`; returns it.
+async fn binding_condition(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    status: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually(&format!("{type_}={status} on binding {name}"), || {
+        let rbs = rbs.clone();
+        async move {
+            let rb = rbs.get(name).await.unwrap();
+            rb.status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == type_ && c.status == status)
+        }
+    })
+    .await
+}
+
 fn applied(w: &Work) -> Option<(String, String, String)> {
     in_process::condition(&w.status.as_ref()?.conditions, "Applied")
 }
@@ -681,18 +703,7 @@ async fn override_that_cannot_apply_leaves_work_alone_and_reports_on_binding() {
         .create(&PostParams::default(), &op)
         .await
         .unwrap();
-    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
-    let cond = eventually("OverrideApplied=False on the binding", || {
-        let rbs = rbs.clone();
-        async move {
-            let rb = rbs.get("cfg-configmap").await.unwrap();
-            rb.status?
-                .conditions
-                .into_iter()
-                .find(|c| c.type_ == "OverrideApplied" && c.status == "False")
-        }
-    })
-    .await;
+    let cond = binding_condition(&client, ns, "cfg-configmap", "OverrideApplied", "False").await;
     assert!(cond.message.contains("bad-path"), "{}", cond.message);
     assert_eq!(cond.reason, "ApplyOverridePolicyFailed");
     let after: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
@@ -1310,5 +1321,109 @@ async fn member_object_of_another_work_is_never_updated_or_deleted() {
     untouched_until(&m1, &theirs, check).await;
     let still = m1.get("owned").await.unwrap();
     assert_eq!(still.data.unwrap()["key"], "theirs");
+    controllers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn template_too_large_for_a_work_is_reported_and_disturbs_nothing_else() {
+    let _g = serial().lock().await;
+    let ns = "pw-large";
+    let (client, controllers) = setup(ns).await;
+    // The API server stores this ConfigMap (1 MiB of binaryData, 250 kB of annotations: inside
+    // its limits, ~1.3 MB in etcd as protobuf), but a Work is a custom resource stored as JSON,
+    // where the data is base64: ~1.64 MB, beyond etcd's 1.5 MiB request limit.
+    let blob = "A".repeat(1_039_998 / 3 * 4);
+    let pad = "x".repeat(250_000);
+    let big = template(
+        &client,
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": ns, "name": "big", "annotations": {"example.com/pad": pad}},
+            "binaryData": {"blob": blob},
+        }),
+    )
+    .await;
+    binding(&client, &big, &[("member1", 0), ("member2", 0)], json!({})).await;
+    let cond = binding_condition(&client, ns, "big-configmap", "WorksSynced", "False").await;
+    assert_eq!(cond.reason, "WorkTooLarge");
+    for text in ["member1", "member2", "too large", "ConfigMap pw-large/big"] {
+        assert!(cond.message.contains(text), "{text}: {}", cond.message);
+    }
+    // A Warning Event on the binding and on the template.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let failed_on = |list: &[k8s_openapi::api::core::v1::Event], kind: &str, name: &str| {
+        list.iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("SyncWorkFailed")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.involved_object.kind.as_deref() == Some(kind)
+                    && e.involved_object.name.as_deref() == Some(name)
+            })
+            .map(|e| e.count.unwrap_or(1))
+            .sum::<i32>()
+    };
+    eventually("SyncWorkFailed on the binding and the template", || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.unwrap().items;
+            (failed_on(&list, "ResourceBinding", "big-configmap") > 0
+                && failed_on(&list, "ConfigMap", "big") > 0)
+                .then_some(())
+        }
+    })
+    .await;
+
+    // Nothing else is disturbed: another template propagates to both members meanwhile.
+    let small = template(&client, configmap(ns, "small")).await;
+    binding(
+        &client,
+        &small,
+        &[("member1", 0), ("member2", 0)],
+        json!({}),
+    )
+    .await;
+    for cluster in MEMBERS {
+        work_applied(&client, cluster, "ConfigMap", ns, "small", "True").await;
+    }
+    // ... and the refused binding was not retried in a loop meanwhile (each retry would have
+    // recorded one more SyncWorkFailed: a hot loop makes dozens in the time the other template
+    // took to propagate).
+    let list = events.list(&ListParams::default()).await.unwrap().items;
+    let retries = failed_on(&list, "ResourceBinding", "big-configmap");
+    assert!(retries <= 2, "the binding was synced {retries} times");
+    let works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
+    assert!(
+        works
+            .get_opt(&work_name("ConfigMap", "big", ns))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Made smaller (and the binding told, as the detector does), it propagates and the
+    // condition turns True.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let shrunk = cms
+        .patch(
+            "big",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/pad": null}}})),
+        )
+        .await
+        .unwrap();
+    Api::<ResourceBinding>::namespaced(client.clone(), ns)
+        .patch(
+            "big-configmap",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"resource": {"resourceVersion": shrunk.resource_version()}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    for cluster in MEMBERS {
+        work_applied(&client, cluster, "ConfigMap", ns, "big", "True").await;
+    }
+    binding_condition(&client, ns, "big-configmap", "WorksSynced", "True").await;
     controllers.stop().await;
 }

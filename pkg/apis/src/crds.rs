@@ -33,7 +33,8 @@ pub fn file_name(crd: &CustomResourceDefinition) -> String {
 
 /// Brings a derived schema in line with Karmada's (controller-gen) CRDs: optional fields are plain
 /// optional properties (no `nullable: true`, so explicit nulls are pruned instead of stored), enums
-/// list only real values, the root carries no `title`, and unsigned integers carry no `uint*` format
+/// list only real values, the root carries no `title`, label selector requirements
+/// get their values-per-operator rule ([`crate::schema::label_requirement_values`]), and unsigned integers carry no `uint*` format
 /// (the API server only knows signed ones).
 pub fn tidy(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
@@ -63,6 +64,7 @@ fn tidy_schema(schema: &mut Value) {
         return;
     };
     object.remove("nullable");
+    crate::schema::label_requirement_values(object);
     if let Some(Value::Array(values)) = object.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }

@@ -143,3 +143,103 @@ pub(crate) fn set_item_property(schema: &mut Schema, property: &str, keyword: &s
         target.insert(keyword.into(), value);
     }
 }
+
+/// Sets `keyword: value` on the schema at `path` (a chain of `properties`/`items`/
+/// `additionalProperties` steps) when it exists.
+pub(crate) fn set_at(schema: &mut Value, path: &[&str], keyword: &str, value: Value) {
+    let mut target = schema;
+    for step in path {
+        match target.get_mut(*step) {
+            Some(next) => target = next,
+            None => return,
+        }
+    }
+    if let Some(object) = target.as_object_mut() {
+        object.insert(keyword.into(), value);
+    }
+}
+
+/// A schemars transform on a `metav1.LabelSelector` field making the API server refuse what
+/// apimachinery's `LabelSelectorAsSelector` cannot compile (Karmada's webhook lets such a selector
+/// through and it then silently selects nothing): an operator other than `In`, `NotIn`, `Exists`,
+/// `DoesNotExist`; `In`/`NotIn` without values or `Exists`/`DoesNotExist` with values; a key that
+/// is not a qualified name; a value (in `matchExpressions` or `matchLabels`) that is not a label
+/// value. OpenAPI keywords only (no CEL), so the check costs nothing however deep the selector sits;
+/// the values-per-operator rule is a `oneOf` that [`crate::crds::tidy`] adds
+/// ([`label_requirement_values`]), as kube's structural-schema rewriter cannot carry it.
+/// `matchLabels` keys are not checked: that needs CEL over the map, too costly inside lists.
+pub(crate) fn label_selector(schema: &mut Schema) {
+    use serde_json::json;
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let mut value = Value::Object(std::mem::take(object));
+    let key = [
+        "properties",
+        "matchExpressions",
+        "items",
+        "properties",
+        "key",
+    ];
+    let operator = [
+        "properties",
+        "matchExpressions",
+        "items",
+        "properties",
+        "operator",
+    ];
+    let values = [
+        "properties",
+        "matchExpressions",
+        "items",
+        "properties",
+        "values",
+        "items",
+    ];
+    let labels = ["properties", "matchLabels", "additionalProperties"];
+    set_at(&mut value, &key, "pattern", QUALIFIED_NAME_PATTERN.into());
+    set_at(
+        &mut value,
+        &key,
+        "maxLength",
+        QUALIFIED_NAME_MAX_LENGTH.into(),
+    );
+    set_at(
+        &mut value,
+        &operator,
+        "enum",
+        json!(LABEL_SELECTOR_OPERATORS),
+    );
+    for path in [&values[..], &labels[..]] {
+        set_at(&mut value, path, "pattern", LABEL_VALUE_PATTERN.into());
+        set_at(&mut value, path, "maxLength", 63.into());
+    }
+    if let Value::Object(o) = value {
+        *object = o;
+    }
+}
+
+/// The operators of a label selector requirement.
+const LABEL_SELECTOR_OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
+
+/// On the schema of a label selector requirement constrained by [`label_selector`] (recognised by
+/// its operator enum), adds the rule that `In`/`NotIn` take at least one value and
+/// `Exists`/`DoesNotExist` none, as a `oneOf` (kube's rewriter would hoist the alternatives'
+/// properties into the parent, so this runs on the finished CRD).
+pub(crate) fn label_requirement_values(schema: &mut Map<String, Value>) {
+    let operators = schema
+        .get("properties")
+        .and_then(|p| p.get("operator"))
+        .and_then(|o| o.get("enum"));
+    if operators != Some(&serde_json::json!(LABEL_SELECTOR_OPERATORS)) {
+        return;
+    }
+    schema.insert(
+        "oneOf".into(),
+        serde_json::json!([
+            {"properties": {"operator": {"enum": ["In", "NotIn"]}, "values": {"minItems": 1}},
+             "required": ["values"]},
+            {"properties": {"operator": {"enum": ["Exists", "DoesNotExist"]}, "values": {"maxItems": 0}}},
+        ]),
+    );
+}

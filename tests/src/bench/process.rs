@@ -161,6 +161,39 @@ pub fn writes(counts: &RequestCounts, target: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Writes to Events (`core/v1`) the host API server served, by verb (`POST`, `PATCH`, …), from
+/// its own `apiserver_request_total`: what the controller-manager's Event recorders cost.
+pub fn event_writes(samples: &[Sample]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for s in samples.iter().filter(|s| {
+        s.name == "apiserver_request_total"
+            && s.labels.get("resource").map(String::as_str) == Some("events")
+            && s.labels.get("group").is_none_or(|g| g.is_empty())
+    }) {
+        let verb = s.labels.get("verb").cloned().unwrap_or_default();
+        if matches!(verb.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
+            *out.entry(verb).or_default() += s.value as u64;
+        }
+    }
+    out
+}
+
+/// `after - before`, per key.
+pub fn count_delta(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, n)| {
+            (
+                k.clone(),
+                n.saturating_sub(before.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .collect()
+}
+
 /// Sum of every series of `name`.
 pub fn total(samples: &[Sample], name: &str) -> f64 {
     samples

@@ -247,14 +247,24 @@ impl Report {
                 o,
                 "\nRequests by target and method (first create until settled):\n"
             );
-            let _ = writeln!(o, "| run | host | members |\n|---|---|---|");
+            let _ = writeln!(
+                o,
+                "| run | host | members | host API server: Event writes |\n|---|---|---|---|"
+            );
             for (r, b) in &bursts {
+                let events = b
+                    .event_writes
+                    .iter()
+                    .map(|(verb, n)| format!("{verb} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} |",
+                    "| {} | {} | {} | {} |",
                     r.label,
                     requests_cell(&b.requests, "host"),
-                    requests_cell(&b.requests, "members")
+                    requests_cell(&b.requests, "members"),
+                    events
                 );
             }
             let _ = writeln!(o);

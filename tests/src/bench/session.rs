@@ -199,6 +199,19 @@ impl Session {
         Ok(parse_metrics(&text))
     }
 
+    /// The host API server's metrics now.
+    pub async fn host_apiserver_metrics(&self) -> anyhow::Result<Vec<Sample>> {
+        let request = http::Request::get("/metrics")
+            .body(Vec::new())
+            .context("build the /metrics request")?;
+        let text = self
+            .host
+            .request_text(request)
+            .await
+            .context("scrape the host API server's /metrics")?;
+        Ok(parse_metrics(&text))
+    }
+
     /// Stops the controller-manager with SIGTERM (it must exit within 30 s) and starts a new one with
     /// the same flags. Returns when the new process is spawned.
     pub async fn restart_kcm(&mut self) -> anyhow::Result<Instant> {

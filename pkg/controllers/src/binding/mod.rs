@@ -17,6 +17,12 @@
 //! not retried on a timer for that (nothing would change); a change of an override policy, of the
 //! binding or of the template brings it back.
 //!
+//! A Work the API server refuses for its size (`413`, or etcd's `request is too large`: the
+//! template embedded in a Work exceeds etcd's 1.5 MiB request limit) gets the same treatment: a
+//! `SyncWorkFailed` Warning Event on the binding and the template, the condition
+//! [`CONDITION_WORKS_SYNCED`]`=False` with reason [`REASON_WORK_TOO_LARGE`], no retry on a timer;
+//! other bindings are not held up.
+//!
 //! Deleting a binding deletes its Works; the binding's finalizer is released once they are gone
 //! (their own finalizer is held by the execution controller until the member objects are gone).
 //!
@@ -68,6 +74,12 @@ pub const CONTROLLER_NAME: &str = "binding-controller";
 /// Condition on a binding telling whether the override policies could be applied for every
 /// target cluster (karmada-rs addition; Karmada only reports this in Events).
 pub const CONDITION_OVERRIDE_APPLIED: &str = "OverrideApplied";
+/// Condition on a binding telling whether every Work could be stored; `False` with reason
+/// [`REASON_WORK_TOO_LARGE`] when the API server refused a Work for its size (karmada-rs
+/// addition; Karmada only reports this in a `SyncWorkFailed` Event and retries forever).
+pub const CONDITION_WORKS_SYNCED: &str = "WorksSynced";
+/// Reason of [`CONDITION_WORKS_SYNCED`]`=False`: a Work exceeds the API server's request size.
+pub const REASON_WORK_TOO_LARGE: &str = "WorkTooLarge";
 /// How long to wait before looking again at Works being purged `Directly` (Karmada's 5 s).
 pub const DIRECT_PURGE_REQUEUE: Duration = Duration::from_secs(5);
 /// How long to wait before checking again whether a deleted binding's Works are gone.
@@ -141,8 +153,10 @@ enum Synced {
     Done,
     /// Look again later (Works being purged).
     Later(Duration),
-    /// Only override failures: recorded, not retried on a timer.
-    OverrideFailed(String),
+    /// Only failures retrying cannot fix (overrides that do not apply, Works too large to
+    /// store): recorded on the binding, not retried on a timer; a change of the binding, its
+    /// template or an override policy brings it back.
+    Refused(String),
 }
 
 struct Inner {
@@ -176,6 +190,8 @@ pub struct BindingController {
 struct WorksSynced {
     /// Clusters whose overrides could not be applied (their Works were left alone).
     override_failures: Vec<String>,
+    /// Works the API server refused for their size, one message each.
+    too_large: Vec<String>,
     /// Works created or updated.
     written: usize,
 }
@@ -520,7 +536,7 @@ impl BindingController {
                 inner.handled.lock().remove(&mkey);
                 HandlerResult::RequeueAfter(d)
             }
-            Ok(Synced::OverrideFailed(msg)) => {
+            Ok(Synced::Refused(msg)) => {
                 inner.handled.lock().insert(mkey, stamp);
                 HandlerResult::ignore(BindingError::Clusters(msg))
             }
@@ -691,47 +707,12 @@ impl BindingController {
         };
         let started = Instant::now();
         let result = self.ensure_works(b, &template).await;
-        let ok = matches!(result, Ok(ref s) if s.override_failures.is_empty());
+        let ok =
+            matches!(result, Ok(ref s) if s.override_failures.is_empty() && s.too_large.is_empty());
         metrics::observe_sync_work(ok, started);
         let ns = b.namespace().unwrap_or_default();
-        match result {
-            Ok(synced) if synced.override_failures.is_empty() => {
-                // Announced when a Work was written: a sync that found every Work up to date (a
-                // restart, a status-only change) leaves no Event behind, so it costs no write.
-                if synced.written > 0 {
-                    let msg = format!(
-                        "Sync work of {}({}) successful.",
-                        B::kind(&()),
-                        karmada_apis::names::namespaced_key(&ns, &b.name_any())
-                    );
-                    self.event_both(b, EventType::Normal, event_reasons::SYNC_WORK_SUCCEED, msg)
-                        .await;
-                }
-                self.set_override_condition(b, None).await;
-                Ok(Synced::Done)
-            }
-            Ok(WorksSynced {
-                override_failures: failures,
-                ..
-            }) => {
-                let msg = failures.join("; ");
-                self.event_both(
-                    b,
-                    EventType::Warning,
-                    event_reasons::SYNC_WORK_FAILED,
-                    msg.clone(),
-                )
-                .await;
-                self.event_binding(
-                    b,
-                    EventType::Warning,
-                    event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
-                    msg.clone(),
-                )
-                .await;
-                self.set_override_condition(b, Some(&msg)).await;
-                Ok(Synced::OverrideFailed(msg))
-            }
+        let synced = match result {
+            Ok(synced) => synced,
             Err(e) => {
                 self.event_both(
                     b,
@@ -740,8 +721,65 @@ impl BindingController {
                     e.to_string(),
                 )
                 .await;
-                Err(e)
+                return Err(e);
             }
+        };
+        if ok {
+            // Announced when a Work was written: a sync that found every Work up to date (a
+            // restart, a status-only change) leaves no Event behind, so it costs no write.
+            if synced.written > 0 {
+                let msg = format!(
+                    "Sync work of {}({}) successful.",
+                    B::kind(&()),
+                    karmada_apis::names::namespaced_key(&ns, &b.name_any())
+                );
+                self.event_both(b, EventType::Normal, event_reasons::SYNC_WORK_SUCCEED, msg)
+                    .await;
+            }
+        }
+        let mut refused = Vec::new();
+        if synced.override_failures.is_empty() {
+            self.set_failure_condition(b, &OVERRIDE_CONDITION, None)
+                .await;
+        } else {
+            let msg = synced.override_failures.join("; ");
+            self.event_both(
+                b,
+                EventType::Warning,
+                event_reasons::SYNC_WORK_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.event_binding(
+                b,
+                EventType::Warning,
+                event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.set_failure_condition(b, &OVERRIDE_CONDITION, Some(&msg))
+                .await;
+            refused.push(msg);
+        }
+        if synced.too_large.is_empty() {
+            self.set_failure_condition(b, &SIZE_CONDITION, None).await;
+        } else {
+            let msg = synced.too_large.join("; ");
+            self.event_both(
+                b,
+                EventType::Warning,
+                event_reasons::SYNC_WORK_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.set_failure_condition(b, &SIZE_CONDITION, Some(&msg))
+                .await;
+            refused.push(msg);
+        }
+        if refused.is_empty() {
+            Ok(Synced::Done)
+        } else {
+            Ok(Synced::Refused(refused.join("; ")))
         }
     }
 
@@ -815,6 +853,7 @@ impl BindingController {
         let binding_name = b.name_any();
         let conflict = conflict_resolution(template, spec);
         let mut override_failures = Vec::new();
+        let mut too_large = Vec::new();
         let mut errors = Vec::new();
         let mut written = 0;
         for t in &targets {
@@ -902,15 +941,25 @@ impl BindingController {
                         written += 1;
                     }
                 }
+                Err(e) if e.is_too_large() => {
+                    tracing::warn!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, error = %e, "work too large to store");
+                    too_large.push(format!(
+                        "cluster {}: the Work embedding {} {key} is too large for the API server \
+                         (etcd stores at most 1.5 MiB per object by default): {e}",
+                        t.name, r.kind
+                    ));
+                }
                 Err(e) => errors.push(e.to_string()),
             }
         }
         if !errors.is_empty() {
             errors.extend(override_failures);
+            errors.extend(too_large);
             return Err(BindingError::Clusters(errors.join("; ")));
         }
         Ok(WorksSynced {
             override_failures,
+            too_large,
             written,
         })
     }
@@ -940,36 +989,33 @@ impl BindingController {
             .await;
     }
 
-    /// Sets [`CONDITION_OVERRIDE_APPLIED`] to False with `failure`, or to True when it exists and
-    /// the overrides now apply. Failures to write are logged.
-    async fn set_override_condition<B: BindingObject>(&self, b: &B, failure: Option<&str>) {
-        let existing = b.binding_status().and_then(|s| {
-            s.conditions
-                .iter()
-                .find(|c| c.type_ == CONDITION_OVERRIDE_APPLIED)
-        });
+    /// Sets the condition `c` to False with `failure`, or to True when it exists and the failure
+    /// is gone (a binding that never failed carries no such condition, so success costs no
+    /// write). Failures to write are logged.
+    async fn set_failure_condition<B: BindingObject>(
+        &self,
+        b: &B,
+        c: &FailureCondition,
+        failure: Option<&str>,
+    ) {
+        let existing = b
+            .binding_status()
+            .and_then(|s| s.conditions.iter().find(|x| x.type_ == c.type_));
         let (status, reason, message) = match failure {
-            Some(m) => (
-                "False",
-                event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
-                m.to_owned(),
-            ),
+            Some(m) => ("False", c.failed, m.to_owned()),
             None => {
-                if existing.is_none_or(|c| c.status == "True") {
+                if existing.is_none_or(|x| x.status == "True") {
                     return;
                 }
-                (
-                    "True",
-                    event_reasons::APPLY_OVERRIDE_POLICY_SUCCEED,
-                    "Override policies have been applied to every target cluster.".to_owned(),
-                )
+                ("True", c.recovered, c.recovered_message.to_owned())
             }
         };
         if existing
-            .is_some_and(|c| c.status == status && c.reason == reason && c.message == message)
+            .is_some_and(|x| x.status == status && x.reason == reason && x.message == message)
         {
             return;
         }
+        let condition_type = c.type_;
         let ns = b.namespace().unwrap_or_default();
         let name = b.name_any();
         let api = B::api(self.inner.client.clone(), &ns);
@@ -990,7 +1036,7 @@ impl BindingController {
                 .unwrap_or_default();
             let now = Time(Timestamp::now());
             let new = Condition {
-                type_: CONDITION_OVERRIDE_APPLIED.to_owned(),
+                type_: condition_type.to_owned(),
                 status: status.to_owned(),
                 reason: reason.to_owned(),
                 message: message.clone(),
@@ -1024,6 +1070,29 @@ impl BindingController {
         }
     }
 }
+
+/// A binding condition that is only written once something failed: `False` with reason `failed`,
+/// then `True` with `recovered` once the failure is gone.
+struct FailureCondition {
+    type_: &'static str,
+    failed: &'static str,
+    recovered: &'static str,
+    recovered_message: &'static str,
+}
+
+const OVERRIDE_CONDITION: FailureCondition = FailureCondition {
+    type_: CONDITION_OVERRIDE_APPLIED,
+    failed: event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
+    recovered: event_reasons::APPLY_OVERRIDE_POLICY_SUCCEED,
+    recovered_message: "Override policies have been applied to every target cluster.",
+};
+
+const SIZE_CONDITION: FailureCondition = FailureCondition {
+    type_: CONDITION_WORKS_SYNCED,
+    failed: REASON_WORK_TOO_LARGE,
+    recovered: event_reasons::SYNC_WORK_SUCCEED,
+    recovered_message: "Every Work has been stored.",
+};
 
 /// The finalizer the detector puts on bindings of kind `B`.
 fn finalizer_of<B: BindingObject>() -> &'static str {

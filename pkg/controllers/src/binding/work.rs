@@ -69,6 +69,25 @@ pub enum WorkError {
     },
 }
 
+impl WorkError {
+    /// Whether the API server refused the Work for its size: `413 Request Entity Too Large` from
+    /// the API server, or etcd's `request is too large` (its `--max-request-bytes`, 1.5 MiB by
+    /// default). Retrying cannot help until the template shrinks.
+    pub fn is_too_large(&self) -> bool {
+        let WorkError::Api { source, .. } = self else {
+            return false;
+        };
+        match source {
+            kube::Error::Api(s) => {
+                s.code == 413
+                    || s.reason == "RequestEntityTooLarge"
+                    || s.message.contains("request is too large")
+            }
+            _ => false,
+        }
+    }
+}
+
 /// What [`create_or_update_work`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkOutcome {

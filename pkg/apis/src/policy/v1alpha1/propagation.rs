@@ -166,6 +166,7 @@ pub struct ResourceSelector {
     pub name: String,
     /// Label query over the resources; ignored when `name` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::label_selector)]
     pub label_selector: Option<LabelSelector>,
 }
 
@@ -179,21 +180,31 @@ pub struct FieldSelector {
     pub match_expressions: Vec<NodeSelectorRequirement>,
 }
 
-/// Restricts field-selector requirements to the keys and operators Karmada supports.
+/// Restricts field-selector requirements to the keys and operators Karmada supports, with at least
+/// one valid label value (an `In`/`NotIn` without values cannot be compiled, and Karmada then
+/// silently matches no cluster).
 fn cluster_field_requirements(schema: &mut schemars::Schema) {
-    use crate::schema::set_item_property;
-    set_item_property(
-        schema,
-        "key",
-        "enum",
-        serde_json::json!(["provider", "region", "zone"]),
+    use crate::schema::{LABEL_VALUE_PATTERN, set_at, set_item_property};
+    use serde_json::json;
+    set_item_property(schema, "key", "enum", json!(["provider", "region", "zone"]));
+    set_item_property(schema, "operator", "enum", json!(["In", "NotIn"]));
+    set_item_property(schema, "values", "minItems", json!(1));
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let mut value = serde_json::Value::Object(std::mem::take(object));
+    set_at(
+        &mut value,
+        &["items"],
+        "required",
+        json!(["key", "operator", "values"]),
     );
-    set_item_property(
-        schema,
-        "operator",
-        "enum",
-        serde_json::json!(["In", "NotIn"]),
-    );
+    let values = ["items", "properties", "values", "items"];
+    set_at(&mut value, &values, "pattern", LABEL_VALUE_PATTERN.into());
+    set_at(&mut value, &values, "maxLength", json!(63));
+    if let serde_json::Value::Object(o) = value {
+        *object = o;
+    }
 }
 
 /// Suspends parts of propagation.
@@ -523,6 +534,7 @@ impl SpreadConstraint {
 pub struct ClusterAffinity {
     /// Label query over clusters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::label_selector)]
     pub label_selector: Option<LabelSelector>,
     /// Query over the clusters' `provider`, `region` and `zone` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]

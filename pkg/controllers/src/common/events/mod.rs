@@ -1,19 +1,19 @@
 //! Kubernetes Events (`core/v1`, like Karmada's `record.EventRecorder`) on templates and bindings.
 
-use futures::StreamExt;
+pub mod correlator;
+mod lru;
+mod writer;
+
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Events waiting to be written, per recorder. When it is full (the API server is far behind), new
-/// Events are dropped with a warning, as client-go's broadcaster does.
+/// Events waiting to be correlated, per recorder. When it is full (the API server is far behind),
+/// new Events are dropped with a warning, as client-go's broadcaster does.
 const QUEUE_CAPACITY: usize = 8192;
-/// Event writes in flight per recorder.
-const WRITERS: usize = 4;
 
 /// `Normal` or `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +34,10 @@ impl EventType {
 }
 
 /// Writes Events as one component (`source.component`). Recording only queues the Event; a
-/// background writer sends it, so a reconcile never waits for an Event (Events are informational,
-/// and writing them inline added one API round trip per Event to every sync).
+/// background writer correlates it as client-go does (repeats patch one Event's count, similar
+/// Events are combined, a spam filter caps each object: [`correlator`]) and sends it, so a
+/// reconcile never waits for an Event (Events are informational, and writing them inline added one
+/// API round trip per Event to every sync).
 #[derive(Clone)]
 pub struct EventRecorder {
     component: &'static str,
@@ -47,7 +49,7 @@ impl EventRecorder {
     /// writer stops when `cancel` fires or the last clone of the recorder is dropped.
     pub fn new(client: Client, component: &'static str, cancel: &CancellationToken) -> Self {
         let (queue, events) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(write_events(client, events, cancel.clone()));
+        writer::spawn(client, events, cancel.clone());
         EventRecorder { component, queue }
     }
 
@@ -66,11 +68,7 @@ impl EventRecorder {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".to_owned());
         let now = Timestamp::now();
-        let name = format!(
-            "{}.{:x}",
-            target.name.as_deref().unwrap_or("unknown"),
-            now.as_nanosecond()
-        );
+        let name = correlator::event_name(target.name.as_deref().unwrap_or("unknown"), now);
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name),
@@ -101,37 +99,6 @@ impl EventRecorder {
                 "event dropped: too many events waiting to be written"
             );
         }
-    }
-}
-
-/// Writes queued Events, [`WRITERS`] at a time, until `cancel` fires or every recorder is gone.
-async fn write_events(client: Client, events: mpsc::Receiver<Event>, cancel: CancellationToken) {
-    let events =
-        futures::stream::unfold(
-            events,
-            |mut rx| async move { rx.recv().await.map(|e| (e, rx)) },
-        );
-    let writes = events.for_each_concurrent(WRITERS, |event| {
-        let client = client.clone();
-        async move {
-            let namespace = event.metadata.namespace.clone().unwrap_or_default();
-            let api: Api<Event> = Api::namespaced(client, &namespace);
-            if let Err(e) = api.create(&PostParams::default(), &event).await {
-                let target = &event.involved_object;
-                tracing::warn!(
-                    kind = target.kind.as_deref().unwrap_or_default(),
-                    namespace = target.namespace.as_deref().unwrap_or_default(),
-                    name = target.name.as_deref().unwrap_or_default(),
-                    reason = event.reason.as_deref().unwrap_or_default(),
-                    error = %e,
-                    "failed to record event"
-                );
-            }
-        }
-    });
-    tokio::select! {
-        _ = cancel.cancelled() => {}
-        _ = writes => {}
     }
 }
 
