@@ -5,3 +5,4 @@ pub mod bench;
 pub mod controller_manager;
 pub mod in_process;
 pub mod karmadactl;
+pub mod quiet;
