@@ -70,7 +70,10 @@ async fn held(s: &Session) -> Held {
             Api::<Deployment>::all(client.clone()),
             Api::<ConfigMap>::all(client.clone()),
         );
-        let (d, c) = tokio::join!(deployments.list_metadata(&lp), configmaps.list_metadata(&lp));
+        let (d, c) = tokio::join!(
+            deployments.list_metadata(&lp),
+            configmaps.list_metadata(&lp)
+        );
         let metas = |kind: Kind, items: Result<Vec<ObjectMeta>, kube::Error>| {
             items.unwrap_or_else(|e| panic!("list {kind:?} in {member}: {e}"))
         };

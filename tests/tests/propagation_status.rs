@@ -690,22 +690,22 @@ async fn deployment_status_comes_home() {
             changes_within(
                 &deployments,
                 Watched::Name("nginx"),
-                &watch("template"),
+                watch("template"),
                 minute
             ),
-            changes_within(&rbs, Watched::Name(&p.binding), &watch("binding"), minute),
-            changes_within(&w1, Watched::Name(&p.work), &watch("work/member1"), minute),
-            changes_within(&w2, Watched::Name(&p.work), &watch("work/member2"), minute),
+            changes_within(&rbs, Watched::Name(&p.binding), watch("binding"), minute),
+            changes_within(&w1, Watched::Name(&p.work), watch("work/member1"), minute),
+            changes_within(&w2, Watched::Name(&p.work), watch("work/member2"), minute),
             changes_within(
                 &m1,
                 Watched::Name("nginx"),
-                &watch("member object/member1"),
+                watch("member object/member1"),
                 minute
             ),
             changes_within(
                 &m2,
                 Watched::Name("nginx"),
-                &watch("member object/member2"),
+                watch("member object/member2"),
                 minute
             ),
         );
