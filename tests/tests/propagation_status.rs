@@ -1046,7 +1046,12 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
             .conditions
             .iter()
             .any(|c| c.type_ == "FullyApplied" && c.status == "True");
-        if names == ["member1", "member2"] && full {
+        // Health follows once the work-status controller has reported the member objects.
+        let healthy = s
+            .aggregated_status
+            .iter()
+            .all(|i| i.health == Some(ResourceHealth::Healthy));
+        if names == ["member1", "member2"] && full && healthy {
             Ok(crb)
         } else {
             Err(format!("{s:?}"))
