@@ -732,3 +732,50 @@ fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bo
             })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn meta(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> ObjectMeta {
+        let map = |kv: &[(&str, &str)]| {
+            Some(
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        ObjectMeta {
+            labels: map(labels),
+            annotations: map(annotations),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_label_or_annotation_change_is_not_reflected() {
+        let manifest = json!({"metadata": {
+            "labels": {"app": "a", "karmada.io/managed": "true"},
+            "annotations": {"note": "x", "resourcetemplate.karmada.io/generation": "2"}}});
+        let template = meta(
+            &[
+                ("app", "a"),
+                ("propagationpolicy.karmada.io/permanent-id", "p"),
+            ],
+            &[("note", "x")],
+        );
+        assert!(metadata_reflected(&manifest, &template));
+        // Changed, added and removed labels and annotations all count.
+        assert!(!metadata_reflected(
+            &manifest,
+            &meta(&[("app", "b")], &[("note", "x")])
+        ));
+        assert!(!metadata_reflected(
+            &manifest,
+            &meta(&[("app", "a"), ("rev", "1")], &[("note", "x")])
+        ));
+        assert!(!metadata_reflected(&manifest, &meta(&[], &[("note", "x")])));
+        assert!(!metadata_reflected(&manifest, &meta(&[("app", "a")], &[])));
+    }
+}
