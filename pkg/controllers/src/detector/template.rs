@@ -705,11 +705,14 @@ impl Detector {
 }
 
 /// Whether `manifest` carries exactly the template's labels and annotations, leaving aside
-/// Karmada's own (`*karmada.io/*`, added or stripped along the way). Anything else that differs
+/// Karmada's own (`*karmada.io/*`, added or stripped along the way) and `kubectl apply`'s
+/// last-applied configuration (the template cache drops it). Anything else that differs
 /// (an override, a stripped annotation) answers no: the binding is then rewritten, which costs a
 /// write but never loses a change.
 fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bool {
-    let ours = |k: &str| !k.contains("karmada.io/");
+    let ours = |k: &str| {
+        !k.contains("karmada.io/") && k != lariat::cache::transform::LAST_APPLIED_ANNOTATION
+    };
     [
         ("labels", template.labels.as_ref()),
         ("annotations", template.annotations.as_ref()),
@@ -757,7 +760,8 @@ mod tests {
     fn a_label_or_annotation_change_is_not_reflected() {
         let manifest = json!({"metadata": {
             "labels": {"app": "a", "karmada.io/managed": "true"},
-            "annotations": {"note": "x", "resourcetemplate.karmada.io/generation": "2"}}});
+            "annotations": {"note": "x", "resourcetemplate.karmada.io/generation": "2",
+                "kubectl.kubernetes.io/last-applied-configuration": "{}"}}});
         let template = meta(
             &[
                 ("app", "a"),
