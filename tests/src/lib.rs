@@ -5,4 +5,5 @@ pub mod bench;
 pub mod controller_manager;
 pub mod in_process;
 pub mod karmadactl;
+pub mod quiet;
 pub mod tools;

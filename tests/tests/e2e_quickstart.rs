@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::Kcm;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testenv::{EnvOptions, TestEnv};
 
@@ -234,18 +234,11 @@ async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
         },
     )
     .await;
-    let mut edited = member2.get("nginx").await.unwrap();
-    if let Some(c) = edited
-        .spec
-        .template
-        .spec
-        .as_mut()
-        .and_then(|s| s.containers.first_mut())
-    {
-        c.image = Some("nginx:hand-edited".into());
-    }
+    // A patch, as `kubectl edit` would do: execution may be writing the object concurrently.
+    let edit = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "nginx", "image": "nginx:hand-edited"}]}}}});
     member2
-        .replace("nginx", &PostParams::default(), &edited)
+        .patch("nginx", &PatchParams::default(), &Patch::Strategic(edit))
         .await
         .unwrap();
     eventually(

@@ -19,6 +19,7 @@ use karmada_apis::{
     Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
 };
 use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, gone, serial};
+use karmada_e2e::quiet::{Watched, assert_holds_for};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use lariat::runtime::features::{FeatureGates, FeatureSpec, PreRelease};
@@ -418,12 +419,18 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let rb = Api::<ResourceBinding>::namespaced(client.clone(), ns)
-        .get("nginx-deployment")
-        .await
-        .unwrap();
-    assert_eq!(rb.metadata.generation, generation);
+    assert_holds_for(
+        &Api::<ResourceBinding>::namespaced(client.clone(), ns),
+        Watched::Name("nginx-deployment"),
+        &rb.resource_version().unwrap(),
+        Duration::from_secs(2),
+        |rb| {
+            (rb.metadata.generation == generation)
+                .then_some(())
+                .ok_or(format!("binding spec changed: {:?}", rb.spec))
+        },
+    )
+    .await;
 
     // Deleting the template deletes its binding (no garbage collector runs here). The binding
     // controller would then release its finalizer; the test does that for it.
@@ -538,7 +545,21 @@ async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
                 .is_empty()
         );
     } else {
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Without the gate the claim never moves.
+        let rv = deployments.get("web").await.unwrap().resource_version();
+        assert_holds_for(
+            &deployments,
+            Watched::Name("web"),
+            &rv.unwrap(),
+            Duration::from_secs(3),
+            |d| {
+                let claimer = d.annotations().get("propagationpolicy.karmada.io/name");
+                (claimer.map(String::as_str) == Some("low"))
+                    .then_some(())
+                    .ok_or(format!("claimed by {claimer:?}"))
+            },
+        )
+        .await;
     }
     let d = deployments.get("web").await.unwrap();
     let claimer = d.annotations()["propagationpolicy.karmada.io/name"].clone();

@@ -21,6 +21,7 @@ use karmada_apis::well_known::{
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::{ResourceBinding, Work, names};
 use karmada_e2e::in_process::{self, Controllers, Harness, ensure_namespace, serial};
+use karmada_e2e::quiet::{Watched, assert_holds_for, assert_no_change_for, changes_within, names};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use lariat::ClusterOptions;
@@ -171,34 +172,13 @@ impl Propagation {
 
     /// Sets the Work's `Applied` condition as the execution controller does.
     async fn set_applied(&self, cluster: &str, ok: bool, message: &str) {
-        let api = self.work_api(&host().await, cluster);
-        let (status, reason) = if ok {
-            ("True", "AppliedSuccessful")
-        } else {
-            ("False", "AppliedFailed")
-        };
-        // The work-status controller writes the same status concurrently: retry on conflicts.
-        for _ in 0..10 {
-            let mut work = api.get(&self.work).await.unwrap();
-            let mut s = work.status.clone().unwrap_or_default();
-            s.conditions.retain(|c| c.type_ != "Applied");
-            s.conditions.push(
-                serde_json::from_value(json!({"type": "Applied", "status": status,
-                    "reason": reason, "message": message,
-                    "lastTransitionTime": "2026-01-01T00:00:00Z"}))
-                .unwrap(),
-            );
-            work.status = Some(s);
-            match api
-                .replace_status(&self.work, &PostParams::default(), &work)
-                .await
-            {
-                Ok(_) => return,
-                Err(kube::Error::Api(e)) if e.code == 409 => continue,
-                Err(e) => panic!("set Applied on Work {}: {e}", self.work),
-            }
-        }
-        panic!("set Applied on Work {}: conflicts", self.work);
+        set_work_applied(
+            &self.work_api(&host().await, cluster),
+            &self.work,
+            ok,
+            message,
+        )
+        .await;
     }
 
     /// Puts `manifest` in place in `MEMBERS[i]` and marks its Work applied, as execution does.
@@ -220,13 +200,8 @@ impl Propagation {
                 "clusters": clusters.iter().map(|(c, r)| json!({"name": c, "replicas": r})).collect::<Vec<_>>()}
         }))
         .unwrap();
-        let mut rb = api.create(&PostParams::default(), &rb).await.unwrap();
-        rb.status = Some(
-            serde_json::from_value(json!({"lastScheduledTime": "2026-01-01T00:00:00Z"})).unwrap(),
-        );
-        api.replace_status(&self.binding, &PostParams::default(), &rb)
-            .await
-            .unwrap();
+        api.create(&PostParams::default(), &rb).await.unwrap();
+        mark_scheduled(&api, &self.binding).await;
     }
 
     async fn binding(&self) -> ResourceBinding {
@@ -235,6 +210,53 @@ impl Propagation {
             .await
             .unwrap()
     }
+}
+
+/// Sets Work `name`'s `Applied` condition as the execution controller does. The work-status
+/// controller writes the same status concurrently: a fresh read, written with its
+/// resourceVersion, retried on conflicts.
+async fn set_work_applied(api: &Api<Work>, name: &str, ok: bool, message: &str) {
+    let (status, reason) = if ok {
+        ("True", "AppliedSuccessful")
+    } else {
+        ("False", "AppliedFailed")
+    };
+    for _ in 0..20 {
+        let mut work = api.get(name).await.unwrap();
+        let mut s = work.status.clone().unwrap_or_default();
+        s.conditions.retain(|c| c.type_ != "Applied");
+        s.conditions.push(
+            serde_json::from_value(json!({"type": "Applied", "status": status,
+                "reason": reason, "message": message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}))
+            .unwrap(),
+        );
+        work.status = Some(s);
+        match api
+            .replace_status(name, &PostParams::default(), &work)
+            .await
+        {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => panic!("set Applied on Work {name}: {e}"),
+        }
+    }
+    panic!("set Applied on Work {name}: 20 conflicts in a row");
+}
+
+/// Marks a binding scheduled as the scheduler does: a patch of the one status field it owns
+/// (the binding-status controller writes the rest of the status concurrently).
+async fn mark_scheduled<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"lastScheduledTime": "2026-01-01T00:00:00Z"}})),
+    )
+    .await
+    .unwrap();
 }
 
 fn fully_applied(rb: &ResourceBinding) -> Option<(String, String, String)> {
@@ -489,14 +511,23 @@ async fn deployment_status_comes_home() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let s = deployments
-        .get("nginx")
-        .await
-        .unwrap()
-        .status
-        .unwrap_or_default();
-    assert_eq!(s.observed_generation, Some(generation));
+    assert_holds_for(
+        &deployments,
+        Watched::Name("nginx"),
+        &t.resource_version().unwrap(),
+        Duration::from_secs(3),
+        |d| {
+            let observed = d.status.as_ref().and_then(|s| s.observed_generation);
+            if observed == Some(generation) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "observedGeneration {observed:?} before the members observed {generation2}"
+                ))
+            }
+        },
+    )
+    .await;
     // Execution applies the new manifests (generation annotation 2); member1's controllers
     // observe it for real, member2's status is reported by the test.
     for (i, cluster) in MEMBERS.iter().enumerate() {
@@ -646,21 +677,42 @@ async fn deployment_status_comes_home() {
     // The full member is a real cluster on a shared machine: its nodes may flap (kwok heartbeats
     // late) and change the member's status, which must then be written. A window is quiet when
     // no member object changed; in a quiet window nothing of ours may change.
-    let member_keys = |v: &BTreeMap<String, String>| {
-        v.iter()
-            .filter(|(k, _)| k.starts_with("member object/"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect::<Vec<_>>()
-    };
+    let rbs: Api<ResourceBinding> = Api::namespaced(h.clone(), ns);
+    let (w1, w2) = (p.work_api(&h, "member1"), p.work_api(&h, "member2"));
     let mut quiet = false;
     for attempt in 1..=3 {
+        // Settle: the status write following the members' last change lands first.
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let before = versions(&p).await;
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        let after = versions(&p).await;
-        if member_keys(&before) != member_keys(&after) {
+        let v = versions(&p).await;
+        let minute = Duration::from_secs(60);
+        let watch = |key: &str| v[key].as_str();
+        let (template, binding, work1, work2, member1, member2) = tokio::join!(
+            changes_within(
+                &deployments,
+                Watched::Name("nginx"),
+                watch("template"),
+                minute
+            ),
+            changes_within(&rbs, Watched::Name(&p.binding), watch("binding"), minute),
+            changes_within(&w1, Watched::Name(&p.work), watch("work/member1"), minute),
+            changes_within(&w2, Watched::Name(&p.work), watch("work/member2"), minute),
+            changes_within(
+                &m1,
+                Watched::Name("nginx"),
+                watch("member object/member1"),
+                minute
+            ),
+            changes_within(
+                &m2,
+                Watched::Name("nginx"),
+                watch("member object/member2"),
+                minute
+            ),
+        );
+        let members = [names(member1), names(member2)].concat();
+        if !members.is_empty() {
             eprintln!(
-                "attempt {attempt}: a member object changed, not a quiet minute: {before:?} -> {after:?}"
+                "attempt {attempt}: a member object changed, not a quiet minute: {members:?}"
             );
             // Our status follows the member's change.
             eventually("template readyReplicas follows the members", || async {
@@ -681,7 +733,11 @@ async fn deployment_status_comes_home() {
             .await;
             continue;
         }
-        assert_eq!(before, after, "status writes during a quiet minute");
+        let ours = [names(template), names(binding), names(work1), names(work2)].concat();
+        assert!(
+            ours.is_empty(),
+            "status writes during a quiet minute: {ours:?}"
+        );
         quiet = true;
         break;
     }
@@ -885,12 +941,18 @@ async fn unschedulable_pods_make_the_deployment_unhealthy() {
         Some(ResourceHealth::Unhealthy)
     );
     // It stays unhealthy: the pod never becomes available.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let rb = p.binding().await;
-    assert_eq!(
-        rb.status.unwrap().aggregated_status[0].health,
-        Some(ResourceHealth::Unhealthy)
-    );
+    let rbs: Api<ResourceBinding> = Api::namespaced(h.clone(), ns);
+    assert_holds_for(
+        &rbs,
+        Watched::Name(&p.binding),
+        &rb.resource_version().unwrap(),
+        Duration::from_secs(5),
+        |rb| match rb.status.as_ref().map(|s| &s.aggregated_status[..]) {
+            Some([i]) if i.health == Some(ResourceHealth::Unhealthy) => Ok(()),
+            other => Err(format!("not Unhealthy: {other:?}")),
+        },
+    )
+    .await;
 
     controllers.stop().await;
 }
@@ -953,17 +1015,13 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
         .await
         .unwrap();
         // Applied, as the execution controller reports it.
-        let mut w = works.get(&work_name).await.unwrap();
-        w.status = Some(
-            serde_json::from_value(json!({"conditions": [{"type": "Applied", "status": "True",
-                "reason": "AppliedSuccessful", "message": "Manifest has been successfully applied",
-                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}))
-            .unwrap(),
-        );
-        works
-            .replace_status(&work_name, &PostParams::default(), &w)
-            .await
-            .unwrap();
+        set_work_applied(
+            &works,
+            &work_name,
+            true,
+            "Manifest has been successfully applied",
+        )
+        .await;
     }
     let crbs: Api<ClusterResourceBinding> = Api::all(h.clone());
     let crb: ClusterResourceBinding = serde_json::from_value(json!({
@@ -973,12 +1031,8 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
             "name": name, "uid": template.uid()},
             "clusters": [{"name": "member1"}, {"name": "member2"}]}}))
     .unwrap();
-    let mut crb = crbs.create(&PostParams::default(), &crb).await.unwrap();
-    crb.status =
-        Some(serde_json::from_value(json!({"lastScheduledTime": "2026-01-01T00:00:00Z"})).unwrap());
-    crbs.replace_status(&crb_name, &PostParams::default(), &crb)
-        .await
-        .unwrap();
+    crbs.create(&PostParams::default(), &crb).await.unwrap();
+    mark_scheduled(&crbs, &crb_name).await;
 
     let crb = eventually("CRB aggregated status and FullyApplied", || async {
         let crb = crbs.get(&crb_name).await.unwrap();
@@ -992,7 +1046,12 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
             .conditions
             .iter()
             .any(|c| c.type_ == "FullyApplied" && c.status == "True");
-        if names == ["member1", "member2"] && full {
+        // Health follows once the work-status controller has reported the member objects.
+        let healthy = s
+            .aggregated_status
+            .iter()
+            .all(|i| i.health == Some(ResourceHealth::Healthy));
+        if names == ["member1", "member2"] && full && healthy {
             Ok(crb)
         } else {
             Err(format!("{s:?}"))
@@ -1005,12 +1064,14 @@ async fn cluster_resource_binding_aggregates_without_touching_the_template() {
         assert_eq!(item.health, Some(ResourceHealth::Healthy));
         assert_eq!(item.status, None);
     }
-    // No aggregation rule for ClusterRoles: the template is not written.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(
-        roles.get(name).await.unwrap().resource_version(),
-        template_rv
-    );
+    // No aggregation rule for ClusterRoles: the template is never written.
+    assert_no_change_for(
+        &roles,
+        Watched::Name(name),
+        &template_rv.unwrap(),
+        Duration::from_secs(3),
+    )
+    .await;
 
     controllers.stop().await;
 }

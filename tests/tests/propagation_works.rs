@@ -19,6 +19,7 @@ use karmada_apis::{Cluster, OverridePolicy, ResourceBinding, Work};
 use karmada_e2e::in_process::{
     self, Controllers, Harness, create_namespace, gone, metric_sum, serial,
 };
+use karmada_e2e::quiet::{Watched, assert_no_change_for, current_version};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use lariat::ClusterOptions;
@@ -593,7 +594,13 @@ async fn unmanaged_object_is_left_alone_with_abort_and_taken_over_with_overwrite
         "{message}"
     );
     work_applied(&client, "member2", "ConfigMap", ns, "shared", "True").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_no_change_for(
+        &m1,
+        Watched::Name("shared"),
+        rv.as_deref().unwrap(),
+        Duration::from_secs(2),
+    )
+    .await;
     let still = m1.get("shared").await.unwrap();
     assert_eq!(
         still.resource_version(),
@@ -957,12 +964,24 @@ async fn restart_over_propagated_objects_writes_nothing_to_members() {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // No member ConfigMap was written so far, nor in the next two seconds.
     assert_eq!(
         member_versions(ns).await,
         before,
         "no member ConfigMap was written"
     );
+    let mut quiet = Vec::new();
+    for i in 0..MEMBERS.len() {
+        let m: Api<ConfigMap> = Api::namespaced(member_client(i).await, ns);
+        let rv = current_version(&m, Watched::All).await;
+        quiet.push((m, rv));
+    }
+    futures::future::join_all(
+        quiet
+            .iter()
+            .map(|(m, rv)| assert_no_change_for(m, Watched::All, rv, Duration::from_secs(2))),
+    )
+    .await;
     let svc_after = (
         svc_rv(member_client(0).await).await,
         svc_rv(member_client(1).await).await,
@@ -1066,8 +1085,9 @@ async fn not_ready_cluster_gets_nothing_until_it_is_ready_again() {
     let cm = template(&client, configmap(ns, "later")).await;
     binding(&client, &cm, &[("member1", 0), ("member2", 0)], json!({})).await;
     work_applied(&client, "member1", "ConfigMap", ns, "later", "True").await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let m2: Api<ConfigMap> = Api::namespaced(member_client(1).await, ns);
+    let rv = current_version(&m2, Watched::Name("later")).await;
+    assert_no_change_for(&m2, Watched::Name("later"), &rv, Duration::from_secs(3)).await;
     assert!(
         m2.get_opt("later").await.unwrap().is_none(),
         "nothing applied to a NotReady cluster"
@@ -1156,8 +1176,9 @@ async fn suspended_dispatching_skip_label_and_sync_events() {
     .await;
     assert_eq!(w.0.spec.suspend_dispatching, Some(true));
     assert_eq!(w.1.reason, "SuspendDispatching");
-    tokio::time::sleep(Duration::from_secs(2)).await;
     let m2: Api<ConfigMap> = Api::namespaced(member_client(1).await, ns);
+    let rv = current_version(&m2, Watched::Name("held")).await;
+    assert_no_change_for(&m2, Watched::Name("held"), &rv, Duration::from_secs(2)).await;
     assert!(
         m2.get_opt("held").await.unwrap().is_none(),
         "nothing dispatched to member2"

@@ -82,6 +82,7 @@ pub struct Session {
     /// The controller-manager, when this session runs one.
     pub kcm: Option<Kcm>,
     qps: Qps,
+    extra_args: Vec<String>,
     /// Watches on host and members.
     pub observer: Observer,
     env: TestEnv,
@@ -96,6 +97,17 @@ impl Session {
         namespaces: usize,
         qps: Option<Qps>,
     ) -> anyhow::Result<Session> {
+        Session::start_with(members, namespaces, qps, &[]).await
+    }
+
+    /// [`start`](Self::start), with `extra_args` for the controller-manager.
+    pub async fn start_with(
+        members: usize,
+        namespaces: usize,
+        qps: Option<Qps>,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Session> {
+        let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
         let env = TestEnv::start(EnvOptions {
             members,
             install_crds: true,
@@ -112,7 +124,7 @@ impl Session {
         let namespaces: Vec<String> = (0..namespaces).map(|i| format!("bench-{i}")).collect();
         let mut kcm = None;
         if let Some(qps) = qps {
-            kcm = Some(start_kcm(&env, qps).await?);
+            kcm = Some(start_kcm(&env, qps, &extra_args).await?);
             // API-server-only members run no token controller: do not wait for one.
             futures::future::try_join_all(
                 env.members()
@@ -154,6 +166,7 @@ impl Session {
             namespaces,
             kcm,
             qps: qps.unwrap_or(Qps::Raised),
+            extra_args,
             observer,
             env,
         })
@@ -225,10 +238,15 @@ impl Session {
                 old.log()
             );
         }
-        let kcm = spawn_kcm(&self.env, self.qps);
+        let kcm = spawn_kcm(&self.env, self.qps, &self.extra_args);
         let spawned = kcm.started;
         self.kcm = Some(kcm);
         Ok(spawned)
+    }
+
+    /// The environment: its API servers and etcd, for fault injection.
+    pub fn env(&self) -> &TestEnv {
+        &self.env
     }
 
     /// The tail of the controller-manager's log, for error messages.
@@ -239,14 +257,15 @@ impl Session {
     }
 }
 
-fn spawn_kcm(env: &TestEnv, qps: Qps) -> Kcm {
+fn spawn_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> Kcm {
     let mut args = vec!["--leader-elect=false"];
     args.extend_from_slice(qps.args());
+    args.extend(extra_args.iter().map(String::as_str));
     Kcm::start(env.host().kubeconfig_path(), &args, &[])
 }
 
-async fn start_kcm(env: &TestEnv, qps: Qps) -> anyhow::Result<Kcm> {
-    let kcm = spawn_kcm(env, qps);
+async fn start_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> anyhow::Result<Kcm> {
+    let kcm = spawn_kcm(env, qps, extra_args);
     wait_ready(&kcm, Duration::from_secs(120)).await?;
     Ok(kcm)
 }

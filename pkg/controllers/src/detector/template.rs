@@ -415,18 +415,35 @@ impl Detector {
             &options,
         );
         if namespace.is_empty() {
-            self.create_or_update_binding::<ClusterResourceBinding>(&identity, desired, policy)
-                .await
+            self.create_or_update_binding::<ClusterResourceBinding>(
+                &identity,
+                &obj.metadata,
+                desired,
+                policy,
+            )
+            .await
         } else {
-            self.create_or_update_binding::<ResourceBinding>(&identity, desired, policy)
-                .await
+            self.create_or_update_binding::<ResourceBinding>(
+                &identity,
+                &obj.metadata,
+                desired,
+                policy,
+            )
+            .await
         }
     }
 
     /// Whether the binding (by its permanent id) has Works and every one of them was built from
     /// template generation `generation` (`resourcetemplate.karmada.io/generation` on the manifest). False for kinds
     /// without a generation, and while the Work cache has not synced.
-    fn works_carry_generation<B: BindingObject>(&self, meta: &ObjectMeta, generation: i64) -> bool {
+    /// A label or annotation change moves no generation, so the manifests must also carry the
+    /// template's labels and annotations ([`metadata_reflected`]).
+    fn works_carry_generation<B: BindingObject>(
+        &self,
+        meta: &ObjectMeta,
+        generation: i64,
+        template_meta: &ObjectMeta,
+    ) -> bool {
         let Some(id) = meta.labels.as_ref().and_then(|l| l.get(B::ID_LABEL)) else {
             return false;
         };
@@ -446,6 +463,7 @@ impl Detector {
                         .and_then(|a| a.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION))
                         .and_then(serde_json::Value::as_str)
                         == Some(wanted.as_str())
+                        && metadata_reflected(&m.0, template_meta)
                 })
             })
     }
@@ -454,6 +472,7 @@ impl Detector {
     async fn create_or_update_binding<B: BindingObject>(
         &self,
         template: &TemplateIdentity,
+        template_meta: &ObjectMeta,
         desired: super::binding::DesiredBinding,
         policy: &PolicyRef,
     ) -> Result<bool, DetectorError> {
@@ -523,7 +542,11 @@ impl Detector {
                         return Ok(false);
                     }
                     if !more_than_version
-                        && self.works_carry_generation::<B>(meta, template.generation)
+                        && self.works_carry_generation::<B>(
+                            meta,
+                            template.generation,
+                            template_meta,
+                        )
                     {
                         // The template moved only by status or metadata writes since the binding was
                         // written (status changes do not reach the binding, as in Karmada), and its
@@ -710,5 +733,85 @@ impl Detector {
             Err(e) if is_not_found(&e) || is_conflict(&e) => Ok(()),
             Err(e) => Err(DetectorError::api("delete", bkind, bkey, e)),
         }
+    }
+}
+
+/// Whether `manifest` carries exactly the template's labels and annotations, leaving aside
+/// Karmada's own (`*karmada.io/*`, added or stripped along the way) and `kubectl apply`'s
+/// last-applied configuration (the template cache drops it). Anything else that differs
+/// (an override, a stripped annotation) answers no: the binding is then rewritten, which costs a
+/// write but never loses a change.
+fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bool {
+    let ours = |k: &str| {
+        !k.contains("karmada.io/") && k != lariat::cache::transform::LAST_APPLIED_ANNOTATION
+    };
+    [
+        ("labels", template.labels.as_ref()),
+        ("annotations", template.annotations.as_ref()),
+    ]
+    .into_iter()
+    .all(|(field, want)| {
+        let have = manifest
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(serde_json::Value::as_object);
+        let have_count = have.map_or(0, |h| h.keys().filter(|k| ours(k)).count());
+        let want_count = want.map_or(0, |w| w.keys().filter(|k| ours(k)).count());
+        have_count == want_count
+            && want.is_none_or(|w| {
+                w.iter().filter(|(k, _)| ours(k)).all(|(k, v)| {
+                    have.and_then(|h| h.get(k))
+                        .and_then(serde_json::Value::as_str)
+                        == Some(v.as_str())
+                })
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn meta(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> ObjectMeta {
+        let map = |kv: &[(&str, &str)]| {
+            Some(
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        ObjectMeta {
+            labels: map(labels),
+            annotations: map(annotations),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_label_or_annotation_change_is_not_reflected() {
+        let manifest = json!({"metadata": {
+            "labels": {"app": "a", "karmada.io/managed": "true"},
+            "annotations": {"note": "x", "resourcetemplate.karmada.io/generation": "2",
+                "kubectl.kubernetes.io/last-applied-configuration": "{}"}}});
+        let template = meta(
+            &[
+                ("app", "a"),
+                ("propagationpolicy.karmada.io/permanent-id", "p"),
+            ],
+            &[("note", "x")],
+        );
+        assert!(metadata_reflected(&manifest, &template));
+        // Changed, added and removed labels and annotations all count.
+        assert!(!metadata_reflected(
+            &manifest,
+            &meta(&[("app", "b")], &[("note", "x")])
+        ));
+        assert!(!metadata_reflected(
+            &manifest,
+            &meta(&[("app", "a"), ("rev", "1")], &[("note", "x")])
+        ));
+        assert!(!metadata_reflected(&manifest, &meta(&[], &[("note", "x")])));
+        assert!(!metadata_reflected(&manifest, &meta(&[("app", "a")], &[])));
     }
 }
