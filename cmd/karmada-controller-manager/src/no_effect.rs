@@ -8,6 +8,8 @@ use clap::parser::ValueSource;
 use lariat::runtime::GoDuration;
 use lariat::runtime::features::FeatureGates;
 
+use crate::options::parse_go_bool;
+
 /// Flags (long names) that are parsed and validated but change nothing.
 pub const FLAGS: &[&str] = &[
     // klog / component-base logging: logs always go unbuffered to stderr (text) or stdout (JSON).
@@ -134,15 +136,7 @@ fn same_value(a: &str, b: &str) -> bool {
     if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
         return x == y;
     }
-    matches!((parse_bool(a), parse_bool(b)), (Some(x), Some(y)) if x == y)
-}
-
-fn parse_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
-        _ => None,
-    }
+    matches!((parse_go_bool(a), parse_go_bool(b)), (Some(x), Some(y)) if x == y)
 }
 
 #[cfg(test)]

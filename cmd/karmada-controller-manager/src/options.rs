@@ -772,14 +772,10 @@ impl Checker {
     }
 
     fn boolean(&mut self, flag: &str, value: &str) -> bool {
-        match value {
-            "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
-            "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
-            _ => {
-                self.bad(flag, value, "must be true or false");
-                false
-            }
-        }
+        parse_go_bool(value).unwrap_or_else(|| {
+            self.bad(flag, value, "must be true or false");
+            false
+        })
     }
 
     fn opt_boolean(&mut self, flag: &str, value: &Option<String>) {
@@ -828,6 +824,15 @@ impl Checker {
                 BindAddress::Disabled
             }
         }
+    }
+}
+
+/// A boolean flag value as Go's `strconv.ParseBool` reads it.
+pub(crate) fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
     }
 }
 
