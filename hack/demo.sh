@@ -3,7 +3,7 @@
 # between member1 and member2, an OverridePolicy for member1) to the host and shows what a person would
 # check: the ResourceBinding and its placement, the Works, the objects in each member, and the status
 # aggregated back into the template. Whatever has not happened within DEMO_TIMEOUT (default 90s) is
-# reported as "not propagated yet".
+# reported as "not propagated yet", and then the demo exits 1 (after showing everything else).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,17 +16,34 @@ kubectl="$("$root/hack/install-helm.sh")/kubectl"
 k() { "$kubectl" --kubeconfig "$kc" "$@"; }
 
 # wait_for <description> <command...>: retries the command until it succeeds with output, or until the
-# demo's overall deadline (DEMO_TIMEOUT seconds after it started; at least one try per step).
+# demo's overall deadline (DEMO_TIMEOUT seconds after it started; at least one try per step). A step
+# that times out is reported and remembered; the demo goes on showing the rest, then exits 1.
 deadline=$((SECONDS + timeout))
+missing=()
 wait_for() {
   local what=$1; shift
   local out
   while :; do
     out=$("$@" 2>/dev/null || true)
     if [ -n "$out" ]; then printf '%s\n' "$out"; return 0; fi
-    if [ $SECONDS -ge $deadline ]; then echo "  ($what: not propagated yet)" >&2; return 0; fi
+    if [ $SECONDS -ge $deadline ]; then
+      echo "  ($what: not propagated yet)" >&2
+      missing+=("$what")
+      return 0
+    fi
     sleep 1
   done
+}
+
+# with_all <pattern>... -- <command...>: prints the command's output only if it matches every pattern
+# (grep -E), so that wait_for keeps waiting until it does.
+with_all() {
+  local patterns=() out p
+  while [ "$1" != "--" ]; do patterns+=("$1"); shift; done
+  shift
+  out=$("$@") || return 1
+  for p in "${patterns[@]}"; do grep -Eq -- "$p" <<<"$out" || return 1; done
+  printf '%s\n' "$out"
 }
 
 section() { printf '\n== %s\n' "$*"; }
@@ -39,26 +56,30 @@ k --context host apply -f "$root/hack/demo/nginx.yaml"
 deadline=$((SECONDS + timeout))
 
 section "ResourceBindings (detector + scheduler): kubectl get rb -n default"
-wait_for "ResourceBinding nginx-deployment" k --context host get rb -n default nginx-deployment nginx-service --ignore-not-found
-wait_for "placement of nginx-deployment" k --context host get rb -n default nginx-deployment \
+wait_for "ResourceBindings nginx-deployment and nginx-service" with_all '^nginx-deployment ' '^nginx-service ' -- \
+  k --context host get rb -n default nginx-deployment nginx-service --ignore-not-found
+wait_for "placement of nginx-deployment (2 replicas on member1, 1 on member2)" \
+  with_all '^  member1: 2 replicas' '^  member2: 1 replicas' -- k --context host get rb -n default nginx-deployment \
   -o jsonpath='{range .spec.clusters[*]}  {.name}: {.replicas} replicas{"\n"}{end}'
 
 section "Works (binding controller): kubectl get works -A"
-wait_for "Works in karmada-es-member1/member2" k --context host get works -A \
-  -l resourcebinding.karmada.io/permanent-id --ignore-not-found
+wait_for "Works in karmada-es-member1 and karmada-es-member2" with_all '^karmada-es-member1 ' '^karmada-es-member2 ' -- \
+  k --context host get works -A -l resourcebinding.karmada.io/permanent-id --ignore-not-found
 
 for m in member1 member2; do
   section "$m (execution controller): kubectl --context $m get deploy,svc nginx"
-  wait_for "nginx Deployment in $m" k --context "$m" get deploy nginx --ignore-not-found -o name >/dev/null
-  wait_for "nginx in $m" k --context "$m" get deploy,svc nginx --ignore-not-found -o wide
+  wait_for "nginx Deployment and Service in $m" with_all '^deployment.apps/nginx ' '^service/nginx ' -- \
+    k --context "$m" get deploy,svc nginx --ignore-not-found -o wide
 done
 
 section "Override in member1: labels and image of the member1 copy"
-wait_for "overridden copy in member1" k --context member1 get deploy nginx \
+wait_for "overridden copy in member1" with_all 'overridden-for=member1$' 'image=nginx:1.27.1$' -- \
+  k --context member1 get deploy nginx \
   -o jsonpath='{"  label overridden-for="}{.metadata.labels.overridden-for}{"\n  image="}{.spec.template.spec.containers[0].image}{"\n"}'
 
 section "Aggregated status (workStatus + bindingStatus): rb .status.aggregatedStatus"
-wait_for "aggregated status" k --context host get rb -n default nginx-deployment \
+wait_for "aggregated status (applied in member1 and member2)" \
+  with_all '^  member1: applied=true' '^  member2: applied=true' -- k --context host get rb -n default nginx-deployment \
   -o jsonpath='{range .status.aggregatedStatus[*]}  {.clusterName}: applied={.applied} health={.health} status={.status}{"\n"}{end}'
 
 section "The template's status on the host: kubectl get deploy nginx"
@@ -67,3 +88,9 @@ k --context host get deploy nginx -o jsonpath='{"  replicas="}{.status.replicas}
 k --context host get deploy nginx
 
 printf '\nClean up with: %s --kubeconfig %s --context host delete -f hack/demo/nginx.yaml\n' kubectl "$kc"
+if [ ${#missing[@]} -gt 0 ]; then
+  printf '\ndemo: FAILED: not propagated within %ss:\n' "$timeout" >&2
+  printf '  - %s\n' "${missing[@]}" >&2
+  exit 1
+fi
+printf '\ndemo: everything propagated\n'

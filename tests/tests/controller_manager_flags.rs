@@ -1,5 +1,6 @@
-//! `karmada-controller-manager` command line: bad flags exit 2 naming the flag, `version`, `--help`
-//! groups, a missing kubeconfig, and an unreachable API server.
+//! `karmada-controller-manager` command line: bad flags exit 2 naming the flag, an unimplemented
+//! controller named explicitly exits 2, `*` and ineffective flags each log one warning, `version`,
+//! `--help` groups, a missing kubeconfig, and an unreachable API server.
 
 use std::time::Duration;
 
@@ -17,6 +18,111 @@ fn unknown_controller_exits_2_listing_valid_names() {
         err.contains("workStatus") && err.contains("clustertaintpolicy"),
         "{err}"
     );
+}
+
+#[test]
+fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
+    let (code, _, err) = run_to_exit(&["--controllers=cluster,remedy"], T);
+    assert_eq!(code, Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    let line = errors[0];
+    assert!(line.contains("--controllers"), "{err}");
+    assert!(
+        line.contains("\"remedy\" is not implemented in karmada-rs yet"),
+        "{err}"
+    );
+    assert!(
+        line.contains("not available yet: ")
+            && line.contains("applicationFailover")
+            && line.contains("workloadRebalancer"),
+        "{err}"
+    );
+    assert!(line.contains("available: binding,"), "{err}");
+    // Leaving it out is fine (it gets as far as the kubeconfig).
+    let (code, _, err) = run_to_exit(
+        &[
+            "--controllers=*,-remedy",
+            "--kubeconfig=/nonexistent/kubeconfig",
+            "--health-probe-bind-address=0",
+            "--metrics-bind-address=0",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("--kubeconfig"), "{err}");
+}
+
+/// `*` runs what exists and says once what it leaves out; flags and gates that have no effect yet
+/// are named in one warning when set to something other than their default.
+#[tokio::test]
+async fn star_and_ineffective_flags_each_log_one_warning() {
+    let dir = std::env::temp_dir();
+    let server = format!("https://127.0.0.1:{}", free_port());
+    let kubeconfig = kubeconfig_for(&dir, &server);
+    let mut kcm = Kcm::start(
+        &kubeconfig,
+        &[
+            "--controllers=*,-remedy",
+            "--resync-period=1m",
+            "--enable-taint-manager=true",
+            "--feature-gates=Failover=true,PropagateDeps=true",
+            "--log-dir=/tmp",
+        ],
+        &[],
+    );
+    kcm.wait_for("the startup warnings", Duration::from_secs(20), |k| {
+        k.log().contains("cannot reach the API server")
+    })
+    .await;
+    let log = kcm.log();
+    kcm.signal(libc::SIGTERM);
+    let status = kcm
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("exits after SIGTERM");
+    assert_eq!(Kcm::code(status), Some(0), "{log}");
+    let _ = std::fs::remove_file(kubeconfig);
+
+    let left_out: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("not implemented in karmada-rs yet and do not run"))
+        .collect();
+    assert_eq!(left_out.len(), 1, "{log}");
+    assert!(left_out[0].contains("WARN"), "{log}");
+    let names = left_out[0]
+        .split("controllers=")
+        .nth(1)
+        .expect("controllers field")
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .trim_matches('"');
+    let names: Vec<&str> = names.split(',').collect();
+    assert!(names.contains(&"applicationFailover"), "{names:?}");
+    assert!(!names.contains(&"remedy"), "-remedy left it out: {names:?}");
+    assert!(!names.contains(&"cluster"), "implemented: {names:?}");
+    assert!(
+        !names.contains(&"hpaScaleTargetMarker"),
+        "off by default: {names:?}"
+    );
+
+    let ignored: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("not acted on yet"))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{log}");
+    let line = ignored[0];
+    assert!(line.contains("WARN"), "{log}");
+    for set in ["--resync-period=1m", "--log-dir=/tmp", "Failover=true"] {
+        assert!(line.contains(set), "{set} missing in {line}");
+    }
+    // At their defaults: nothing to warn about.
+    assert!(!line.contains("enable-taint-manager"), "{line}");
+    assert!(!line.contains("PropagateDeps"), "{line}");
+    assert!(line.contains("Accepted, no effect yet"), "{line}");
 }
 
 #[test]

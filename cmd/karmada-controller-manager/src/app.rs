@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::controllers::{ControllerContext, SyncReporter};
 use crate::options::{self, Command, LEASE_NAME, Options};
-use crate::{controllers, version};
+use crate::{controllers, no_effect, version};
 
 const NAME: &str = "karmada-controller-manager";
 
@@ -116,6 +116,16 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     let shutdown = signals.token();
     for w in &opts.warnings {
         tracing::warn!("{w}");
+    }
+    if let Some(w) = no_effect::warning(&opts.no_effect) {
+        tracing::warn!("{w}");
+    }
+    if !opts.controllers_left_out.is_empty() {
+        tracing::warn!(
+            controllers = %opts.controllers_left_out.join(","),
+            "--controllers: these Karmada controllers are not implemented in karmada-rs yet and do \
+             not run (README's \"Accepted, no effect yet\" table)"
+        );
     }
     tracing::info!(version = %version::INFO, "{NAME} starting");
     version::register_build_info().context("cannot register karmada_build_info")?;

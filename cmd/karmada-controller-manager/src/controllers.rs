@@ -1,8 +1,7 @@
-//! The controller registry: every controller Karmada's `--controllers` knows, whether it is on by
-//! default, and how to start it. Later work replaces placeholder starters with real controllers; the
-//! names, defaults and selection rules stay.
-
-use std::sync::Arc;
+//! The controller registry: every controller name Karmada's `--controllers` knows, whether it is on by
+//! default, which ones karmada-rs implements (from `karmada_controllers::registry`) and how to start
+//! them. Names not implemented yet are accepted only where that cannot mislead: `*` runs what exists
+//! (the process warns about the rest) and `-name` is fine, but asking for one by name is an error.
 
 pub use karmada_controllers::{ControllerContext, ControllerFuture, StartFn, SyncReporter};
 
@@ -41,9 +40,33 @@ pub const ALL_CONTROLLERS: &[&str] = &[
 /// Controllers that `*` does not turn on.
 pub const DISABLED_BY_DEFAULT: &[&str] = &["deploymentReplicasSyncer", "hpaScaleTargetMarker"];
 
-/// Problems in a `--controllers` list (unknown names), one per name.
+/// The names `karmada-controllers` implements (its registry is the one source of truth), sorted.
+pub fn implemented() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = karmada_controllers::registry::implemented()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// Karmada's controller names karmada-rs does not implement yet, sorted.
+pub fn not_implemented() -> Vec<&'static str> {
+    let implemented = implemented();
+    ALL_CONTROLLERS
+        .iter()
+        .copied()
+        .filter(|n| !implemented.contains(n))
+        .collect()
+}
+
+/// Problems in a `--controllers` list: one per unknown name, and one naming every controller that is
+/// asked for explicitly (`foo`, not `-foo` or `*`) but not implemented yet, since running without it
+/// while looking healthy would pretend.
 pub fn validate_selection(selection: &[String]) -> Vec<String> {
     let mut problems = Vec::new();
+    let missing = not_implemented();
+    let mut asked_for_missing = Vec::new();
     for item in selection {
         if item == "*" {
             continue;
@@ -54,9 +77,31 @@ pub fn validate_selection(selection: &[String]) -> Vec<String> {
                 "unknown controller {name:?} (known controllers: {})",
                 ALL_CONTROLLERS.join(", ")
             ));
+        } else if name == item && missing.contains(&name) && !asked_for_missing.contains(&name) {
+            asked_for_missing.push(name);
         }
     }
+    if !asked_for_missing.is_empty() {
+        let names: Vec<String> = asked_for_missing.iter().map(|n| format!("{n:?}")).collect();
+        let verb = if names.len() == 1 { "is" } else { "are" };
+        problems.push(format!(
+            "{} {verb} not implemented in karmada-rs yet (not available yet: {}; available: {}); \
+             '*' runs every available controller and '-name' leaves one out",
+            names.join(", "),
+            missing.join(", "),
+            implemented().join(", ")
+        ));
+    }
     problems
+}
+
+/// The Karmada controllers `selection` turns on that karmada-rs does not implement yet: what `*`
+/// leaves out (explicit names are refused by [validate_selection]), sorted.
+pub fn left_out(selection: &[String]) -> Vec<&'static str> {
+    not_implemented()
+        .into_iter()
+        .filter(|n| is_enabled(selection, n))
+        .collect()
 }
 
 /// Karmada's rule: the first entry equal to `name` or `-name` decides; otherwise `*` turns on the
@@ -97,49 +142,27 @@ impl std::fmt::Debug for ControllerSpec {
     }
 }
 
-/// A stand-in for a Karmada controller karmada-rs does not implement yet: it accepts the name (so
-/// existing `--controllers` lists keep working), says once that it does nothing, reports synced so it
-/// never holds readiness back, and idles until stopped. It opens no caches: real controllers own the
-/// representation of each kind they watch.
-fn placeholder(name: &'static str) -> StartFn {
-    Arc::new(move |ctx: ControllerContext| {
-        Box::pin(async move {
-            tracing::info!(
-                controller = name,
-                "controller not implemented in karmada-rs yet; it does nothing"
-            );
-            ctx.synced.synced();
-            ctx.cancel.cancelled().await;
-            Ok(())
-        })
-    })
-}
-
-/// The registry: every Karmada controller, with the real starter from `karmada-controllers` where one
-/// exists and a [placeholder] otherwise.
+/// The registry: the controllers `karmada-controllers` implements, in Karmada's name order. Names it
+/// does not implement have no entry: they never run and never report synced.
 pub fn registry() -> Vec<ControllerSpec> {
     let mut implemented = karmada_controllers::registry::implemented();
     ALL_CONTROLLERS
         .iter()
-        .map(|name| {
-            let start = match implemented.iter().position(|(n, _)| n == name) {
-                Some(i) => implemented.swap_remove(i).1,
-                None => placeholder(name),
-            };
-            ControllerSpec {
+        .filter_map(|name| {
+            let i = implemented.iter().position(|(n, _)| n == name)?;
+            Some(ControllerSpec {
                 name,
                 enabled_by_default: !DISABLED_BY_DEFAULT.contains(name),
-                start,
-            }
+                start: implemented.swap_remove(i).1,
+            })
         })
         .collect()
 }
 
 /// Names `karmada-controllers` implements that Karmada does not know (a bug in that crate's table).
 pub fn unknown_implemented() -> Vec<&'static str> {
-    karmada_controllers::registry::implemented()
+    implemented()
         .into_iter()
-        .map(|(n, _)| n)
         .filter(|n| !ALL_CONTROLLERS.contains(n))
         .collect()
 }
@@ -187,10 +210,62 @@ mod tests {
     }
 
     #[test]
-    fn registry_has_every_name_and_default() {
+    fn naming_an_unimplemented_controller_is_refused() {
+        let missing = not_implemented();
+        assert!(missing.contains(&"remedy"), "{missing:?}");
+        // `-name` and `*` are fine.
+        assert!(validate_selection(&sel(&["*", "-remedy", "-gracefulEviction"])).is_empty());
+        let p = validate_selection(&sel(&["cluster", "remedy", "*", "remedy"]));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("\"remedy\" is not implemented"), "{p:?}");
+        // It lists what is not available and what is.
+        for name in &missing {
+            assert!(p[0].contains(name), "{name} missing in {p:?}");
+        }
+        assert!(
+            p[0].contains("available: binding, bindingStatus, cluster"),
+            "{p:?}"
+        );
+        let p = validate_selection(&sel(&["remedy", "gracefulEviction", "-remedy"]));
+        assert!(
+            p[0].starts_with("\"remedy\", \"gracefulEviction\" are not implemented"),
+            "{p:?}"
+        );
+        // Off by default and not implemented: fine to switch off, refused when asked for.
+        assert!(validate_selection(&sel(&["-hpaScaleTargetMarker"])).is_empty());
+        assert_eq!(
+            validate_selection(&sel(&["*", "hpaScaleTargetMarker"])).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn star_leaves_out_what_is_not_implemented() {
+        let out = left_out(&sel(&["*"]));
+        assert!(out.contains(&"remedy") && out.contains(&"applicationFailover"));
+        // Not what `*` keeps off anyway, nor anything implemented.
+        assert!(!out.contains(&"hpaScaleTargetMarker"));
+        assert!(!out.contains(&"deploymentReplicasSyncer"));
+        for name in implemented() {
+            assert!(!out.contains(&name), "{name}");
+        }
+        let fewer = left_out(&sel(&["-remedy", "*"]));
+        assert_eq!(fewer.len(), out.len() - 1);
+        assert!(!fewer.contains(&"remedy"));
+        assert!(left_out(&sel(&["cluster", "binding"])).is_empty());
+    }
+
+    #[test]
+    fn registry_holds_only_implemented_controllers() {
         let r = registry();
-        assert_eq!(r.len(), ALL_CONTROLLERS.len());
-        assert_eq!(r.iter().filter(|s| !s.enabled_by_default).count(), 2);
+        let names: Vec<&str> = r.iter().map(|s| s.name).collect();
+        let mut sorted_implemented = implemented();
+        sorted_implemented.sort_unstable();
+        let mut sorted_names = names.clone();
+        sorted_names.sort_unstable();
+        assert_eq!(sorted_names, sorted_implemented);
+        assert!(!names.contains(&"remedy"));
+        assert!(r.iter().all(|s| s.enabled_by_default));
         let mut sorted = ALL_CONTROLLERS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, ALL_CONTROLLERS);
@@ -198,6 +273,10 @@ mod tests {
             unknown_implemented().is_empty(),
             "{:?}",
             unknown_implemented()
+        );
+        assert_eq!(
+            implemented().len() + not_implemented().len(),
+            ALL_CONTROLLERS.len()
         );
     }
 }

@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 use lariat::runtime::features::FeatureGates;
 use lariat::runtime::leader_election::{TimingProblem, timing_problems};
 use lariat::runtime::logging::LogFormat;
 use lariat::runtime::{BindAddress, GoDuration};
 
-use crate::controllers;
 use crate::features::KARMADA_FEATURES;
+use crate::{controllers, no_effect};
 
 /// Lease name, as Karmada's component name.
 pub const LEASE_NAME: &str = "karmada-controller-manager";
@@ -81,14 +81,14 @@ pub struct LogFlags {
     /// Log format: text (stderr) or json (stdout).
     #[arg(long = "logging-format", value_name = "format", default_value = "text")]
     pub logging_format: String,
-    /// Maximum time between log flushes (logs are written unbuffered; accepted for compatibility).
+    /// Maximum time between log flushes (logs are written unbuffered: no effect).
     #[arg(
         long = "log-flush-frequency",
         value_name = "duration",
         default_value = "5s"
     )]
     pub log_flush_frequency: String,
-    /// Per-file verbosity (pattern=N,...); accepted for compatibility, has no effect.
+    /// Per-file verbosity (pattern=N,...); accepted for compatibility, no effect.
     #[arg(long = "vmodule", value_name = "pattern=N,...")]
     pub vmodule: Option<String>,
     /// klog: add the file directory to the header (accepted for compatibility, no effect).
@@ -100,16 +100,16 @@ pub struct LogFlags {
     /// klog: emit a stack trace at file:N (accepted for compatibility, no effect).
     #[arg(long = "log-backtrace-at", value_name = "file:N")]
     pub log_backtrace_at: Option<String>,
-    /// klog: directory for log files (accepted for compatibility; logs always go to stderr/stdout).
+    /// klog: directory for log files (no effect: logs always go to stderr/stdout).
     #[arg(long = "log-dir", value_name = "dir")]
     pub log_dir: Option<String>,
-    /// klog: log file (accepted for compatibility; logs always go to stderr/stdout).
+    /// klog: log file (no effect: logs always go to stderr/stdout).
     #[arg(long = "log-file", value_name = "file")]
     pub log_file: Option<String>,
     /// klog: maximum log file size in MB (accepted for compatibility, no effect).
     #[arg(long = "log-file-max-size", value_name = "uint")]
     pub log_file_max_size: Option<String>,
-    /// klog: log to standard error instead of files (always the case here).
+    /// klog: log to standard error instead of files (always the case here: no effect).
     #[arg(long = "logtostderr", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub logtostderr: Option<String>,
     /// klog: write each line only at its own severity (accepted for compatibility, no effect).
@@ -226,7 +226,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_failure_threshold: String,
-    /// How often the cluster controller checks cluster health.
+    /// How often Karmada's cluster controller checks Pull-mode clusters' health (no effect: Push mode only).
     #[arg(
         long = "cluster-monitor-period",
         value_name = "duration",
@@ -234,7 +234,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_monitor_period: String,
-    /// How long a running cluster may go without a status update before it is marked unhealthy.
+    /// How long a running Pull-mode cluster may go without a status update before it is marked unhealthy (no effect: Push mode only).
     #[arg(
         long = "cluster-monitor-grace-period",
         value_name = "duration",
@@ -242,7 +242,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_monitor_grace_period: String,
-    /// Like --cluster-monitor-grace-period, for a cluster that has just joined.
+    /// Like --cluster-monitor-grace-period, for a cluster that has just joined (no effect: Push mode only).
     #[arg(
         long = "cluster-startup-grace-period",
         value_name = "duration",
@@ -265,10 +265,10 @@ pub struct GenericFlags {
         default_value = "kube-.*"
     )]
     pub skipped_propagating_namespaces: Vec<String>,
-    /// Context to use in the cluster-api management cluster's kubeconfig (default: its current context).
+    /// Context to use in the cluster-api management cluster's kubeconfig (no effect yet).
     #[arg(long = "cluster-api-context", value_name = "name", default_value = "")]
     pub cluster_api_context: String,
-    /// Kubeconfig of a cluster-api management cluster whose clusters are joined automatically.
+    /// Kubeconfig of a cluster-api management cluster whose clusters are joined automatically (no effect yet).
     #[arg(
         long = "cluster-api-kubeconfig",
         value_name = "path",
@@ -315,7 +315,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_cache_sync_timeout: String,
-    /// Base period of full resyncs of the caches; 0 turns resyncs off.
+    /// Base period of full resyncs of the caches; 0 turns resyncs off (no effect yet: caches never resync).
     #[arg(
         long = "resync-period",
         value_name = "duration",
@@ -387,7 +387,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub concurrent_resource_template_syncs: String,
-    /// Dependent resources synced concurrently.
+    /// Dependent resources synced concurrently (no effect yet: dependencies are not propagated).
     #[arg(
         long = "concurrent-dependent-resource-syncs",
         value_name = "int",
@@ -395,10 +395,10 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub concurrent_dependent_resource_syncs: String,
-    /// Honour NoExecute taints on clusters: evict what does not tolerate them.
+    /// Honour NoExecute taints on clusters (with the Failover gate): evict what does not tolerate them (no effect yet).
     #[arg(long = "enable-taint-manager", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
     pub enable_taint_manager: String,
-    /// How long graceful eviction waits before removing a workload from its old cluster regardless.
+    /// How long graceful eviction waits before removing a workload from its old cluster regardless (no effect yet).
     #[arg(
         long = "graceful-eviction-timeout",
         value_name = "duration",
@@ -441,17 +441,17 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub rate_limiter_bucket_size: String,
-    /// Serve profiling data under /debug/pprof/ (not available in this implementation; accepted for compatibility).
+    /// Serve profiling data under /debug/pprof/ (accepted for compatibility, no effect: not available).
     #[arg(long = "enable-pprof", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_pprof: String,
-    /// Address for profiling (only with --enable-pprof).
+    /// Address for profiling, with --enable-pprof (no effect).
     #[arg(
         long = "profiling-bind-address",
         value_name = "address",
         default_value = ":6060"
     )]
     pub profiling_bind_address: String,
-    /// Period of the FederatedHPA sync.
+    /// Period of the FederatedHPA sync (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-sync-period",
         value_name = "duration",
@@ -459,7 +459,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_sync_period: String,
-    /// Minimum time between two FederatedHPA scale-ups.
+    /// Minimum time between two FederatedHPA scale-ups (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-upscale-delay",
         value_name = "duration",
@@ -467,7 +467,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_upscale_delay: String,
-    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation.
+    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-downscale-stabilization",
         value_name = "duration",
@@ -475,7 +475,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_downscale_stabilization: String,
-    /// Minimum time between two FederatedHPA scale-downs.
+    /// Minimum time between two FederatedHPA scale-downs (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-downscale-delay",
         value_name = "duration",
@@ -483,7 +483,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_downscale_delay: String,
-    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale.
+    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-tolerance",
         value_name = "float",
@@ -491,7 +491,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_tolerance: String,
-    /// Time after a pod starts during which its CPU samples may be ignored.
+    /// Time after a pod starts during which its CPU samples may be ignored (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-cpu-initialization-period",
         value_name = "duration",
@@ -499,7 +499,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_cpu_initialization_period: String,
-    /// Time after a pod starts during which readiness changes count as its first readiness.
+    /// Time after a pod starts during which readiness changes count as its first readiness (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-initial-readiness-delay",
         value_name = "duration",
@@ -507,7 +507,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_initial_readiness_delay: String,
-    /// Period of the full FederatedResourceQuota recalculation.
+    /// Period of the full FederatedResourceQuota recalculation (no effect yet).
     #[arg(
         long = "federated-resource-quota-sync-period",
         value_name = "duration",
@@ -524,17 +524,17 @@ pub struct GenericFlags {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Cluster failover flags")]
 pub struct ClusterFailoverFlags {
-    /// React to NoExecute taints on clusters by evicting workloads that do not tolerate them. Off by default because evictions are disruptive.
+    /// React to NoExecute taints on clusters by evicting workloads that do not tolerate them; off by default because evictions are disruptive (no effect yet).
     #[arg(long = "enable-no-execute-taint-eviction", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_no_execute_taint_eviction: String,
-    /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules.
+    /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules (no effect yet).
     #[arg(
         long = "no-execute-taint-eviction-purge-mode",
         value_name = "mode",
         default_value = "Gracefully"
     )]
     pub no_execute_taint_eviction_purge_mode: String,
-    /// Resources evicted per second during cluster failover.
+    /// Resources evicted per second during cluster failover (no effect yet).
     #[arg(
         long = "resource-eviction-rate",
         value_name = "float",
@@ -548,8 +548,10 @@ fn controllers_help() -> String {
     format!(
         "Controllers to run: '*' runs every controller that is on by default, 'foo' runs foo, '-foo' \
          leaves foo out; the first entry naming a controller decides. Comma-separated, may be repeated.\n\
-         All controllers: {}.\nOff by default: {}.",
+         All controllers: {}.\nNot implemented yet (an error when named, left out by '*' with a \
+         warning): {}.\nOff by default: {}.",
         controllers::ALL_CONTROLLERS.join(", "),
+        controllers::not_implemented().join(", "),
         controllers::DISABLED_BY_DEFAULT.join(", ")
     )
 }
@@ -699,8 +701,12 @@ pub struct Options {
     pub verbosity: u32,
     /// `--logging-format`.
     pub logging_format: LogFormat,
-    /// Warnings to log once logging is up (deprecated or ineffective flags).
+    /// Warnings to log once logging is up (deprecated flags).
     pub warnings: Vec<String>,
+    /// Flags and feature gates the user changed that have no effect yet (see [no_effect::changed]).
+    pub no_effect: Vec<String>,
+    /// The Karmada controllers `--controllers` turns on that karmada-rs does not implement yet.
+    pub controllers_left_out: Vec<&'static str>,
 }
 
 /// Controller-runtime GroupKind keys (`Kind.group`) used for per-kind worker counts.
@@ -766,14 +772,10 @@ impl Checker {
     }
 
     fn boolean(&mut self, flag: &str, value: &str) -> bool {
-        match value {
-            "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
-            "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
-            _ => {
-                self.bad(flag, value, "must be true or false");
-                false
-            }
-        }
+        parse_go_bool(value).unwrap_or_else(|| {
+            self.bad(flag, value, "must be true or false");
+            false
+        })
     }
 
     fn opt_boolean(&mut self, flag: &str, value: &Option<String>) {
@@ -822,6 +824,15 @@ impl Checker {
                 BindAddress::Disabled
             }
         }
+    }
+}
+
+/// A boolean flag value as Go's `strconv.ParseBool` reads it.
+pub(crate) fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
     }
 }
 
@@ -891,16 +902,6 @@ impl Cli {
         ] {
             c.opt_boolean(flag, value);
         }
-        for (flag, given) in [
-            ("vmodule", l.vmodule.is_some()),
-            ("log-dir", l.log_dir.is_some()),
-            ("log-file", l.log_file.is_some()),
-            ("log-backtrace-at", l.log_backtrace_at.is_some()),
-        ] {
-            if given {
-                warnings.push(format!("--{flag} has no effect in this implementation"));
-            }
-        }
 
         // Controllers.
         let controllers: Vec<String> = g
@@ -913,6 +914,7 @@ impl Cli {
             c.problems
                 .push(format!("invalid value for --controllers: {problem}"));
         }
+        let controllers_left_out = controllers::left_out(&controllers);
 
         // Leader election.
         let leader_elect = c.boolean("leader-elect", &g.leader_elect);
@@ -1161,12 +1163,7 @@ impl Cli {
             ),
         };
 
-        if c.boolean("enable-pprof", &g.enable_pprof) {
-            warnings.push(
-                "--enable-pprof: profiling endpoints are not available in this implementation"
-                    .into(),
-            );
-        }
+        c.boolean("enable-pprof", &g.enable_pprof);
         if g.profiling_bind_address != "0" {
             c.address("profiling-bind-address", &g.profiling_bind_address);
         }
@@ -1246,6 +1243,7 @@ impl Cli {
         if !c.problems.is_empty() {
             return Err(c.problems);
         }
+        let no_effect = no_effect::changed(&Cli::command(), matches, &feature_gates);
         Ok(Options {
             kubeconfig: g.kubeconfig.clone(),
             controllers,
@@ -1296,6 +1294,8 @@ impl Cli {
             verbosity,
             logging_format,
             warnings,
+            no_effect,
+            controllers_left_out,
         })
     }
 }
@@ -1304,7 +1304,7 @@ impl Cli {
 pub fn parse_from(
     args: impl IntoIterator<Item = String>,
 ) -> Result<(Cli, Result<Options, Vec<String>>), clap::Error> {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::FromArgMatches;
     let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
     let cli = Cli::from_arg_matches(&matches)?;
     let validated = cli.validate(&matches);
@@ -1396,7 +1396,7 @@ mod tests {
             "--logging-format=json",
             "--controllers=*,-cluster",
             "--controllers",
-            "hpaScaleTargetMarker",
+            "namespace,-remedy",
             "--feature-gates=Failover=true,AllAlpha=true",
             "--log_dir=/tmp",
             "--metrics-bind-address=0",
@@ -1406,11 +1406,18 @@ mod tests {
         assert_eq!(o.leader_election.lease_duration, Duration::from_secs(60));
         assert_eq!(o.verbosity, 4);
         assert_eq!(o.logging_format, LogFormat::Json);
-        assert_eq!(o.controllers, vec!["*", "-cluster", "hpaScaleTargetMarker"]);
+        assert_eq!(o.controllers, vec!["*", "-cluster", "namespace", "-remedy"]);
+        assert!(!o.controllers_left_out.contains(&"remedy"));
+        assert!(o.controllers_left_out.contains(&"applicationFailover"));
         assert!(o.feature_gates.enabled("Failover"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
-        assert!(o.warnings.iter().any(|w| w.contains("--log-dir")));
+        // AllAlpha turned on alpha gates that have no effect yet, too.
+        assert_eq!(o.no_effect[..2], ["--log-dir=/tmp", "Failover=true"]);
+        assert!(
+            o.no_effect
+                .contains(&"MultiClusterService=true".to_string())
+        );
         let o = parse(&["--leader-elect", "-v", "2", "-v=3"]).unwrap();
         assert!(o.leader_election.enabled);
         // Like pflag, a repeated flag takes its last value.

@@ -1,5 +1,6 @@
-//! The controllers this crate implements, by their Karmada `--controllers` name. The process registry
-//! (in `karmada-controller-manager`) starts these and keeps placeholders for names not listed yet.
+//! The controllers this crate implements, by their Karmada `--controllers` name: the one source of
+//! truth for what is implemented. The process (`karmada-controller-manager`) starts these; Karmada
+//! names not listed here never run (`*` leaves them out with a warning, naming one is an error).
 
 use crate::context::StartFn;
 
