@@ -244,11 +244,6 @@ impl Session {
         Ok(spawned)
     }
 
-    /// The environment: its API servers and etcd, for fault injection.
-    pub fn env(&self) -> &TestEnv {
-        &self.env
-    }
-
     /// The tail of the controller-manager's log, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
         let log = self.kcm.as_ref().map(Kcm::log).unwrap_or_default();
