@@ -29,9 +29,6 @@
 //! Only generation changes of bindings are synced (Karmada's `GenerationChangedPredicate`), plus
 //! bindings an OverridePolicy/ClusterOverridePolicy change may affect and retries of failures.
 
-pub mod metrics;
-pub mod work;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,8 +61,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::binding::BindingObject;
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::metrics;
+use crate::common::sync::wait_synced;
+use crate::common::work::{
+    WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
+};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
-use work::{WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "binding";
@@ -196,19 +197,6 @@ struct WorksSynced {
     written: usize,
 }
 
-/// Waits until `controller`'s cache has synced. `Ok(false)` when cancelled first.
-pub(crate) async fn wait_synced<K: lariat::cache::CacheObject>(
-    cancel: &CancellationToken,
-    controller: &SharedController<K>,
-    timeout: Duration,
-) -> Result<bool, lariat::Error> {
-    let _ = controller.store();
-    tokio::select! {
-        _ = cancel.cancelled() => Ok(false),
-        r = controller.cache().wait_for_sync(timeout) => r.map(|()| true),
-    }
-}
-
 fn memo_key<B: Resource<DynamicType = ()>>(key: &ObjectKey) -> String {
     format!("{}/{key}", B::kind(&()))
 }
@@ -265,7 +253,11 @@ pub fn suspend_dispatching(spec: &ResourceBindingSpec, cluster: &str) -> bool {
 /// The Work's conflict-resolution value (Karmada's `mergeConflictResolution`): the template's
 /// annotation when it is `overwrite` or `abort`, else the binding's `conflictResolution`.
 pub fn conflict_resolution(template: &Value, spec: &ResourceBindingSpec) -> &'static str {
-    match work::meta_map_value(template, "annotations", CONFLICT_RESOLUTION_ANNOTATION) {
+    match crate::common::work::meta_map_value(
+        template,
+        "annotations",
+        CONFLICT_RESOLUTION_ANNOTATION,
+    ) {
         Some(CONFLICT_RESOLUTION_OVERWRITE) => return CONFLICT_RESOLUTION_OVERWRITE,
         Some(CONFLICT_RESOLUTION_ABORT) => return CONFLICT_RESOLUTION_ABORT,
         Some(other) => {

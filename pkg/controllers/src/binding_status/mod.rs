@@ -48,9 +48,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::binding::BindingObject;
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::manifest::{manifest_index, split_api_version};
 use crate::common::patch::merge_diff;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use crate::work_status::{manifest_index, split_api_version};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -428,7 +428,7 @@ impl BindingStatusController {
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
         // every binding before putting it back. Late registration replays every cached binding.
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if !crate::binding::wait_synced(&inner.cancel, &inner.works, timeout).await? {
+        if !crate::common::sync::wait_synced(&inner.cancel, &inner.works, timeout).await? {
             return Ok(());
         }
         let this = self.clone();
@@ -449,8 +449,8 @@ impl BindingStatusController {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        if !crate::binding::wait_synced(&inner.cancel, &inner.rb, timeout).await?
-            || !crate::binding::wait_synced(&inner.cancel, &inner.crb, timeout).await?
+        if !crate::common::sync::wait_synced(&inner.cancel, &inner.rb, timeout).await?
+            || !crate::common::sync::wait_synced(&inner.cancel, &inner.crb, timeout).await?
         {
             return Ok(());
         }

@@ -24,7 +24,7 @@ use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding, Work};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lariat::{Cache, HandlerResult, ObjectKey};
 
-use crate::cluster_status::conditions::now;
+use crate::common::conditions::now;
 use crate::common::events::{EventRecorder, EventType, reference_of};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use crate::members::MemberClusters;
@@ -503,7 +503,7 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_status::conditions::{new_condition, set_condition};
+    use crate::common::conditions::{new_condition, set_condition};
     use karmada_apis::ClusterStatus;
 
     fn with_ready(status: Option<&str>) -> Cluster {

@@ -1,60 +1,14 @@
-//! Conditions: `meta.SetStatusCondition` semantics, and Karmada's flap suppression of the Ready
-//! condition (`cluster_condition_cache.go`): a change between True and not-True is published only
-//! after it persisted for the success (recovery) or failure threshold.
+//! Karmada's flap suppression of the Ready condition (`cluster_condition_cache.go`): a change
+//! between True and not-True is published only after it persisted for the success (recovery) or
+//! failure threshold.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Cluster;
 use karmada_apis::well_known::CLUSTER_CONDITION_READY;
-
-/// The current time, at the one-second precision the API server keeps.
-pub fn now() -> Time {
-    let ts = k8s_openapi::jiff::Timestamp::now();
-    Time(k8s_openapi::jiff::Timestamp::from_second(ts.as_second()).unwrap_or(ts))
-}
-
-/// A condition without a transition time (set by [`set_condition`]).
-pub fn new_condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
-    Condition {
-        type_: type_.to_string(),
-        status: status.to_string(),
-        reason: reason.to_string(),
-        message: message.to_string(),
-        last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
-        observed_generation: None,
-    }
-}
-
-/// Sets `cond` in `conditions` as `meta.SetStatusCondition` does: a new type is appended; an
-/// existing one takes the new reason, message and generation, and its transition time changes
-/// only when its status does.
-pub fn set_condition(conditions: &mut Vec<Condition>, mut cond: Condition) {
-    let unset = cond.last_transition_time.0 == k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
-    match conditions.iter_mut().find(|c| c.type_ == cond.type_) {
-        None => {
-            if unset {
-                cond.last_transition_time = now();
-            }
-            conditions.push(cond);
-        }
-        Some(existing) => {
-            if existing.status != cond.status {
-                existing.status = cond.status;
-                existing.last_transition_time = if unset {
-                    now()
-                } else {
-                    cond.last_transition_time
-                };
-            }
-            existing.reason = cond.reason;
-            existing.message = cond.message;
-            existing.observed_generation = cond.observed_generation;
-        }
-    }
-}
 
 /// The condition of `type_`, if present.
 pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
@@ -149,6 +103,7 @@ impl ConditionCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::conditions::{new_condition, set_condition};
     use karmada_apis::ClusterStatus;
 
     fn cluster_with(status: &str) -> Cluster {

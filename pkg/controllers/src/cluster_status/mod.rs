@@ -38,10 +38,11 @@ use karmada_apis::{Cluster, ClusterStatus};
 use kube::api::{Api, Patch, PatchParams};
 use lariat::{CacheScope, HandlerResult, ObjectKey};
 
+use crate::common::conditions::{new_condition, set_condition};
 use crate::common::patch::guarded_merge_patch;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn};
 use crate::members::MemberClusters;
-use conditions::{ConditionCache, new_condition, set_condition};
+use conditions::ConditionCache;
 
 /// The controller's name in events, logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-status-controller";

@@ -1,9 +1,15 @@
-//! What several controllers share: the interface of the two binding kinds, Events, guarded merge
-//! patches for objects we do not own, and apimachinery's `meta.SetStatusCondition`.
+//! What several controllers share, so that no controller imports another: the interface of the two
+//! binding kinds, status conditions, Events, guarded merge patches for objects we do not own, the
+//! Work writer and the propagation metrics (binding and namespace write Works, execution counts
+//! member writes), reading Works' manifests, and waiting for a cache before the first reconcile.
 
 pub mod binding;
+pub mod conditions;
 pub mod events;
+pub mod manifest;
+pub mod metrics;
 pub mod patch;
+pub mod sync;
+pub mod work;
 
-/// apimachinery's `meta.SetStatusCondition`, for the controllers that write binding conditions.
-pub use karmada_scheduler::set_condition;
+pub use conditions::set_condition;

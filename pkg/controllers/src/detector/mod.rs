@@ -18,7 +18,6 @@
 pub mod binding;
 pub mod claim;
 pub mod error;
-pub use crate::common::events;
 pub mod fingerprint;
 pub mod metrics;
 mod policy;
@@ -44,6 +43,8 @@ use lariat::{HandlerResult, ObjectKey, SharedController, Store};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::events;
+use crate::common::manifest::split_api_version;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 pub use error::DetectorError;
 use events::EventRecorder;
@@ -101,11 +102,6 @@ pub(crate) struct WatchedKind {
     pub ar: ApiResource,
     pub namespaced: bool,
     pub ctrl: SharedController<DynamicObject>,
-}
-
-/// Splits `group/version` (or `version`) into group and version.
-pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
-    api_version.split_once('/').unwrap_or(("", api_version))
 }
 
 /// Shared state of the detector.

@@ -26,13 +26,14 @@ use serde_json::json;
 use super::binding::BindingObject;
 use super::claim::{PolicyKind, PolicyRef, claim};
 use super::error::{DetectorError, aggregate, is_not_found};
-use super::events::EventType;
 use super::metrics::count_preemption;
 use super::template::{template_api, template_patch};
 use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
-    split_api_version, template_reference,
+    template_reference,
 };
+use crate::common::events::EventType;
+use crate::common::manifest::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
 struct PolicyView<'a> {

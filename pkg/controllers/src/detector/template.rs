@@ -30,7 +30,6 @@ use super::binding::{
 };
 use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, remove_claim};
 use super::error::{DetectorError, is_conflict, is_not_found};
-use super::events::EventType;
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
 use super::skip::is_ignored_object;
@@ -38,6 +37,7 @@ use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
     WatchedKind, handler_result, template_reference,
 };
+use crate::common::events::EventType;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);

@@ -87,11 +87,11 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::binding::metrics::{
+use crate::common::events::{EventRecorder, EventType, reference_of};
+use crate::common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
 };
-use crate::common::events::{EventRecorder, EventType, reference_of};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
 use crate::members::MemberEvent;
 use member_queues::MemberQueues;

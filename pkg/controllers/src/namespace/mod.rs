@@ -29,8 +29,8 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::binding::wait_synced;
-use crate::binding::work::{WorkTarget, create_or_update_work};
+use crate::common::sync::wait_synced;
+use crate::common::work::{WorkTarget, create_or_update_work};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's `--controllers` name.

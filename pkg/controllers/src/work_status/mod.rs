@@ -41,6 +41,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::manifest::{manifest_gvk, manifest_index, text};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's `--controllers` name.
@@ -118,50 +119,6 @@ pub enum WorkStatusError {
         /// `namespace/name` of the Work.
         key: String,
     },
-}
-
-/// Splits `group/version` (or `version`) into group and version.
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    api_version.split_once('/').unwrap_or(("", api_version))
-}
-
-/// The GVK of an unstructured manifest, if it has `apiVersion` and `kind`.
-pub fn manifest_gvk(manifest: &Value) -> Option<GroupVersionKind> {
-    let api_version = manifest.get("apiVersion")?.as_str()?;
-    let kind = manifest.get("kind")?.as_str()?;
-    if api_version.is_empty() || kind.is_empty() {
-        return None;
-    }
-    let (group, version) = split_api_version(api_version);
-    Some(GroupVersionKind::gvk(group, version, kind))
-}
-
-fn text<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    let mut cur = v;
-    for p in path {
-        match cur.get(p) {
-            Some(next) => cur = next,
-            None => return "",
-        }
-    }
-    cur.as_str().unwrap_or_default()
-}
-
-/// The index of the manifest that is the object `api_version`/`kind`/`namespace`/`name`
-/// (Karmada's `GetManifestIndex`).
-pub fn manifest_index(
-    work: &Work,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-    name: &str,
-) -> Option<usize> {
-    work.spec.workload.manifests.iter().position(|m| {
-        text(&m.0, &["apiVersion"]) == api_version
-            && text(&m.0, &["kind"]) == kind
-            && text(&m.0, &["metadata", "namespace"]) == namespace
-            && text(&m.0, &["metadata", "name"]) == name
-    })
 }
 
 /// Whether the Work's `Applied` condition is True (Karmada's `IsResourceApplied`).
