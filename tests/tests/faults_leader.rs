@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::jiff::Timestamp;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
+use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::bench::workload::{
     TEMPLATE_LABEL, Template, create_all, create_namespace, policy, templates,
 };
@@ -125,25 +125,13 @@ impl Scenario {
                 .unwrap_or_else(|e| panic!("{e:#}"));
         }
         let names: Vec<String> = self.members.iter().map(|(n, _)| n.clone()).collect();
-        eventually("clusters Ready", Duration::from_secs(120), || async {
-            let list = Api::<Cluster>::all(self.host.clone())
-                .list(&ListParams::default())
-                .await
-                .ok()?;
-            let ready = list
-                .items
-                .iter()
-                .filter(|c| {
-                    c.status.as_ref().is_some_and(|s| {
-                        s.conditions
-                            .iter()
-                            .any(|c| c.type_ == "Ready" && c.status == "True")
-                    })
-                })
-                .count();
-            (ready == MEMBERS).then_some(())
-        })
-        .await;
+        karmada_e2e::bench::session::wait_clusters_ready(
+            &self.host,
+            MEMBERS,
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
         for ns in &self.namespaces {
             create_namespace(&self.host, ns).await.unwrap();
             Api::<PropagationPolicy>::namespaced(self.host.clone(), ns)

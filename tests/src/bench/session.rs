@@ -280,7 +280,12 @@ pub async fn wait_ready(kcm: &Kcm, timeout: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_clusters_ready(host: &Client, count: usize, timeout: Duration) -> anyhow::Result<()> {
+/// Waits until `count` Clusters on the host are `Ready=True`; an error after `timeout`.
+pub async fn wait_clusters_ready(
+    host: &Client,
+    count: usize,
+    timeout: Duration,
+) -> anyhow::Result<()> {
     let api: Api<Cluster> = Api::all(host.clone());
     let deadline = Instant::now() + timeout;
     loop {
