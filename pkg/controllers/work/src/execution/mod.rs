@@ -50,7 +50,7 @@
 //! # One member cannot stall the others
 //!
 //! Member I/O runs on a queue per member ([`member_queues`]), not on the shared Work workers, and
-//! every member request has a deadline ([`crate::members::REQUEST_TIMEOUT`]). A member that hangs
+//! every member request has a deadline ([`karmada_controllers_common::members::REQUEST_TIMEOUT`]). A member that hangs
 //! holds only its own workers; the others keep their usual latency.
 
 mod member_queues;
@@ -87,13 +87,13 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::events::{EventRecorder, EventType, reference_of};
-use crate::common::metrics::{
+use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
+use karmada_controllers_common::members::MemberEvent;
+use karmada_controllers_common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
 };
-use crate::context::{ControllerContext, ControllerFuture, StartFn};
-use crate::members::MemberEvent;
+use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 use member_queues::MemberQueues;
 use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
 
@@ -383,7 +383,7 @@ impl ExecutionController {
     }
 
     /// Registers the handlers and runs until the context is cancelled.
-    pub async fn run(self) -> Result<(), crate::context::BoxError> {
+    pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         let _ = inner.clusters.store();

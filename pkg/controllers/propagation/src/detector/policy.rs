@@ -32,8 +32,8 @@ use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
     template_reference,
 };
-use crate::common::events::EventType;
-use crate::common::manifest::split_api_version;
+use karmada_controllers_common::events::EventType;
+use karmada_controllers_common::manifest::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
 struct PolicyView<'a> {

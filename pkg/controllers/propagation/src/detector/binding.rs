@@ -19,7 +19,7 @@ use kube::api::DynamicObject;
 
 use super::claim::{PolicyRef, add_claim};
 
-pub use crate::common::binding::BindingObject;
+pub use karmada_controllers_common::binding::BindingObject;
 
 /// Identity of a template, as recorded in `spec.resource` and the ownerReference.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,11 +46,11 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::binding::BindingObject;
-use crate::common::events::{EventRecorder, EventType};
-use crate::common::manifest::{manifest_index, split_api_version};
-use crate::common::patch::merge_diff;
-use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::manifest::{manifest_index, split_api_version};
+use karmada_controllers_common::patch::merge_diff;
+use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -281,7 +281,7 @@ pub fn aggregated_item(
 
 /// Sets a condition like apimachinery's `meta.SetStatusCondition`.
 fn set_condition(conditions: &mut Vec<Condition>, new: Condition) {
-    crate::common::set_condition(conditions, new);
+    karmada_controllers_common::set_condition(conditions, new);
 }
 
 fn now() -> Time {
@@ -428,7 +428,9 @@ impl BindingStatusController {
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
         // every binding before putting it back. Late registration replays every cached binding.
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if !crate::common::sync::wait_synced(&inner.cancel, &inner.works, timeout).await? {
+        if !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.works, timeout)
+            .await?
+        {
             return Ok(());
         }
         let this = self.clone();
@@ -449,8 +451,9 @@ impl BindingStatusController {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        if !crate::common::sync::wait_synced(&inner.cancel, &inner.rb, timeout).await?
-            || !crate::common::sync::wait_synced(&inner.cancel, &inner.crb, timeout).await?
+        if !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.rb, timeout).await?
+            || !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.crb, timeout)
+                .await?
         {
             return Ok(());
         }

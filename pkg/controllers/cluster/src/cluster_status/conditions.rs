@@ -103,8 +103,8 @@ impl ConditionCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::conditions::{new_condition, set_condition};
     use karmada_apis::ClusterStatus;
+    use karmada_controllers_common::conditions::{new_condition, set_condition};
 
     fn cluster_with(status: &str) -> Cluster {
         let mut c = Cluster::new("c", Default::default());

@@ -43,11 +43,11 @@ use lariat::{HandlerResult, ObjectKey, SharedController, Store};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::events;
-use crate::common::manifest::split_api_version;
-use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 pub use error::DetectorError;
 use events::EventRecorder;
+use karmada_controllers_common::events;
+use karmada_controllers_common::manifest::split_api_version;
+use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use skip::SkippedResources;
 
 /// The detector's name: its User-Agent suffix, Event source and log field.

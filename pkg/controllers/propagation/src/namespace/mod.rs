@@ -29,9 +29,9 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::sync::wait_synced;
-use crate::common::work::{WorkTarget, create_or_update_work};
-use crate::context::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::sync::wait_synced;
+use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
+use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "namespace";
@@ -108,7 +108,7 @@ impl NamespaceController {
     }
 
     /// Registers the handlers and runs until the context is cancelled.
-    pub async fn run(self) -> Result<(), crate::context::BoxError> {
+    pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         if !wait_synced(&inner.cancel, &inner.clusters, timeout).await?

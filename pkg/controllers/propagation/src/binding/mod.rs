@@ -59,14 +59,14 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::binding::BindingObject;
-use crate::common::events::{EventRecorder, EventType};
-use crate::common::metrics;
-use crate::common::sync::wait_synced;
-use crate::common::work::{
+use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::metrics;
+use karmada_controllers_common::sync::wait_synced;
+use karmada_controllers_common::work::{
     WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
-use crate::context::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "binding";
@@ -253,7 +253,7 @@ pub fn suspend_dispatching(spec: &ResourceBindingSpec, cluster: &str) -> bool {
 /// The Work's conflict-resolution value (Karmada's `mergeConflictResolution`): the template's
 /// annotation when it is `overwrite` or `abort`, else the binding's `conflictResolution`.
 pub fn conflict_resolution(template: &Value, spec: &ResourceBindingSpec) -> &'static str {
-    match crate::common::work::meta_map_value(
+    match karmada_controllers_common::work::meta_map_value(
         template,
         "annotations",
         CONFLICT_RESOLUTION_ANNOTATION,
@@ -299,7 +299,7 @@ fn template_reference(spec: &ResourceBindingSpec) -> ObjectReference {
 }
 
 fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
-    crate::common::events::reference_of(b)
+    karmada_controllers_common::events::reference_of(b)
 }
 
 fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
@@ -363,7 +363,7 @@ impl BindingController {
     }
 
     /// Registers the handlers and runs until the context is cancelled.
-    pub async fn run(self) -> Result<(), crate::context::BoxError> {
+    pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         // Caches read while syncing: wait for them first so no Work is built from a partial view.
@@ -1035,7 +1035,7 @@ impl BindingController {
                 last_transition_time: now,
                 observed_generation: current.meta().generation,
             };
-            crate::common::set_condition(&mut conditions, new);
+            karmada_controllers_common::set_condition(&mut conditions, new);
             let Ok(cv) = serde_json::to_value(&conditions) else {
                 return;
             };

@@ -10,7 +10,7 @@
 //! reported with reason [`REASON_AUTHENTICATION_FAILED`] instead of `ClusterNotReachable`, so an
 //! operator can tell a bad token from a dead endpoint.
 //!
-//! [`MemberClusters`]: crate::members::MemberClusters
+//! [`MemberClusters`]: karmada_controllers_common::members::MemberClusters
 
 pub mod conditions;
 pub mod discovery;
@@ -38,11 +38,13 @@ use karmada_apis::{Cluster, ClusterStatus};
 use kube::api::{Api, Patch, PatchParams};
 use lariat::{CacheScope, HandlerResult, ObjectKey};
 
-use crate::common::conditions::{new_condition, set_condition};
-use crate::common::patch::guarded_merge_patch;
-use crate::context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn};
-use crate::members::MemberClusters;
 use conditions::ConditionCache;
+use karmada_controllers_common::conditions::{new_condition, set_condition};
+use karmada_controllers_common::members::MemberClusters;
+use karmada_controllers_common::patch::guarded_merge_patch;
+use karmada_controllers_common::{
+    BoxError, ControllerContext, ControllerFuture, Settings, StartFn,
+};
 
 /// The controller's name in events, logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-status-controller";

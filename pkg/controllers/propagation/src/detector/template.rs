@@ -37,7 +37,7 @@ use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
     WatchedKind, handler_result, template_reference,
 };
-use crate::common::events::EventType;
+use karmada_controllers_common::events::EventType;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
@@ -58,7 +58,7 @@ pub(crate) fn template_patch(
     kind: &str,
     key: &str,
 ) -> Result<Option<serde_json::Value>, DetectorError> {
-    crate::common::patch::guarded_metadata_patch(old, new).map_err(|source| {
+    karmada_controllers_common::patch::guarded_metadata_patch(old, new).map_err(|source| {
         DetectorError::Convert {
             what: format!("{kind} {key}"),
             source,

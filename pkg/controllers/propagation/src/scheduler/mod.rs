@@ -33,9 +33,9 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::binding::BindingObject;
-use crate::common::events::{EventRecorder, EventType};
-use crate::context::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
 };
@@ -48,7 +48,7 @@ pub const NAME: &str = "scheduler";
 pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
 
 /// apimachinery's `meta.SetStatusCondition` (the other controllers that write binding conditions
-/// use [`crate::common::set_condition`], the same function).
+/// use [`karmada_controllers_common::set_condition`], the same function).
 pub use karmada_scheduler::set_condition;
 
 /// A scheduler failure.
@@ -251,7 +251,7 @@ impl Scheduler {
     }
 
     /// Registers the handlers and runs until the context is cancelled.
-    pub async fn run(self) -> Result<(), crate::context::BoxError> {
+    pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         // Clusters first, so bindings are scheduled against a synced cluster list.
         let cluster_store = inner.clusters.store();
@@ -592,7 +592,7 @@ impl Scheduler {
         )
         .await?;
         let template = template_reference(spec);
-        let binding_ref = crate::common::events::reference_of(b);
+        let binding_ref = karmada_controllers_common::events::reference_of(b);
         let recorder = &self.inner.recorder;
         match (&result, succeeded) {
             (Ok(o), true) => {

@@ -41,8 +41,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::manifest::{manifest_gvk, manifest_index, text};
-use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, text};
+use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "workStatus";

@@ -24,11 +24,11 @@ use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding, Work};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lariat::{Cache, HandlerResult, ObjectKey};
 
-use crate::common::conditions::now;
-use crate::common::events::{EventRecorder, EventType, reference_of};
-use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use crate::members::MemberClusters;
 use karmada_apis::well_known::event_reasons;
+use karmada_controllers_common::conditions::now;
+use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
+use karmada_controllers_common::members::MemberClusters;
+use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
 /// The controller's name in logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-controller";
@@ -320,7 +320,7 @@ impl Controller {
     ) -> Result<Cluster, kube::Error> {
         let api: Api<Cluster> = Api::all(self.client.clone());
         let name = read.metadata.name.clone().unwrap_or_default();
-        match crate::common::patch::guarded_merge_patch(read, updated) {
+        match karmada_controllers_common::patch::guarded_merge_patch(read, updated) {
             Ok(Some(patch)) => {
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
@@ -503,8 +503,8 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::conditions::{new_condition, set_condition};
     use karmada_apis::ClusterStatus;
+    use karmada_controllers_common::conditions::{new_condition, set_condition};
 
     fn with_ready(status: Option<&str>) -> Cluster {
         let mut c = Cluster::new("c", Default::default());
