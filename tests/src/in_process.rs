@@ -10,11 +10,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Cluster;
+use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
+use karmada_controllers::members::member_cluster_options;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn, SyncReporter};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use lariat::runtime::features::FeatureGates;
-use lariat::{ClusterOptions, RateLimiterOptions};
+use lariat::{ClientOptions, ClusterOptions, RateLimiterOptions};
 use prometheus::proto::Metric;
 use serde_json::{Value, json};
 use testenv::TestEnv;
@@ -92,9 +94,15 @@ impl Harness {
         Harness {
             controllers,
             settings: settings(),
-            host: ClusterOptions::default(),
+            host: ClusterOptions {
+                clients: ClientOptions {
+                    user_agent: KARMADA_CONTROLLER_MANAGER_NAME.to_owned(),
+                    ..ClientOptions::default()
+                },
+                ..ClusterOptions::default()
+            },
             members: Vec::new(),
-            member_options: ClusterOptions::member(),
+            member_options: member_cluster_options(),
         }
     }
 

@@ -20,11 +20,11 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::{ResourceBinding, Work, names};
+use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{self, Controllers, Harness, ensure_namespace, serial};
 use karmada_e2e::quiet::{Watched, assert_holds_for, assert_no_change_for, changes_within, names};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use lariat::ClusterOptions;
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
 
@@ -48,7 +48,7 @@ async fn start_controllers() -> Controllers {
             skipped_propagating_namespaces: vec![],
             ..in_process::settings()
         })
-        .members(&MEMBERS, ClusterOptions::member())
+        .members(&MEMBERS, member_cluster_options())
         .start(env())
         .await
 }
@@ -623,7 +623,7 @@ async fn deployment_status_comes_home() {
     controllers
         .members
         .registry()
-        .add("member2", config, ClusterOptions::member())
+        .add("member2", config, member_cluster_options())
         .unwrap();
     let d2 = m2.get("nginx").await.unwrap();
     m2.patch_status(

@@ -16,6 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use karmada_apis::names::work_name;
 use karmada_apis::{Cluster, OverridePolicy, ResourceBinding, Work};
+use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{
     self, Controllers, Harness, create_namespace, gone, metric_sum, serial,
 };
@@ -57,7 +58,7 @@ async fn start_controllers() -> Controllers {
         ..in_process::settings()
     })
     .host_options(fast(ClusterOptions::default()))
-    .members(&MEMBERS, fast(ClusterOptions::member()))
+    .members(&MEMBERS, fast(member_cluster_options()))
     .start(env())
     .await
 }

@@ -192,6 +192,7 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
             ..ClientOptions::default()
         },
         caches: CacheOptions::default(),
+        metrics: None,
         controllers: ControllerOptions {
             // Kinds without a `--concurrent-*-syncs` flag of their own are the resource templates
             // the detector watches: each gets `--concurrent-resource-template-syncs` workers.

@@ -64,8 +64,8 @@ fn raw_with(i: usize, rv: usize, last_applied: bool) -> String {
             "uid": format!("6f1c7d2e-4b7a-4c1e-9d3f-{i:012}"),
             "resourceVersion": rv.to_string(),
             "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {"app": format!("app-{}", i % 100), "karmada.io/managed": "true"},
-            "annotations": {"resourcetemplate.karmada.io/uid": "3b9a2c4d-0000-0000-0000-000000000000"},
+            "labels": {"app": format!("app-{}", i % 100), "example.io/managed": "true"},
+            "annotations": {"resourcetemplate.example.io/uid": "3b9a2c4d-0000-0000-0000-000000000000"},
             "managedFields": [{
                 "manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "v1",
                 "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",

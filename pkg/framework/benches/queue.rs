@@ -22,7 +22,7 @@ fn queue() -> WorkQueue<ObjectKey> {
     WorkQueue::new(
         "bench",
         RateLimiterOptions::default().build(),
-        QueueMetrics::unregistered(),
+        QueueMetrics::unregistered().unwrap(),
     )
 }
 

@@ -16,10 +16,7 @@ use crate::client::{ClientFactory, ClientOptions};
 use crate::context::ClusterContext;
 use crate::controller::{ControllerFactory, ControllerOptions};
 use crate::error::{Error, Result};
-use crate::metrics::ClusterMetrics;
-
-/// The label selector member-cluster caches use by default: only objects Karmada manages.
-pub const MANAGED_SELECTOR: &str = "karmada.io/managed=true";
+use crate::metrics::{ClusterMetrics, FrameworkMetrics};
 
 /// Everything configurable about one cluster.
 #[derive(Clone, Debug, Default)]
@@ -30,13 +27,17 @@ pub struct ClusterOptions {
     pub caches: CacheOptions,
     /// Workers and rate limiting.
     pub controllers: ControllerOptions,
+    /// Where the cluster's metric series live (`None`: the process registry,
+    /// [`FrameworkMetrics::global`]).
+    pub metrics: Option<FrameworkMetrics>,
 }
 
 impl ClusterOptions {
-    /// Defaults for a member cluster: caches select [`MANAGED_SELECTOR`].
-    pub fn member() -> Self {
+    /// Defaults whose caches select only the objects matching `selector` (a label selector),
+    /// unless a kind has its own scope: e.g. the objects a control plane placed in a member.
+    pub fn with_label_scope(selector: impl Into<String>) -> Self {
         let mut o = Self::default();
-        o.caches.default_scope = CacheScope::labels(MANAGED_SELECTOR);
+        o.caches.default_scope = CacheScope::labels(selector);
         o
     }
 }
@@ -58,7 +59,11 @@ impl Cluster {
         options: ClusterOptions,
         parent: &CancellationToken,
     ) -> Result<Self> {
-        let metrics = ClusterMetrics::new(name);
+        let families = match options.metrics {
+            Some(m) => m,
+            None => FrameworkMetrics::global()?,
+        };
+        let metrics = ClusterMetrics::new(name, families);
         let clients = ClientFactory::new(name, config, options.clients, metrics.clone())?;
         let ctx = ClusterContext::new(parent.child_token(), metrics, clients);
         let caches = CacheFactory::new(ctx.clone(), options.caches);

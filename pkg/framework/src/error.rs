@@ -84,6 +84,9 @@ pub enum Error {
     /// No cluster with this name is registered.
     #[error("cluster {0:?} is not registered")]
     ClusterNotFound(String),
+    /// The framework's metrics could not be defined or registered.
+    #[error("framework metrics: {0}")]
+    Metrics(#[from] crate::metrics::MetricsError),
 }
 
 /// Result alias of the framework.

@@ -1,4 +1,4 @@
-//! `lariat`: the shared controller framework every karmada-rs controller is written against.
+//! `lariat`: a shared multi-cluster controller framework on kube-rs.
 //!
 //! Rancher Lasso's ideas on top of kube-rs: one watch per (cluster, kind) shared by all controllers,
 //! caches that start only when used, handler registration, a deduping rate-limited work queue,
@@ -14,8 +14,8 @@
 //! let shutdown = CancellationToken::new();
 //! let clusters = ClusterRegistry::new(shutdown.clone());
 //! let host = clusters.add("", host, ClusterOptions::default())?;
-//! // member caches only see objects labelled karmada.io/managed=true
-//! clusters.add("member1", member, ClusterOptions::member())?;
+//! // this member's caches only see objects labelled example.com/managed=true
+//! clusters.add("member1", member, ClusterOptions::with_label_scope("example.com/managed=true"))?;
 //!
 //! // a cheap handle: no watch is opened until it is used
 //! let deployments = host.controllers().for_kind::<Deployment>()?;
@@ -47,9 +47,9 @@ pub mod metrics;
 pub mod queue;
 pub mod runtime;
 
-pub use cache::{Cache, CacheFactory, CacheOptions, CacheScope, Store};
+pub use cache::{Cache, CacheFactory, CacheOptions, CacheScope, Store, SyncWait};
 pub use client::{ClientFactory, ClientOptions};
-pub use cluster::{Cluster, ClusterOptions, ClusterRegistry, MANAGED_SELECTOR};
+pub use cluster::{Cluster, ClusterOptions, ClusterRegistry};
 pub use controller::{
     ControllerFactory, ControllerOptions, HandlerResult, SharedController, WorkerOptions,
 };

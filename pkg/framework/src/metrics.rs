@@ -1,5 +1,7 @@
 //! The process-wide Prometheus registry. Every metric the framework and the controllers define is
-//! registered here, and the binary serves exactly this registry on `/metrics`.
+//! registered here by default, and the binary serves exactly this registry on `/metrics`. A caller
+//! can keep the framework's series in a registry of its own instead ([`FrameworkMetrics::register`],
+//! passed in [`crate::ClusterOptions::metrics`]).
 //!
 //! Framework metrics use controller-runtime's names, labels and buckets so existing dashboards keep
 //! working, with one extra `cluster` label (empty for the control-plane cluster, which Prometheus
@@ -55,134 +57,154 @@ pub(crate) struct Families {
     pub cached_objects: IntGaugeVec,
 }
 
-/// Builds a family; the names and label sets are compile-time constants, so failure is a bug.
-fn must<T>(r: prometheus::Result<T>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("invalid metric definition: {e}"),
-    }
+/// A metric could not be defined or registered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MetricsError {
+    /// Prometheus rejected the definition (name, help or labels).
+    #[error("defining metric {name}: {reason}")]
+    Define {
+        /// The metric name.
+        name: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The registry refused the metric, e.g. because one with the same name is registered.
+    #[error("registering metric {name}: {reason}")]
+    Register {
+        /// The metric name.
+        name: String,
+        /// Why it was refused.
+        reason: String,
+    },
+}
+
+/// Builds a family, naming it in the error.
+fn define<T>(name: &str, r: prometheus::Result<T>) -> Result<T, MetricsError> {
+    r.map_err(|e| MetricsError::Define {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// A labelled counter family.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec, MetricsError> {
+    define(name, IntCounterVec::new(Opts::new(name, help), labels))
+}
+
+/// A labelled integer gauge family.
+fn int_gauge_vec(name: &str, help: &str, labels: &[&str]) -> Result<IntGaugeVec, MetricsError> {
+    define(name, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// A labelled float gauge family.
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> Result<GaugeVec, MetricsError> {
+    define(name, GaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// A labelled histogram family with `buckets`.
+fn histogram_vec(
+    name: &str,
+    help: &str,
+    buckets: Vec<f64>,
+    labels: &[&str],
+) -> Result<HistogramVec, MetricsError> {
+    define(
+        name,
+        HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels),
+    )
 }
 
 impl Families {
-    fn new() -> Self {
+    fn new() -> Result<Self, MetricsError> {
         let wq = workqueue_buckets();
         let c = "cluster";
-        Self {
-            reconcile_total: must(IntCounterVec::new(
-                Opts::new(
-                    "controller_runtime_reconcile_total",
-                    "Total number of reconciliations per controller",
-                ),
+        let queue = [c, "name", "controller"];
+        Ok(Self {
+            reconcile_total: counter_vec(
+                "controller_runtime_reconcile_total",
+                "Total number of reconciliations per controller",
                 &[c, "controller", "result"],
-            )),
-            reconcile_errors: must(IntCounterVec::new(
-                Opts::new(
-                    "controller_runtime_reconcile_errors_total",
-                    "Total number of reconciliation errors per controller",
-                ),
+            )?,
+            reconcile_errors: counter_vec(
+                "controller_runtime_reconcile_errors_total",
+                "Total number of reconciliation errors per controller",
                 &[c, "controller"],
-            )),
-            terminal_errors: must(IntCounterVec::new(
-                Opts::new(
-                    "controller_runtime_terminal_reconcile_errors_total",
-                    "Total number of terminal reconciliation errors per controller",
-                ),
+            )?,
+            terminal_errors: counter_vec(
+                "controller_runtime_terminal_reconcile_errors_total",
+                "Total number of terminal reconciliation errors per controller",
                 &[c, "controller"],
-            )),
-            reconcile_time: must(HistogramVec::new(
-                HistogramOpts::new(
-                    "controller_runtime_reconcile_time_seconds",
-                    "Length of time per reconciliation per controller",
-                )
-                .buckets(RECONCILE_TIME_BUCKETS.to_vec()),
+            )?,
+            reconcile_time: histogram_vec(
+                "controller_runtime_reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
+                RECONCILE_TIME_BUCKETS.to_vec(),
                 &[c, "controller"],
-            )),
-            max_concurrent: must(IntGaugeVec::new(
-                Opts::new(
-                    "controller_runtime_max_concurrent_reconciles",
-                    "Maximum number of concurrent reconciles per controller",
-                ),
+            )?,
+            max_concurrent: int_gauge_vec(
+                "controller_runtime_max_concurrent_reconciles",
+                "Maximum number of concurrent reconciles per controller",
                 &[c, "controller"],
-            )),
-            active_workers: must(IntGaugeVec::new(
-                Opts::new(
-                    "controller_runtime_active_workers",
-                    "Number of currently used workers per controller",
-                ),
+            )?,
+            active_workers: int_gauge_vec(
+                "controller_runtime_active_workers",
+                "Number of currently used workers per controller",
                 &[c, "controller"],
-            )),
-            wq_depth: must(IntGaugeVec::new(
-                Opts::new(
-                    "workqueue_depth",
-                    "Current depth of workqueue by workqueue and priority",
-                ),
+            )?,
+            wq_depth: int_gauge_vec(
+                "workqueue_depth",
+                "Current depth of workqueue by workqueue and priority",
                 &[c, "name", "controller", "priority"],
-            )),
-            wq_adds: must(IntCounterVec::new(
-                Opts::new(
-                    "workqueue_adds_total",
-                    "Total number of adds handled by workqueue",
-                ),
-                &[c, "name", "controller"],
-            )),
-            wq_queue_duration: must(HistogramVec::new(
-                HistogramOpts::new(
-                    "workqueue_queue_duration_seconds",
-                    "How long in seconds an item stays in workqueue before being requested",
-                )
-                .buckets(wq.clone()),
-                &[c, "name", "controller"],
-            )),
-            wq_work_duration: must(HistogramVec::new(
-                HistogramOpts::new(
-                    "workqueue_work_duration_seconds",
-                    "How long in seconds processing an item from workqueue takes.",
-                )
-                .buckets(wq),
-                &[c, "name", "controller"],
-            )),
-            wq_unfinished: must(GaugeVec::new(
-                Opts::new(
-                    "workqueue_unfinished_work_seconds",
-                    "How many seconds of work has been done that is in progress and hasn't been observed by \
-                     work_duration. Large values indicate stuck threads. One can deduce the number of stuck \
-                     threads by observing the rate at which this increases.",
-                ),
-                &[c, "name", "controller"],
-            )),
-            wq_longest: must(GaugeVec::new(
-                Opts::new(
-                    "workqueue_longest_running_processor_seconds",
-                    "How many seconds has the longest running processor for workqueue been running.",
-                ),
-                &[c, "name", "controller"],
-            )),
-            wq_retries: must(IntCounterVec::new(
-                Opts::new(
-                    "workqueue_retries_total",
-                    "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, \
-                     explicit RequeueAfter or AddAfter calls)",
-                ),
-                &[c, "name", "controller"],
-            )),
-            rest_requests: must(IntCounterVec::new(
-                Opts::new(
-                    "rest_client_requests_total",
-                    "Number of HTTP requests, partitioned by status code, method, and host.",
-                ),
+            )?,
+            wq_adds: counter_vec(
+                "workqueue_adds_total",
+                "Total number of adds handled by workqueue",
+                &queue,
+            )?,
+            wq_queue_duration: histogram_vec(
+                "workqueue_queue_duration_seconds",
+                "How long in seconds an item stays in workqueue before being requested",
+                wq.clone(),
+                &queue,
+            )?,
+            wq_work_duration: histogram_vec(
+                "workqueue_work_duration_seconds",
+                "How long in seconds processing an item from workqueue takes.",
+                wq,
+                &queue,
+            )?,
+            wq_unfinished: gauge_vec(
+                "workqueue_unfinished_work_seconds",
+                "How many seconds of work has been done that is in progress and hasn't been observed by \
+                 work_duration. Large values indicate stuck threads. One can deduce the number of stuck \
+                 threads by observing the rate at which this increases.",
+                &queue,
+            )?,
+            wq_longest: gauge_vec(
+                "workqueue_longest_running_processor_seconds",
+                "How many seconds has the longest running processor for workqueue been running.",
+                &queue,
+            )?,
+            wq_retries: counter_vec(
+                "workqueue_retries_total",
+                "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, \
+                 explicit RequeueAfter or AddAfter calls)",
+                &queue,
+            )?,
+            rest_requests: counter_vec(
+                "rest_client_requests_total",
+                "Number of HTTP requests, partitioned by status code, method, and host.",
                 &[c, "code", "method", "host"],
-            )),
-            cached_objects: must(IntGaugeVec::new(
-                Opts::new(
-                    "lariat_cached_objects",
-                    "Number of objects held in the shared caches per cluster and kind",
-                ),
+            )?,
+            cached_objects: int_gauge_vec(
+                "lariat_cached_objects",
+                "Number of objects held in the shared caches per cluster and kind",
                 &[c, "group", "version", "kind"],
-            )),
-        }
+            )?,
+        })
     }
 
-    fn register(&self, r: &Registry) {
+    fn register(&self, r: &Registry) -> Result<(), MetricsError> {
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(self.reconcile_total.clone()),
             Box::new(self.reconcile_errors.clone()),
@@ -201,21 +223,50 @@ impl Families {
             Box::new(self.cached_objects.clone()),
         ];
         for c in collectors {
-            if let Err(e) = r.register(c) {
-                tracing::error!(error = %e, "registering framework metric failed");
-            }
+            let name = c
+                .desc()
+                .first()
+                .map(|d| d.fq_name.clone())
+                .unwrap_or_default();
+            r.register(c).map_err(|e| MetricsError::Register {
+                name,
+                reason: e.to_string(),
+            })?;
         }
+        Ok(())
     }
 }
 
-/// The framework's families, registered in [`registry()`] on first use.
-pub(crate) fn families() -> &'static Families {
-    static FAMILIES: OnceLock<Families> = OnceLock::new();
-    FAMILIES.get_or_init(|| {
-        let f = Families::new();
-        f.register(registry());
-        f
-    })
+/// The framework's metric families (reconciles, work queues, REST requests, cached objects),
+/// registered in one registry. Every cluster's series are created in them. Cheap to clone.
+#[derive(Clone)]
+pub struct FrameworkMetrics {
+    families: Arc<Families>,
+}
+
+impl FrameworkMetrics {
+    /// Defines the families and registers them in `registry`: for a caller that serves or inspects
+    /// a registry of its own. Fails if the registry already holds a metric of the same name.
+    pub fn register(registry: &Registry) -> Result<Self, MetricsError> {
+        let families = Families::new()?;
+        families.register(registry)?;
+        Ok(Self {
+            families: Arc::new(families),
+        })
+    }
+
+    /// The families in the process registry ([`registry()`]), registered on first use; clusters
+    /// whose options name no registry use these.
+    pub fn global() -> Result<Self, MetricsError> {
+        static GLOBAL: OnceLock<Result<FrameworkMetrics, MetricsError>> = OnceLock::new();
+        GLOBAL.get_or_init(|| Self::register(registry())).clone()
+    }
+}
+
+impl std::fmt::Debug for FrameworkMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameworkMetrics").finish_non_exhaustive()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,14 +317,17 @@ impl Family {
 #[derive(Debug)]
 pub struct ClusterMetrics {
     cluster: String,
+    families: FrameworkMetrics,
     series: Mutex<HashSet<(Family, Vec<String>)>>,
 }
 
 impl ClusterMetrics {
-    /// Creates the series tracker of a cluster. Use an empty name for the control-plane cluster.
-    pub fn new(cluster: impl Into<String>) -> Arc<Self> {
+    /// Creates the series tracker of a cluster, whose series live in `families`. Use an empty name
+    /// for the control-plane cluster.
+    pub fn new(cluster: impl Into<String>, families: FrameworkMetrics) -> Arc<Self> {
         Arc::new(Self {
             cluster: cluster.into(),
+            families,
             series: Mutex::new(HashSet::new()),
         })
     }
@@ -300,7 +354,7 @@ impl ClusterMetrics {
 
     /// Work-queue series for the queue called `name`.
     pub fn queue(&self, name: &str) -> QueueMetrics {
-        let f = families();
+        let f = &*self.families.families;
         let l = self.labels(&[name, name]);
         let mut depth_l = l.clone();
         depth_l.push(String::new());
@@ -329,7 +383,7 @@ impl ClusterMetrics {
 
     /// Reconcile series for the controller called `name`, pre-initialised like controller-runtime's.
     pub fn controller(&self, name: &str) -> ReconcileMetrics {
-        let f = families();
+        let f = &*self.families.families;
         let l = self.labels(&[name]);
         let r = Self::refs(&l);
         let mut total = Vec::with_capacity(RESULT_LABELS.len());
@@ -368,20 +422,26 @@ impl ClusterMetrics {
     pub fn rest_request(&self, code: &str, method: &str, host: &str) -> IntCounter {
         let l = self.labels(&[code, method, host]);
         self.track(Family::RestRequests, &l);
-        families().rest_requests.with_label_values(&Self::refs(&l))
+        self.families
+            .families
+            .rest_requests
+            .with_label_values(&Self::refs(&l))
     }
 
     /// The cached-objects gauge of one kind.
     pub fn cached_objects(&self, group: &str, version: &str, kind: &str) -> IntGauge {
         let l = self.labels(&[group, version, kind]);
         self.track(Family::CachedObjects, &l);
-        families().cached_objects.with_label_values(&Self::refs(&l))
+        self.families
+            .families
+            .cached_objects
+            .with_label_values(&Self::refs(&l))
     }
 
     /// Deletes every series this cluster created.
     pub fn remove_all(&self) {
         let series: Vec<_> = self.series.lock().drain().collect();
-        let f = families();
+        let f = &*self.families.families;
         for (fam, labels) in series {
             fam.remove(f, &labels);
         }
@@ -407,21 +467,22 @@ pub struct QueueMetrics {
 
 impl QueueMetrics {
     /// Series that belong to no registry: for queues used outside a controller (tests, benchmarks).
-    pub fn unregistered() -> Self {
-        let h = || {
-            must(Histogram::with_opts(
-                HistogramOpts::new("h", "h").buckets(workqueue_buckets()),
-            ))
+    pub fn unregistered() -> Result<Self, MetricsError> {
+        let h = |name: &str| {
+            define(
+                name,
+                Histogram::with_opts(HistogramOpts::new(name, name).buckets(workqueue_buckets())),
+            )
         };
-        Self {
-            depth: must(IntGauge::new("d", "d")),
-            adds: must(IntCounter::new("a", "a")),
-            queue_duration: h(),
-            work_duration: h(),
-            unfinished: must(Gauge::new("u", "u")),
-            longest: must(Gauge::new("l", "l")),
-            retries: must(IntCounter::new("r", "r")),
-        }
+        Ok(Self {
+            depth: define("d", IntGauge::new("d", "d"))?,
+            adds: define("a", IntCounter::new("a", "a"))?,
+            queue_duration: h("q")?,
+            work_duration: h("w")?,
+            unfinished: define("u", Gauge::new("u", "u"))?,
+            longest: define("l", Gauge::new("l", "l"))?,
+            retries: define("r", IntCounter::new("r", "r"))?,
+        })
     }
 
     /// Total adds so far.
@@ -474,7 +535,7 @@ mod tests {
 
     #[test]
     fn cluster_series_are_created_and_removed() {
-        let m = ClusterMetrics::new("metrics-unit-test");
+        let m = ClusterMetrics::new("metrics-unit-test", FrameworkMetrics::global().unwrap());
         let q = m.queue("ConfigMap");
         q.adds.inc();
         let c = m.controller("ConfigMap");

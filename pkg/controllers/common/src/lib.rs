@@ -2,8 +2,8 @@
 //! another: the [`ControllerContext`] each controller starts with and the [`MemberClusters`] it
 //! reaches members through; the interface of the two binding kinds, status conditions, Events,
 //! guarded merge patches for objects we do not own, the Work writer and the propagation metrics
-//! (binding and namespace write Works, execution counts member writes), reading Works' manifests,
-//! and waiting for a cache before the first reconcile.
+//! (binding and namespace write Works, execution counts member writes), and reading Works'
+//! manifests.
 
 pub mod binding;
 pub mod conditions;
@@ -13,7 +13,6 @@ pub mod manifest;
 pub mod members;
 pub mod metrics;
 pub mod patch;
-pub mod sync;
 pub mod work;
 
 pub use conditions::set_condition;

@@ -12,8 +12,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use karmada_apis::Cluster;
 use karmada_apis::cluster::v1alpha1::{SECRET_CA_DATA_KEY, SECRET_TOKEN_KEY};
+use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use lariat::{CacheScope, ClientOptions, ClusterOptions, ClusterRegistry, ControllerOptions};
+use lariat::{ClientOptions, ClusterOptions, ClusterRegistry, ControllerOptions};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +29,18 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// holding the caller. Watches are bounded by the watcher's idle timeout instead (see
 /// [`lariat::client::timeout`]).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// The label selector of member caches unless a controller asks otherwise: only the objects Karmada
+/// manages (`karmada.io/managed=true`).
+pub const MANAGED_SELECTOR: &str = "karmada.io/managed=true";
+
+/// The framework options every member starts from: caches select [`MANAGED_SELECTOR`] and clients
+/// send the controller-manager's User-Agent.
+pub fn member_cluster_options() -> ClusterOptions {
+    let mut o = ClusterOptions::with_label_scope(MANAGED_SELECTOR);
+    o.clients.user_agent = KARMADA_CONTROLLER_MANAGER_NAME.to_owned();
+    o
+}
 
 /// Why a member could not be connected.
 #[derive(Debug, thiserror::Error)]
@@ -271,14 +284,13 @@ impl MemberClusters {
     /// The options a new member is registered with: its own token bucket, and caches that select
     /// only objects Karmada manages (`karmada.io/managed=true`) unless a controller asks otherwise.
     fn cluster_options(&self) -> ClusterOptions {
-        let mut o = ClusterOptions::member();
+        let mut o = member_cluster_options();
         o.clients = ClientOptions {
             qps: self.options.qps,
             burst: self.options.burst,
             request_timeout: Some(REQUEST_TIMEOUT),
-            ..ClientOptions::default()
+            ..o.clients
         };
-        o.caches.default_scope = CacheScope::labels(lariat::MANAGED_SELECTOR);
         o.controllers = self.options.controllers.clone();
         o
     }

@@ -20,7 +20,7 @@ use crate::gvk::group_kind_string;
 /// Cache settings of one cluster.
 #[derive(Clone, Debug)]
 pub struct CacheOptions {
-    /// Scope of kinds without an entry in `scopes` (member clusters: `karmada.io/managed=true`).
+    /// Scope of kinds without an entry in `scopes` (e.g. a label selector on member clusters).
     pub default_scope: CacheScope,
     /// Per-kind scope overrides, keyed `"Kind.group"` (or `"Kind"` for the core group).
     pub scopes: HashMap<String, CacheScope>,

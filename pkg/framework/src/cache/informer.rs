@@ -54,6 +54,23 @@ pub type Resolver<K> =
 /// Called with every key whose object changed or was deleted.
 pub type Subscriber = Arc<dyn Fn(&ObjectKey) + Send + Sync>;
 
+/// How a wait for an initial list ended when it did not fail (see [`Cache::wait_synced`]).
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncWait {
+    /// The initial list completed: the store holds every object.
+    Synced,
+    /// The cancellation token fired first: the caller is stopping.
+    Cancelled,
+}
+
+impl SyncWait {
+    /// True if the wait ended because the caller was cancelled.
+    pub fn is_cancelled(self) -> bool {
+        self == SyncWait::Cancelled
+    }
+}
+
 /// A handle on one shared cache. Cheap to clone; the watch opens on first use
 /// ([`start`](Self::start), [`store`](Self::store), [`wait_for_sync`](Self::wait_for_sync), or a
 /// controller using it).
@@ -202,6 +219,20 @@ impl<K: CacheObject> Cache<K> {
                 timeout,
                 last_error: self.last_error(),
             }),
+        }
+    }
+
+    /// Starts the watch if needed and waits for the initial list, at most `timeout`, unless `cancel`
+    /// fires first. A timeout is [`Error::SyncTimeout`]; a stopped cache, [`Error::CacheStopped`].
+    pub async fn wait_synced(
+        &self,
+        cancel: &CancellationToken,
+        timeout: Duration,
+    ) -> Result<SyncWait> {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Ok(SyncWait::Cancelled),
+            r = self.wait_for_sync(timeout) => r.map(|()| SyncWait::Synced),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::gvk::gvk_string;
 pub struct CacheScope {
     /// Watch only this namespace (`None`: all namespaces).
     pub namespace: Option<String>,
-    /// Label selector, e.g. `karmada.io/managed=true` on member clusters.
+    /// Label selector, e.g. `example.com/managed=true`.
     pub label_selector: Option<String>,
     /// Field selector.
     pub field_selector: Option<String>,

@@ -23,8 +23,10 @@ use crate::error::{Error, Result};
 use crate::metrics::ClusterMetrics;
 use crate::queue::TokenBucket;
 
-/// Client settings of one cluster (Karmada's `--kube-api-qps/--kube-api-burst` and
-/// `--cluster-api-qps/--cluster-api-burst`).
+/// The User-Agent prefix of clients whose options name none.
+pub const DEFAULT_USER_AGENT: &str = "lariat";
+
+/// Client settings of one cluster (what `--kube-api-qps`/`--kube-api-burst` style flags set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientOptions {
     /// Sustained requests per second to this cluster, shared by all its clients (default 40).
@@ -33,7 +35,7 @@ pub struct ClientOptions {
     /// Burst above `qps` (default 60).
     pub burst: u32,
     /// User-Agent prefix; a controller's clients send `<user_agent>/<controller>` (default
-    /// `karmada-controller-manager`).
+    /// [`DEFAULT_USER_AGENT`]; a binary sets its own name).
     pub user_agent: String,
     /// Deadline of every request, counted from when it is sent (after the QPS wait); a watch's
     /// deadline covers only its response head. `None`: no deadline (default).
@@ -45,7 +47,7 @@ impl Default for ClientOptions {
         Self {
             qps: 40.0,
             burst: 60,
-            user_agent: "karmada-controller-manager".to_string(),
+            user_agent: DEFAULT_USER_AGENT.to_string(),
             request_timeout: None,
         }
     }

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Handler, HandlerResult};
-use crate::cache::{Cache, CacheObject, Store};
+use crate::cache::{Cache, CacheObject, Store, SyncWait};
 use crate::context::ClusterContext;
 use crate::error::Result;
 use crate::key::ObjectKey;
@@ -128,6 +128,24 @@ impl<K: CacheObject> SharedController<K> {
     /// The shared cache behind this controller (not started by this call).
     pub fn cache(&self) -> &Cache<K> {
         &self.inner.cache
+    }
+
+    /// Starts the controller's watch now (idempotent): its queue follows the cache from here on,
+    /// and workers run once the factory is started. Registering a handler, enqueueing a key and
+    /// [`store`](Self::store) do the same.
+    pub fn start_watch(&self) {
+        self.ensure_initialized();
+    }
+
+    /// Starts the controller's watch and waits for its initial list, at most `timeout`, unless
+    /// `cancel` fires first (see [`Cache::wait_synced`]).
+    pub async fn wait_synced(
+        &self,
+        cancel: &CancellationToken,
+        timeout: Duration,
+    ) -> Result<SyncWait> {
+        self.ensure_initialized();
+        self.inner.cache.wait_synced(cancel, timeout).await
     }
 
     /// The store, starting the controller's watch if needed.

@@ -140,7 +140,7 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
     }
 }
 
-/// Options of the default controller rate limiter (Karmada's `--rate-limiter-*` flags).
+/// Options of the default controller rate limiter (what `--rate-limiter-*` style flags set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RateLimiterOptions {
     /// First retry delay of a failing key (default 5 ms).

@@ -9,7 +9,7 @@ use super::*;
 use crate::metrics::QueueMetrics;
 
 fn queue(opts: RateLimiterOptions) -> WorkQueue<String> {
-    WorkQueue::new("test", opts.build(), QueueMetrics::unregistered())
+    WorkQueue::new("test", opts.build(), QueueMetrics::unregistered().unwrap())
 }
 
 fn no_bucket() -> RateLimiterOptions {

@@ -8,7 +8,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use prometheus::{Encoder, TextEncoder};
+use prometheus::{Encoder, Registry, TextEncoder};
 
 use crate::metrics::registry;
 
@@ -26,19 +26,30 @@ pub fn register_process_metrics() {
     });
 }
 
-/// The registry's current content in the Prometheus text format.
+/// The process registry's current content in the Prometheus text format.
 pub fn render() -> Result<String, prometheus::Error> {
+    render_registry(registry())
+}
+
+/// `registry`'s current content in the Prometheus text format.
+pub fn render_registry(registry: &Registry) -> Result<String, prometheus::Error> {
     let mut buf = Vec::new();
-    TextEncoder::new().encode(&registry().gather(), &mut buf)?;
+    TextEncoder::new().encode(&registry.gather(), &mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// The route `/metrics`.
+/// The route `/metrics` serving the process registry.
 pub fn router() -> Router {
+    router_for(registry().clone())
+}
+
+/// The route `/metrics` serving `registry` (e.g. one passed to
+/// [`FrameworkMetrics::register`](crate::metrics::FrameworkMetrics::register)).
+pub fn router_for(registry: Registry) -> Router {
     Router::new().route(
         "/metrics",
-        get(|| async {
-            match render() {
+        get(move || async move {
+            match render_registry(&registry) {
                 Ok(body) => (
                     StatusCode::OK,
                     [(

@@ -3,7 +3,7 @@
 //! `200 ok`; a failing `/healthz` answers 500 and a failing `/readyz` 503, listing every check with
 //! `[+]`/`[-]` (reasons are withheld from the body and logged instead, as Kubernetes does).
 //!
-//! Liveness starts with one check, `ping`, as controller-runtime's manager in Karmada. Readiness checks
+//! Liveness starts with one check, `ping`, as controller-runtime's manager does. Readiness checks
 //! are added by the process; [`ReadinessGate`] is the handle controllers flip once their caches synced.
 
 use std::collections::HashSet;

@@ -19,7 +19,7 @@
 //!   `leaseDurationSeconds` to 1, so a standby takes over on its next try instead of waiting out the lease.
 //!
 //! The namespace is never created: like client-go / controller-runtime, a missing namespace is logged on
-//! every try and the elector keeps trying (Karmada's installers create `karmada-system`).
+//! every try and the elector keeps trying (an installer creates it).
 //!
 //! Metric: `leader_election_master_status{name}` (1 while leading, else 0), as client-go's.
 
@@ -122,23 +122,38 @@ pub fn default_identity() -> String {
     format!("{host}_{}", uuid::Uuid::new_v4())
 }
 
-/// The `leader_election_master_status{name}` gauge (registered on first use).
-pub fn master_status() -> &'static IntGaugeVec {
-    static GAUGE: OnceLock<IntGaugeVec> = OnceLock::new();
-    GAUGE.get_or_init(|| {
-        let opts = Opts::new(
-            "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, \
-             1 indicates master. 'name' is the string used to identify the lease. Please make sure \
-             to group by name.",
-        );
-        // Startup invariant: the name and label are static and valid.
-        let gauge = IntGaugeVec::new(opts, &["name"]).expect("valid metric definition");
-        if let Err(e) = registry().register(Box::new(gauge.clone())) {
-            tracing::warn!(error = %e, "cannot register leader_election_master_status");
-        }
-        gauge
-    })
+/// The `leader_election_master_status{name}` gauge (registered on first use); `None` if it could not
+/// be defined (logged once).
+pub fn master_status() -> Option<&'static IntGaugeVec> {
+    static GAUGE: OnceLock<Option<IntGaugeVec>> = OnceLock::new();
+    GAUGE
+        .get_or_init(|| {
+            let opts = Opts::new(
+                "leader_election_master_status",
+                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, \
+                 1 indicates master. 'name' is the string used to identify the lease. Please make sure \
+                 to group by name.",
+            );
+            let gauge = match IntGaugeVec::new(opts, &["name"]) {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot define leader_election_master_status");
+                    return None;
+                }
+            };
+            if let Err(e) = registry().register(Box::new(gauge.clone())) {
+                tracing::warn!(error = %e, "cannot register leader_election_master_status");
+            }
+            Some(gauge)
+        })
+        .as_ref()
+}
+
+/// Sets `leader_election_master_status{name=lease}` (1 while leading, else 0).
+fn set_master_status(lease: &str, value: i64) {
+    if let Some(g) = master_status() {
+        g.with_label_values(&[lease]).set(value);
+    }
 }
 
 /// Why one try failed.
@@ -457,7 +472,7 @@ impl LeaderElector {
     /// in a task owned by the returned [`Leadership`]. `None` when `cancel` fires first.
     pub async fn acquire(mut self, cancel: &CancellationToken) -> Option<Leadership> {
         let label = self.config.lease_name.clone();
-        master_status().with_label_values(&[label.as_str()]).set(0);
+        set_master_status(&label, 0);
         tracing::info!(
             lease = %format!("{}/{}", self.config.namespace, self.config.lease_name),
             identity = %self.config.identity,
@@ -484,7 +499,7 @@ impl LeaderElector {
             identity = %self.config.identity,
             "successfully acquired lease; this replica is now the leader"
         );
-        master_status().with_label_values(&[label.as_str()]).set(1);
+        set_master_status(&label, 1);
         let lost = CancellationToken::new();
         let stop = CancellationToken::new();
         let task = tokio::spawn(self.renew_loop(stop.clone(), lost.clone()));
@@ -541,9 +556,7 @@ impl LeaderElector {
                     renew_deadline = ?self.config.renew_deadline,
                     "failed to renew the lease before the renew deadline: leader election lost"
                 );
-                master_status()
-                    .with_label_values(&[self.config.lease_name.as_str()])
-                    .set(0);
+                set_master_status(&self.config.lease_name, 0);
                 // We no longer consider ourselves leader; release must not touch the lease.
                 self.observed = None;
                 self.fence.close();
@@ -583,7 +596,7 @@ impl LeaderElector {
             )
             .await?;
         self.observe(written);
-        master_status().with_label_values(&[name.as_str()]).set(0);
+        set_master_status(&name, 0);
         tracing::info!(
             lease = %format!("{}/{}", self.config.namespace, name),
             "released the leader lease"

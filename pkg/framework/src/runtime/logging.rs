@@ -1,7 +1,7 @@
 //! Process logging on `tracing`, with klog's verbosity scale and Kubernetes' `text` / `json` formats.
 //!
 //! Mapping of klog's `-v` onto tracing levels, for the crates named in [`LogOptions::own_targets`]:
-//! `error!`, `warn!` and `info!` always (klog V(0)–V(3)); `debug!` from `-v=4` (where Karmada logs
+//! `error!`, `warn!` and `info!` always (klog V(0)–V(3)); `debug!` from `-v=4` (where controllers log
 //! per-object detail); `trace!` from `-v=6` (where client-go logs requests). Dependencies (kube, hyper,
 //! …) stay at `info` below `-v=6`, `debug` at 6–7 and `trace` from 8. `RUST_LOG`, when set, replaces
 //! the whole filter. As in Kubernetes, text goes to stderr and JSON to stdout.
@@ -127,21 +127,18 @@ mod tests {
         let mut o = LogOptions {
             verbosity: 2,
             format: LogFormat::Text,
-            own_targets: vec!["karmada-controller-manager".into(), "lariat".into()],
+            own_targets: vec!["my-controller".into(), "lariat".into()],
         };
-        assert_eq!(
-            filter_directives(&o),
-            "info,karmada_controller_manager=info,lariat=info"
-        );
+        assert_eq!(filter_directives(&o), "info,my_controller=info,lariat=info");
         o.verbosity = 4;
         assert_eq!(
             filter_directives(&o),
-            "info,karmada_controller_manager=debug,lariat=debug"
+            "info,my_controller=debug,lariat=debug"
         );
         o.verbosity = 8;
         assert_eq!(
             filter_directives(&o),
-            "trace,karmada_controller_manager=trace,lariat=trace"
+            "trace,my_controller=trace,lariat=trace"
         );
     }
 

@@ -120,9 +120,12 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
                 async move { c.reconcile(key, obj).await }
             },
         );
-        tokio::select! {
-            r = clusters.cache().wait_for_sync(ctx.settings.cluster_cache_sync_timeout) => r?,
-            _ = ctx.cancel.cancelled() => return Ok(()),
+        if clusters
+            .wait_synced(&ctx.cancel, ctx.settings.cluster_cache_sync_timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         ctx.synced.synced();
         ctx.cancel.cancelled().await;

@@ -62,7 +62,6 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::events::{EventRecorder, EventType};
 use karmada_controllers_common::metrics;
-use karmada_controllers_common::sync::wait_synced;
 use karmada_controllers_common::work::{
     WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
@@ -367,10 +366,26 @@ impl BindingController {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         // Caches read while syncing: wait for them first so no Work is built from a partial view.
-        if !wait_synced(&inner.cancel, &inner.works, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.clusters, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.ops, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.cops, timeout).await?
+        if inner
+            .works
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+            || inner
+                .clusters
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
+            || inner
+                .ops
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
+            || inner
+                .cops
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
         {
             return Ok(());
         }
@@ -418,8 +433,16 @@ impl BindingController {
                 }
             },
         );
-        if !wait_synced(&inner.cancel, &inner.rb, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.crb, timeout).await?
+        if inner
+            .rb
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+            || inner
+                .crb
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
         {
             return Ok(());
         }

@@ -428,8 +428,11 @@ impl BindingStatusController {
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
         // every binding before putting it back. Late registration replays every cached binding.
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.works, timeout)
+        if inner
+            .works
+            .wait_synced(&inner.cancel, timeout)
             .await?
+            .is_cancelled()
         {
             return Ok(());
         }
@@ -451,9 +454,16 @@ impl BindingStatusController {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        if !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.rb, timeout).await?
-            || !karmada_controllers_common::sync::wait_synced(&inner.cancel, &inner.crb, timeout)
+        if inner
+            .rb
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+            || inner
+                .crb
+                .wait_synced(&inner.cancel, timeout)
                 .await?
+                .is_cancelled()
         {
             return Ok(());
         }

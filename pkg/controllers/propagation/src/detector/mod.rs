@@ -39,7 +39,7 @@ use karmada_apis::{
 use karmada_interpreter::{Interpreter, InterpreterOptions};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::{Discovery, Scope, verbs};
-use lariat::{HandlerResult, ObjectKey, SharedController, Store};
+use lariat::{HandlerResult, ObjectKey, SharedController, Store, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -224,14 +224,13 @@ impl Detector {
         // Works before the first template is handled, so a restart does not rewrite bindings that
         // the Work cache would have shown to be current.
         match inner.ctx.control_plane.caches().for_kind::<Work>() {
-            Ok(works) => {
-                tokio::select! {
-                    _ = inner.cancel.cancelled() => return Ok(()),
-                    r = works.wait_for_sync(timeout) => if let Err(e) = r {
-                        tracing::warn!(error = %e, "Work cache did not sync; bindings are rewritten when the template moved");
-                    },
+            Ok(works) => match works.wait_synced(&inner.cancel, timeout).await {
+                Ok(SyncWait::Synced) => {}
+                Ok(SyncWait::Cancelled) => return Ok(()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Work cache did not sync; bindings are rewritten when the template moved");
                 }
-            }
+            },
             Err(e) => {
                 tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved")
             }

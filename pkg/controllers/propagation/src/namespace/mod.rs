@@ -29,7 +29,6 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::sync::wait_synced;
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 
@@ -111,9 +110,21 @@ impl NamespaceController {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if !wait_synced(&inner.cancel, &inner.clusters, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.cops, timeout).await?
-            || !wait_synced(&inner.cancel, &inner.works, timeout).await?
+        if inner
+            .clusters
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+            || inner
+                .cops
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
+            || inner
+                .works
+                .wait_synced(&inner.cancel, timeout)
+                .await?
+                .is_cancelled()
         {
             return Ok(());
         }
@@ -153,9 +164,13 @@ impl NamespaceController {
                 }
             },
         );
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.namespaces.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .namespaces
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         inner.ctx.synced.synced();
         tracing::info!("namespace controller synced");

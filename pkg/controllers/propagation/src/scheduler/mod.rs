@@ -254,13 +254,15 @@ impl Scheduler {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         // Clusters first, so bindings are scheduled against a synced cluster list.
-        let cluster_store = inner.clusters.store();
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.clusters.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .clusters
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
-        let _ = cluster_store;
         let this = self.clone();
         inner.clusters.register_handler(
             NAME,
@@ -288,13 +290,21 @@ impl Scheduler {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.rb.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .rb
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.crb.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .crb
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         inner.ctx.synced.synced();
         tracing::info!("scheduler synced");

@@ -386,10 +386,13 @@ impl ExecutionController {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let _ = inner.clusters.store();
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.clusters.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .clusters
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         let this = self.clone();
         inner.clusters.register_handler(
@@ -412,9 +415,13 @@ impl ExecutionController {
                 async move { this.handle_work(k, o).await }
             },
         );
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.works.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .works
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         inner.ctx.synced.synced();
         tracing::info!("execution controller synced");

@@ -215,9 +215,13 @@ impl WorkStatusController {
             },
         );
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        tokio::select! {
-            _ = inner.cancel.cancelled() => return Ok(()),
-            r = inner.works.cache().wait_for_sync(timeout) => r?,
+        if inner
+            .works
+            .wait_synced(&inner.cancel, timeout)
+            .await?
+            .is_cancelled()
+        {
+            return Ok(());
         }
         inner.ctx.synced.synced();
         tracing::info!(controller = NAME, "work-status controller synced");

@@ -115,6 +115,17 @@ pub async fn lists(client: &Client, group: &str, resource: &str) -> f64 {
     .await
 }
 
+/// The label the tests put on the objects a member cache should see.
+pub const MANAGED_LABEL: &str = "lariat.test/managed";
+
+/// The label selector of member caches in these tests: [`MANAGED_LABEL`]`=true`.
+pub const MANAGED_SELECTOR: &str = "lariat.test/managed=true";
+
+/// Options of a member cluster whose caches only see objects labelled [`MANAGED_SELECTOR`].
+pub fn member_options() -> ClusterOptions {
+    ClusterOptions::with_label_scope(MANAGED_SELECTOR)
+}
+
 /// A framework cluster named `name` over the API server `config` points at.
 pub fn cluster(name: &str, config: kube::Config, options: ClusterOptions) -> Cluster {
     Cluster::new(name, config, options, &CancellationToken::new()).unwrap()

@@ -1,14 +1,13 @@
 //! lariat against a real API server: shared watches, lazy start, deletes, late and removed
 //! handlers, error/ignore/requeue-after results, per-key exclusivity and per-GroupKind workers.
 
-mod framework_support;
+mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use framework_support::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
@@ -16,6 +15,7 @@ use lariat::{
     CacheScope, ClusterOptions, HandlerResult, ObjectKey, RateLimiterOptions, WorkerOptions,
 };
 use serde_json::json;
+use support::*;
 use testenv::{EnvOptions, TestEnv};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -526,8 +526,7 @@ async fn label_scope_metadata_only_and_indexes() {
     for (name, managed) in [("a", true), ("b", false), ("c", true)] {
         let mut o = cm(ns, name, &"x".repeat(100));
         if managed {
-            o.metadata.labels =
-                Some([("karmada.io/managed".to_string(), "true".to_string())].into());
+            o.metadata.labels = Some([(MANAGED_LABEL.to_string(), "true".to_string())].into());
         }
         o.metadata.annotations = Some(
             [(
@@ -538,7 +537,7 @@ async fn label_scope_metadata_only_and_indexes() {
         );
         cms.create(&PostParams::default(), &o).await.unwrap();
     }
-    let c = cluster("it-scope", host_config().await, ClusterOptions::member());
+    let c = cluster("it-scope", host_config().await, member_options());
     // member defaults: only managed objects
     let managed = c.caches().for_kind::<ConfigMap>().unwrap();
     managed.add_index(
@@ -591,7 +590,7 @@ async fn label_scope_metadata_only_and_indexes() {
             &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
             CacheScope {
                 namespace: Some(ns.to_string()),
-                label_selector: Some("karmada.io/managed=true".to_string()),
+                label_selector: Some(MANAGED_SELECTOR.to_string()),
                 field_selector: None,
             },
         )
