@@ -567,6 +567,27 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_registry_holds_the_series_and_refuses_a_second_registration() {
+        let own = Registry::new();
+        let families = FrameworkMetrics::register(&own).unwrap();
+        let m = ClusterMetrics::new("metrics-own-registry", families);
+        m.queue("Secret").adds.inc();
+        let in_own = own
+            .gather()
+            .iter()
+            .any(|mf| mf.name() == "workqueue_adds_total" && !mf.get_metric().is_empty());
+        assert!(in_own, "series in the caller's registry");
+        assert!(gathered_names_with("metrics-own-registry").is_empty());
+        match FrameworkMetrics::register(&own) {
+            Err(MetricsError::Register { name, .. }) => {
+                assert_eq!(name, "controller_runtime_reconcile_total")
+            }
+            other => panic!("expected a registration error, got {other:?}"),
+        }
+        assert!(QueueMetrics::unregistered().is_ok());
+    }
+
+    #[test]
     fn buckets_match_controller_runtime() {
         let b = workqueue_buckets();
         assert_eq!(b.len(), 12);
