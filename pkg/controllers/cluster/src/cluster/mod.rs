@@ -22,7 +22,7 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding, Work};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use lariat::{Cache, HandlerResult, ObjectKey};
+use lariat::{Cache, HandlerResult, ObjectKey, SyncWait};
 
 use karmada_apis::well_known::event_reasons;
 use karmada_controllers_common::conditions::now;
@@ -120,13 +120,12 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
                 async move { c.reconcile(key, obj).await }
             },
         );
-        if clusters
+        let SyncWait::Synced = clusters
             .wait_synced(&ctx.cancel, ctx.settings.cluster_cache_sync_timeout)
             .await?
-            .is_cancelled()
-        {
+        else {
             return Ok(());
-        }
+        };
         ctx.synced.synced();
         ctx.cancel.cancelled().await;
         Ok::<(), BoxError>(())

@@ -36,7 +36,7 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, ClusterStatus};
 use kube::api::{Api, Patch, PatchParams};
-use lariat::{CacheScope, HandlerResult, ObjectKey};
+use lariat::{CacheScope, HandlerResult, ObjectKey, SyncWait};
 
 use conditions::ConditionCache;
 use karmada_controllers_common::conditions::{new_condition, set_condition};
@@ -216,13 +216,12 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
                 async move { c.reconcile(key, obj).await }
             },
         );
-        if clusters
+        let SyncWait::Synced = clusters
             .wait_synced(&ctx.cancel, ctx.settings.cluster_cache_sync_timeout)
             .await?
-            .is_cancelled()
-        {
+        else {
             return Ok(());
-        }
+        };
         ctx.synced.synced();
         ctx.cancel.cancelled().await;
         Ok::<(), BoxError>(())

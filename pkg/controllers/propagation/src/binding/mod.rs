@@ -54,7 +54,7 @@ use kube::api::{
     PatchParams, PostParams,
 };
 use kube::{Resource, ResourceExt};
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -366,29 +366,18 @@ impl BindingController {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         // Caches read while syncing: wait for them first so no Work is built from a partial view.
-        if inner
-            .works
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-            || inner
-                .clusters
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-            || inner
-                .ops
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-            || inner
-                .cops
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-        {
+        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
+        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
+        let SyncWait::Synced = inner.ops.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
+        let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
         let this = self.clone();
         inner.rb.register_handler(
             NAME,
@@ -433,19 +422,12 @@ impl BindingController {
                 }
             },
         );
-        if inner
-            .rb
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-            || inner
-                .crb
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-        {
+        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
+        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
         inner.ctx.synced.synced();
         tracing::info!("binding controller synced");
         inner.cancel.cancelled().await;

@@ -41,7 +41,7 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use lariat::cache::store::label_index_name;
-use lariat::{HandlerResult, ObjectKey, SharedController, Store};
+use lariat::{HandlerResult, ObjectKey, SharedController, Store, SyncWait};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -428,14 +428,9 @@ impl BindingStatusController {
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
         // every binding before putting it back. Late registration replays every cached binding.
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if inner
-            .works
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         let this = self.clone();
         inner.rb.register_handler(
             RB_HANDLER,
@@ -454,19 +449,12 @@ impl BindingStatusController {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        if inner
-            .rb
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-            || inner
-                .crb
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-        {
+        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
+        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
         inner.ctx.synced.synced();
         tracing::info!(controller = NAME, "binding-status controller synced");
         inner.cancel.cancelled().await;

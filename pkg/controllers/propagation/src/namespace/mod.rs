@@ -25,7 +25,7 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, ClusterOverridePolicy, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -110,24 +110,15 @@ impl NamespaceController {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if inner
-            .clusters
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-            || inner
-                .cops
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-            || inner
-                .works
-                .wait_synced(&inner.cancel, timeout)
-                .await?
-                .is_cancelled()
-        {
+        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
+        let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
+        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
+            return Ok(());
+        };
         for c in inner.clusters.store().keys() {
             inner.known_clusters.lock().insert(c.name().to_owned());
         }
@@ -164,14 +155,9 @@ impl NamespaceController {
                 }
             },
         );
-        if inner
-            .namespaces
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.namespaces.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         inner.ctx.synced.synced();
         tracing::info!("namespace controller synced");
         inner.cancel.cancelled().await;

@@ -28,7 +28,7 @@ use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus, T
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding};
 use kube::Resource;
 use kube::api::{Patch, PatchParams};
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -255,14 +255,9 @@ impl Scheduler {
         let inner = &self.inner;
         // Clusters first, so bindings are scheduled against a synced cluster list.
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if inner
-            .clusters
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         let this = self.clone();
         inner.clusters.register_handler(
             NAME,
@@ -290,22 +285,12 @@ impl Scheduler {
                 async move { this.handle_binding(k, o).await }
             },
         );
-        if inner
-            .rb
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
-        if inner
-            .crb
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        };
+        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         inner.ctx.synced.synced();
         tracing::info!("scheduler synced");
         inner.cancel.cancelled().await;

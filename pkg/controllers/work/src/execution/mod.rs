@@ -82,7 +82,7 @@ use kube::api::{
     Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
     PropagationPolicy,
 };
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -386,14 +386,9 @@ impl ExecutionController {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if inner
-            .clusters
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         let this = self.clone();
         inner.clusters.register_handler(
             NAME,
@@ -415,14 +410,9 @@ impl ExecutionController {
                 async move { this.handle_work(k, o).await }
             },
         );
-        if inner
-            .works
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         inner.ctx.synced.synced();
         tracing::info!("execution controller synced");
         let mut events = inner.ctx.members.subscribe();

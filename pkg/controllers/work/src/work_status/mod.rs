@@ -36,7 +36,7 @@ use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -215,14 +215,9 @@ impl WorkStatusController {
             },
         );
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if inner
-            .works
-            .wait_synced(&inner.cancel, timeout)
-            .await?
-            .is_cancelled()
-        {
+        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
-        }
+        };
         inner.ctx.synced.synced();
         tracing::info!(controller = NAME, "work-status controller synced");
         let mut tick = tokio::time::interval(MEMBER_RESYNC_PERIOD);
