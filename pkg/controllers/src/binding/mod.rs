@@ -60,6 +60,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::binding::BindingObject;
+use crate::common::error::{ApiError, FrameworkError, framework};
 use crate::common::events::{EventRecorder, EventType};
 use crate::common::metrics;
 use crate::common::sync::wait_synced;
@@ -90,27 +91,11 @@ pub const WORKS_GONE_REQUEUE: Duration = Duration::from_secs(2);
 #[derive(Debug, thiserror::Error)]
 pub enum BindingError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted.
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
-    /// The framework failed (controller set-up, REST mapping).
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being done.
-        what: String,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// The framework could not provide a controller, cache or client.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
     /// The interpreter rejected the template.
     #[error("{kind} {key} for cluster {cluster}: {source}")]
     Interpret {
@@ -136,12 +121,7 @@ fn api_err(
 ) -> impl FnOnce(kube::Error) -> BindingError {
     let kind = kind.to_owned();
     let key = key.to_owned();
-    move |source| BindingError::Api {
-        action,
-        kind,
-        key,
-        source: Box::new(source),
-    }
+    move |source| ApiError::new(action, kind, key, source).into()
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
@@ -314,32 +294,27 @@ impl BindingController {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingError> {
         let cp = &ctx.control_plane;
-        let fw = |what: &str| {
-            let what = what.to_owned();
-            move |source| BindingError::Framework {
-                what,
-                source: Box::new(source),
-            }
-        };
         let client = cp
             .clients()
             .client_for_controller(CONTROLLER_NAME)
-            .map_err(fw("binding client"))?;
+            .map_err(framework("binding client"))?;
         let c = cp.controllers();
         let rb = c
             .for_kind::<ResourceBinding>()
-            .map_err(fw("ResourceBinding controller"))?;
+            .map_err(framework("ResourceBinding controller"))?;
         let crb = c
             .for_kind::<ClusterResourceBinding>()
-            .map_err(fw("ClusterResourceBinding controller"))?;
-        let works = c.for_kind::<Work>().map_err(fw("Work controller"))?;
-        let clusters = c.for_kind::<Cluster>().map_err(fw("Cluster controller"))?;
+            .map_err(framework("ClusterResourceBinding controller"))?;
+        let works = c.for_kind::<Work>().map_err(framework("Work controller"))?;
+        let clusters = c
+            .for_kind::<Cluster>()
+            .map_err(framework("Cluster controller"))?;
         let ops = c
             .for_kind::<OverridePolicy>()
-            .map_err(fw("OverridePolicy controller"))?;
+            .map_err(framework("OverridePolicy controller"))?;
         let cops = c
             .for_kind::<ClusterOverridePolicy>()
-            .map_err(fw("ClusterOverridePolicy controller"))?;
+            .map_err(framework("ClusterOverridePolicy controller"))?;
         let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingController {
@@ -640,14 +615,11 @@ impl BindingController {
         let gvk = gvk_of(&r.api_version, &r.kind);
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let cp = &self.inner.ctx.control_plane;
-        let (ar, caps): (ApiResource, _) =
-            cp.clients()
-                .resolve(&gvk)
-                .await
-                .map_err(|source| BindingError::Framework {
-                    what: format!("map {} {}", r.api_version, r.kind),
-                    source: Box::new(source),
-                })?;
+        let (ar, caps): (ApiResource, _) = cp
+            .clients()
+            .resolve(&gvk)
+            .await
+            .map_err(framework(format!("map {} {}", r.api_version, r.kind)))?;
         let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
             Api::namespaced_with(self.inner.client.clone(), &r.namespace, &ar)
         } else {

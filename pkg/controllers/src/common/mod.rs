@@ -1,10 +1,12 @@
 //! What several controllers share, so that no controller imports another: the interface of the two
 //! binding kinds, status conditions, Events, guarded merge patches for objects we do not own, the
 //! Work writer and the propagation metrics (binding and namespace write Works, execution counts
-//! member writes), reading Works' manifests, and waiting for a cache before the first reconcile.
+//! member writes), reading Works' manifests, and waiting for a cache before the first reconcile;
+//! also the errors every controller can meet.
 
 pub mod binding;
 pub mod conditions;
+pub mod error;
 pub mod events;
 pub mod manifest;
 pub mod metrics;

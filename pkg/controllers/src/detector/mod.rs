@@ -43,6 +43,7 @@ use lariat::{HandlerResult, ObjectKey, SharedController, Store};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::error::framework;
 use crate::common::events;
 use crate::common::manifest::split_api_version;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
@@ -144,13 +145,6 @@ impl Detector {
     /// [`Detector::run`]).
     pub fn new(ctx: ControllerContext) -> Result<Self, DetectorError> {
         let cp = &ctx.control_plane;
-        let framework = |what: &str| {
-            let what = what.to_owned();
-            move |source| DetectorError::Framework {
-                what,
-                source: Box::new(source),
-            }
-        };
         let client = cp
             .clients()
             .client_for_controller(NAME)
@@ -355,10 +349,7 @@ impl Detector {
             .clients()
             .resolve(&gvk)
             .await
-            .map_err(|source| DetectorError::Framework {
-                what: format!("resolve {kind}.{group}"),
-                source: Box::new(source),
-            })?;
+            .map_err(framework(format!("resolve {kind}.{group}")))?;
         Ok((ar, matches!(caps.scope, Scope::Namespaced)))
     }
 

@@ -32,6 +32,7 @@ use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
     template_reference,
 };
+use crate::common::error::FrameworkError;
 use crate::common::events::EventType;
 use crate::common::manifest::split_api_version;
 
@@ -596,10 +597,9 @@ impl Detector {
                         ctrl,
                     },
                     Err(source) => {
-                        errors.push(DetectorError::Framework {
-                            what: format!("controller for {k}"),
-                            source: Box::new(source),
-                        });
+                        errors.push(
+                            FrameworkError::new(format!("controller for {k}"), source).into(),
+                        );
                         continue;
                     }
                 },
