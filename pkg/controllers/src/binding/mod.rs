@@ -64,6 +64,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::binding::BindingObject;
 use crate::common::error::{ApiError, FrameworkError, framework};
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::handlers::{register, serve_until_cancelled, shared_controller};
 use crate::common::metrics;
 use crate::common::sync::wait_synced;
 use crate::common::work::{
@@ -210,18 +211,15 @@ impl WorkPlan<'_> {
         template: &Value,
         t: &TargetCluster,
     ) -> Result<Value, BindingError> {
+        let err = |e| interpret_error(&self.resource.kind, &self.key, &t.name, e);
         let mut w = template.clone();
         if self.revise {
             interpreter
                 .revise_replica(&mut w, i64::from(t.replicas))
-                .map_err(interpret_err(&self.resource.kind, &self.key, &t.name))?;
+                .map_err(err)?;
         }
         if let Some(c) = self.completions.as_ref().and_then(|m| m.get(&t.name)) {
-            karmada_interpreter::apply_job_completions(&mut w, *c).map_err(interpret_err(
-                &self.resource.kind,
-                &self.key,
-                &t.name,
-            ))?;
+            karmada_interpreter::apply_job_completions(&mut w, *c).map_err(err)?;
         }
         Ok(w)
     }
@@ -253,31 +251,21 @@ impl WorkPlan<'_> {
                 &generation.to_string(),
             );
         }
-        if self.binding_namespace.is_empty() {
-            set_annotation(
-                &mut w,
-                CLUSTER_RESOURCE_BINDING_ANNOTATION,
-                &self.binding_name,
-            );
-            annotations.insert(
-                CLUSTER_RESOURCE_BINDING_ANNOTATION.to_owned(),
-                self.binding_name.clone(),
-            );
+        // The binding's reference goes on both the manifest and the Work.
+        let binding_annotations = if self.binding_namespace.is_empty() {
+            vec![(CLUSTER_RESOURCE_BINDING_ANNOTATION, &self.binding_name)]
         } else {
-            set_annotation(
-                &mut w,
-                RESOURCE_BINDING_NAMESPACE_ANNOTATION,
-                &self.binding_namespace,
-            );
-            set_annotation(&mut w, RESOURCE_BINDING_NAME_ANNOTATION, &self.binding_name);
-            annotations.insert(
-                RESOURCE_BINDING_NAMESPACE_ANNOTATION.to_owned(),
-                self.binding_namespace.clone(),
-            );
-            annotations.insert(
-                RESOURCE_BINDING_NAME_ANNOTATION.to_owned(),
-                self.binding_name.clone(),
-            );
+            vec![
+                (
+                    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+                    &self.binding_namespace,
+                ),
+                (RESOURCE_BINDING_NAME_ANNOTATION, &self.binding_name),
+            ]
+        };
+        for (key, value) in binding_annotations {
+            set_annotation(&mut w, key, value);
+            annotations.insert(key.to_owned(), value.clone());
         }
         annotations.insert(
             CONFLICT_RESOLUTION_ANNOTATION.to_owned(),
@@ -355,19 +343,17 @@ impl WorkTally {
     }
 }
 
-/// The error for the interpreter rejecting template `kind key` for `cluster` (empty: all).
-fn interpret_err(
+/// The interpreter rejected template `kind key` for `cluster` (empty: for every cluster).
+fn interpret_error(
     kind: &str,
     key: &str,
     cluster: &str,
-) -> impl FnOnce(karmada_interpreter::InterpretError) -> BindingError {
-    let kind = kind.to_owned();
-    let key = key.to_owned();
-    let cluster = cluster.to_owned();
-    move |source| BindingError::Interpret {
-        kind,
-        key,
-        cluster,
+    source: karmada_interpreter::InterpretError,
+) -> BindingError {
+    BindingError::Interpret {
+        kind: kind.to_owned(),
+        key: key.to_owned(),
+        cluster: cluster.to_owned(),
         source,
     }
 }
@@ -493,23 +479,12 @@ impl BindingController {
             .clients()
             .client_for_controller(CONTROLLER_NAME)
             .map_err(framework("binding client"))?;
-        let c = cp.controllers();
-        let rb = c
-            .for_kind::<ResourceBinding>()
-            .map_err(framework("ResourceBinding controller"))?;
-        let crb = c
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(framework("ClusterResourceBinding controller"))?;
-        let works = c.for_kind::<Work>().map_err(framework("Work controller"))?;
-        let clusters = c
-            .for_kind::<Cluster>()
-            .map_err(framework("Cluster controller"))?;
-        let ops = c
-            .for_kind::<OverridePolicy>()
-            .map_err(framework("OverridePolicy controller"))?;
-        let cops = c
-            .for_kind::<ClusterOverridePolicy>()
-            .map_err(framework("ClusterOverridePolicy controller"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let works = shared_controller::<Work>(cp)?;
+        let clusters = shared_controller::<Cluster>(cp)?;
+        let ops = shared_controller::<OverridePolicy>(cp)?;
+        let cops = shared_controller::<ClusterOverridePolicy>(cp)?;
         let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingController {
@@ -544,48 +519,44 @@ impl BindingController {
         {
             return Ok(());
         }
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.rb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.crb.register_handler(
+        register(
+            &inner.crb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.ops.register_handler(
+        register(
+            &inner.ops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<OverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                    this.policy_changed("OverridePolicy", &k, selectors);
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<OverridePolicy>>| async move {
+                let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                this.policy_changed("OverridePolicy", &k, selectors);
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.cops.register_handler(
+        register(
+            &inner.cops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterOverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                    this.policy_changed("ClusterOverridePolicy", &k, selectors);
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                this.policy_changed("ClusterOverridePolicy", &k, selectors);
+                HandlerResult::Success
             },
         );
         if !wait_synced(&inner.cancel, &inner.rb, timeout).await?
@@ -593,10 +564,7 @@ impl BindingController {
         {
             return Ok(());
         }
-        inner.ctx.synced.synced();
-        tracing::info!("binding controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("binding controller stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "binding controller").await;
         Ok(())
     }
 
@@ -1016,7 +984,7 @@ impl BindingController {
                 spec.placement.as_ref(),
             ) {
             karmada_interpreter::job_completions_per_cluster(template, targets)
-                .map_err(interpret_err(&r.kind, &key, ""))?
+                .map_err(|e| interpret_error(&r.kind, &key, "", e))?
         } else {
             None
         };

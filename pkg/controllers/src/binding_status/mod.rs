@@ -49,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::binding::BindingObject;
 use crate::common::error::{ApiError, FrameworkError, framework};
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::handlers::{register, serve_until_cancelled, shared_controller};
 use crate::common::manifest::{manifest_index, split_api_version};
 use crate::common::patch::merge_diff;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
@@ -348,18 +349,9 @@ impl BindingStatusController {
             .clients()
             .client_for_controller(RB_HANDLER)
             .map_err(framework("binding-status client"))?;
-        let rb = cp
-            .controllers()
-            .for_kind::<ResourceBinding>()
-            .map_err(framework("ResourceBinding controller"))?;
-        let crb = cp
-            .controllers()
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(framework("ClusterResourceBinding controller"))?;
-        let works = cp
-            .controllers()
-            .for_kind::<Work>()
-            .map_err(framework("Work controller"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let works = shared_controller::<Work>(cp)?;
         let recorder = EventRecorder::new(client.clone(), RB_HANDLER, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingStatusController {
@@ -393,14 +385,12 @@ impl BindingStatusController {
             store.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
             store.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
         }
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             RB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o) }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o) },
         );
         // Bindings are aggregated from the Work cache: their handlers start only once it has
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
@@ -409,22 +399,22 @@ impl BindingStatusController {
         if !crate::common::sync::wait_synced(&inner.cancel, &inner.works, timeout).await? {
             return Ok(());
         }
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.rb,
             RB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.crb.register_handler(
+        register(
+            &inner.crb,
             CRB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
         if !crate::common::sync::wait_synced(&inner.cancel, &inner.rb, timeout).await?
@@ -432,10 +422,12 @@ impl BindingStatusController {
         {
             return Ok(());
         }
-        inner.ctx.synced.synced();
-        tracing::info!(controller = NAME, "binding-status controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!(controller = NAME, "binding-status controller stopped");
+        serve_until_cancelled(
+            &inner.ctx.synced,
+            &inner.cancel,
+            "binding-status controller",
+        )
+        .await;
         Ok(())
     }
 

@@ -2,12 +2,13 @@
 //! binding kinds, status conditions, Events, guarded merge patches for objects we do not own, the
 //! Work writer and the propagation metrics (binding and namespace write Works, execution counts
 //! member writes), reading Works' manifests, and waiting for a cache before the first reconcile;
-//! also the errors every controller can meet.
+//! also the errors every controller can meet and its start-up steps (handlers, serving).
 
 pub mod binding;
 pub mod conditions;
 pub mod error;
 pub mod events;
+pub mod handlers;
 pub mod manifest;
 pub mod metrics;
 pub mod patch;

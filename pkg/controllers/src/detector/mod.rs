@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::error::framework;
 use crate::common::events;
+use crate::common::handlers::shared_controller;
 use crate::common::manifest::split_api_version;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 pub use error::DetectorError;
@@ -157,14 +158,8 @@ impl Detector {
         let interpreter = Interpreter::new(InterpreterOptions {
             resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
         });
-        let pp = cp
-            .controllers()
-            .for_kind::<PropagationPolicy>()
-            .map_err(framework("PropagationPolicy controller"))?;
-        let cpp = cp
-            .controllers()
-            .for_kind::<ClusterPropagationPolicy>()
-            .map_err(framework("ClusterPropagationPolicy controller"))?;
+        let pp = shared_controller::<PropagationPolicy>(cp)?;
+        let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
         let rb = cp
             .caches()
             .for_kind::<ResourceBinding>()

@@ -34,6 +34,7 @@ use super::{
 };
 use crate::common::error::FrameworkError;
 use crate::common::events::EventType;
+use crate::common::handlers::register;
 use crate::common::manifest::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
@@ -48,22 +49,22 @@ impl Detector {
     /// Registers the PropagationPolicy and ClusterPropagationPolicy handlers.
     pub(crate) fn register_policy_handlers(&self) {
         let inner = &self.inner;
-        let this = self.clone();
-        inner.pp.register_handler(
+        register(
+            &inner.pp,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<PropagationPolicy>>| {
-                let this = this.clone();
-                async move { this.handle_policy(k, o).await }
+            &inner.cancel,
+            self,
+            |this: Self, k, o: Option<Arc<PropagationPolicy>>| async move {
+                this.handle_policy(k, o).await
             },
         );
-        let this = self.clone();
-        inner.cpp.register_handler(
+        register(
+            &inner.cpp,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterPropagationPolicy>>| {
-                let this = this.clone();
-                async move { this.handle_policy(k, o).await }
+            &inner.cancel,
+            self,
+            |this: Self, k, o: Option<Arc<ClusterPropagationPolicy>>| async move {
+                this.handle_policy(k, o).await
             },
         );
     }

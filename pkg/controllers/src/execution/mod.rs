@@ -88,6 +88,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::events::{EventRecorder, EventType, reference_of};
+use crate::common::handlers::register;
 use crate::common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
@@ -391,26 +392,22 @@ impl ExecutionController {
             _ = inner.cancel.cancelled() => return Ok(()),
             r = inner.clusters.cache().wait_for_sync(timeout) => r?,
         }
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.clusters,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move {
-                    this.cluster_changed(&k, o.as_deref());
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                this.cluster_changed(&k, o.as_deref());
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o).await }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
         tokio::select! {
             _ = inner.cancel.cancelled() => return Ok(()),

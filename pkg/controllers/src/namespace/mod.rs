@@ -29,6 +29,7 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::handlers::{register, serve_until_cancelled};
 use crate::common::sync::wait_synced;
 use crate::common::work::{WorkTarget, create_or_update_work};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
@@ -120,47 +121,38 @@ impl NamespaceController {
         for c in inner.clusters.store().keys() {
             inner.known_clusters.lock().insert(c.name().to_owned());
         }
-        let this = self.clone();
-        inner.namespaces.register_handler(
+        register(
+            &inner.namespaces,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Namespace>>| {
-                let this = this.clone();
-                async move { this.handle_namespace(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Namespace>>| async move { this.handle_namespace(k, o).await },
+        );
+        register(
+            &inner.clusters,
+            NAME,
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                this.cluster_changed(&k, o.is_some());
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.cops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move {
-                    this.cluster_changed(&k, o.is_some());
-                    HandlerResult::Success
-                }
-            },
-        );
-        let this = self.clone();
-        inner.cops.register_handler(
-            NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterOverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
+                HandlerResult::Success
             },
         );
         tokio::select! {
             _ = inner.cancel.cancelled() => return Ok(()),
             r = inner.namespaces.cache().wait_for_sync(timeout) => r?,
         }
-        inner.ctx.synced.synced();
-        tracing::info!("namespace controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("namespace controller stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "namespace controller").await;
         Ok(())
     }
 

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::binding::BindingObject;
 use crate::common::error::{ApiError, FrameworkError, framework};
 use crate::common::events::{EventRecorder, EventType};
+use crate::common::handlers::{register, serve_until_cancelled, shared_controller};
 use crate::context::{ControllerContext, ControllerFuture, StartFn};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
@@ -193,18 +194,9 @@ impl Scheduler {
             .clients()
             .client_for_controller(NAME)
             .map_err(framework("scheduler client"))?;
-        let rb = cp
-            .controllers()
-            .for_kind::<ResourceBinding>()
-            .map_err(framework("ResourceBinding controller"))?;
-        let crb = cp
-            .controllers()
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(framework("ClusterResourceBinding controller"))?;
-        let clusters = cp
-            .controllers()
-            .for_kind::<Cluster>()
-            .map_err(framework("Cluster controller"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let clusters = shared_controller::<Cluster>(cp)?;
         let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Scheduler {
@@ -235,31 +227,29 @@ impl Scheduler {
             r = inner.clusters.cache().wait_for_sync(timeout) => r?,
         }
         let _ = cluster_store;
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.clusters,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move { this.handle_cluster(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move { this.handle_cluster(k, o).await },
+        );
+        register(
+            &inner.rb,
+            NAME,
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.crb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
-            },
-        );
-        let this = self.clone();
-        inner.crb.register_handler(
-            NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
         tokio::select! {
@@ -270,10 +260,7 @@ impl Scheduler {
             _ = inner.cancel.cancelled() => return Ok(()),
             r = inner.crb.cache().wait_for_sync(timeout) => r?,
         }
-        inner.ctx.synced.synced();
-        tracing::info!("scheduler synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("scheduler stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "scheduler").await;
         Ok(())
     }
 

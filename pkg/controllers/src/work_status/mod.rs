@@ -42,6 +42,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::error::{ApiError, FrameworkError, framework};
+use crate::common::handlers::{register, shared_controller};
 use crate::common::manifest::{manifest_gvk, manifest_index, text};
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
@@ -163,10 +164,7 @@ impl WorkStatusController {
             .clients()
             .client_for_controller(WORK_HANDLER)
             .map_err(framework("work-status client"))?;
-        let works = cp
-            .controllers()
-            .for_kind::<Work>()
-            .map_err(framework("Work controller"))?;
+        let works = shared_controller::<Work>(cp)?;
         let cancel = ctx.cancel.child_token();
         Ok(WorkStatusController {
             inner: Arc::new(Inner {
@@ -184,14 +182,12 @@ impl WorkStatusController {
     /// the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             WORK_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o).await }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         tokio::select! {
