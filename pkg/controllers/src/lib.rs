@@ -1,19 +1,27 @@
-//! The Karmada controllers, one module per controller, and what they share: the [`ControllerContext`]
-//! each one starts with and the [`MemberClusters`] they reach members through.
+//! Every Karmada controller this project implements, as one dependency for the processes that run
+//! them: the [`registry`] of `--controllers` names, and the domain crates re-exported under the
+//! module paths callers use (`karmada_controllers::detector`, `karmada_controllers::common`, …).
+//!
+//! The controllers live in one crate per domain, over a shared crate: a controller is found in one
+//! hop, touching one controller recompiles only its domain, and the agent depends on the domains it
+//! runs. See the README's layout section.
+//!
+//! | crate | controllers |
+//! |---|---|
+//! | `karmada-controllers-common` | none: the context, member clusters, Events, patches, the Work writer |
+//! | `karmada-controllers-cluster` | `cluster`, `clusterStatus` |
+//! | `karmada-controllers-work` | `execution`, `workStatus` |
+//! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
 
-pub mod binding;
-pub mod binding_status;
-pub mod cluster;
-pub mod cluster_status;
-pub mod common;
-pub mod context;
-pub mod detector;
-pub mod execution;
-pub mod members;
-pub mod namespace;
 pub mod registry;
-pub mod scheduler;
-pub mod work_status;
 
-pub use context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn, SyncReporter};
-pub use members::MemberClusters;
+pub use karmada_controllers_cluster::{cluster, cluster_status};
+pub use karmada_controllers_common as common;
+pub use karmada_controllers_common::{
+    BoxError, ControllerContext, ControllerFuture, MemberClusters, Settings, StartFn, SyncReporter,
+    context, members,
+};
+pub use karmada_controllers_propagation::{
+    binding, binding_status, detector, namespace, scheduler,
+};
+pub use karmada_controllers_work::{execution, work_status};

@@ -2,7 +2,7 @@
 //! truth for what is implemented. The process (`karmada-controller-manager`) starts these; Karmada
 //! names not listed here never run (`*` leaves them out with a warning, naming one is an error).
 
-use crate::context::StartFn;
+use crate::StartFn;
 
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {

@@ -1,0 +1,6 @@
+//! Cluster lifecycle: the `cluster` controller (a Cluster's execution namespace, finalizer and
+//! removal) and `clusterStatus` (connecting to members, health, versions, API enablements and the
+//! resource summary the scheduler reads). Failover's cluster taints will join them here.
+
+pub mod cluster;
+pub mod cluster_status;

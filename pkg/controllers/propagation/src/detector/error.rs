@@ -1,0 +1,117 @@
+//! Errors of the detector; each names the object it is about and the cause.
+
+use karmada_controllers_common::error::{ApiError, FrameworkError};
+
+/// A detector failure.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectorError {
+    /// An API request failed.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// The framework could not provide a controller, cache or client.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    /// No policy matches the template (retried once; then it waits for a policy).
+    #[error("no matched propagation policy for {kind} {key}")]
+    NoMatchedPolicy {
+        /// Kind of the template.
+        kind: String,
+        /// `namespace/name` or `name`.
+        key: String,
+    },
+    /// The claiming policy is being deleted; its claim is cleaned up first.
+    #[error("{policy} is being deleted")]
+    PolicyDeleting {
+        /// The policy, e.g. `policy(ns/name)`.
+        policy: String,
+    },
+    /// Override policies the policy depends on do not exist yet.
+    #[error("waiting for dependent overrides of {policy}: {missing} not found")]
+    DependentOverrides {
+        /// The policy.
+        policy: String,
+        /// The first missing override policy.
+        missing: String,
+    },
+    /// The binding exists but belongs to another object with the same name (Karmada issue #2090).
+    #[error(
+        "{kind} {key} is controlled by uid {owner}, not by template uid {template}; will try again after it is garbage collected"
+    )]
+    OwnerMismatch {
+        /// Binding kind.
+        kind: &'static str,
+        /// Binding key.
+        key: String,
+        /// UID of the binding's controller.
+        owner: String,
+        /// UID of the template.
+        template: String,
+    },
+    /// The interpreter could not read the template's replicas.
+    #[error("get replicas: {0}")]
+    Replicas(#[from] karmada_interpreter::InterpretError),
+    /// A kind's ApiResource is not known (not discovered yet).
+    #[error("kind {kind}.{group} is not discovered (yet)")]
+    UnknownKind {
+        /// API group.
+        group: String,
+        /// Kind.
+        kind: String,
+    },
+    /// An object could not be converted.
+    #[error("convert {what}: {source}")]
+    Convert {
+        /// What was converted.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A write kept conflicting with concurrent writers.
+    #[error("write {kind} {key}: conflict retries exhausted")]
+    ConflictRetries {
+        /// Kind of the object.
+        kind: String,
+        /// `namespace/name` or `name`.
+        key: String,
+    },
+    /// Several failures (policy reconciles touch many objects).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Many(Vec<DetectorError>),
+}
+
+impl DetectorError {
+    /// An API error on `kind key`.
+    pub fn api(
+        action: &'static str,
+        kind: impl Into<String>,
+        key: impl Into<String>,
+        source: kube::Error,
+    ) -> Self {
+        ApiError::new(action, kind, key, source).into()
+    }
+
+    /// Whether this is a 409 Conflict from the API server.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, DetectorError::Api(e) if is_conflict(&e.source))
+    }
+}
+
+/// Whether a kube error is a 404.
+pub fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// Whether a kube error is a 409.
+pub fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// Collects errors: `Ok` when empty, the error itself when one, [`DetectorError::Many`] otherwise.
+pub fn aggregate(mut errors: Vec<DetectorError>) -> Result<(), DetectorError> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(DetectorError::Many(errors)),
+    }
+}

@@ -1,0 +1,393 @@
+//! The resource detector (Karmada's `pkg/detector`): watches every propagatable kind on the control
+//! plane, matches templates with PropagationPolicies and ClusterPropagationPolicies, claims them and
+//! writes their ResourceBinding / ClusterResourceBinding.
+//!
+//! Karmada always runs the detector (it is not a `--controllers` name); [`start`] is meant to be
+//! started by the process next to the enabled controllers, under leader election.
+//!
+//! How it is put together on `lariat`:
+//! - every 30 s discovery lists the preferred version of every group; each kind that supports
+//!   `list`, `watch` and `delete` and is not skipped ([`skip`]) gets the detector's handler on its
+//!   shared dynamic controller, so new CRDs are picked up without a restart;
+//! - the template handler skips reserved/skipped namespaces and updates that only touched status or
+//!   server-maintained metadata ([`fingerprint`]);
+//! - PropagationPolicy and ClusterPropagationPolicy handlers assign permanent ids and finalizers
+//!   (Karmada's webhook does that), release templates that no longer match, re-queue the templates
+//!   they claim or that wait for a policy, handle preemption and deletion.
+
+pub mod binding;
+pub mod claim;
+pub mod error;
+pub mod fingerprint;
+pub mod metrics;
+mod policy;
+pub mod skip;
+mod template;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use karmada_apis::Work;
+use karmada_apis::well_known::{
+    CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL, RESOURCE_BINDING_PERMANENT_ID_LABEL,
+};
+use karmada_apis::{
+    ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
+};
+use karmada_interpreter::{Interpreter, InterpreterOptions};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::{Discovery, Scope, verbs};
+use lariat::{HandlerResult, ObjectKey, SharedController, Store};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+pub use error::DetectorError;
+use events::EventRecorder;
+use karmada_controllers_common::error::framework;
+use karmada_controllers_common::events;
+use karmada_controllers_common::handlers::shared_controller;
+use karmada_controllers_common::manifest::split_api_version;
+use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use skip::SkippedResources;
+
+/// The detector's name: its User-Agent suffix, Event source and log field.
+pub const NAME: &str = "resource-detector";
+
+/// How often discovery looks for new kinds (Karmada: 30 s).
+pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
+
+/// Feature gate: policies with `preemption: Always` take templates from lower-priority policies.
+pub const FEATURE_POLICY_PREEMPTION: &str = "PropagationPolicyPreemption";
+/// Feature gate: bindings carry the workload affinity groups.
+pub const FEATURE_WORKLOAD_AFFINITY: &str = "WorkloadAffinity";
+/// Feature gate: bindings carry the KubePriorityClass value of the policy.
+pub const FEATURE_PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
+/// Feature gate: replica requirements carry namespace and priorityClassName.
+pub const FEATURE_RESOURCE_QUOTA_ESTIMATE: &str = "ResourceQuotaEstimate";
+
+/// A template, by group, kind, namespace and name (version-independent).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TemplateRef {
+    /// API group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace (empty for cluster-scoped kinds).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl TemplateRef {
+    /// The queue key of the template.
+    pub fn object_key(&self) -> ObjectKey {
+        ObjectKey::new(Some(self.namespace.as_str()), &self.name)
+    }
+
+    /// `namespace/name` or `name`.
+    pub fn key(&self) -> String {
+        karmada_apis::names::namespaced_key(&self.namespace, &self.name)
+    }
+}
+
+impl std::fmt::Display for TemplateRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.key())
+    }
+}
+
+/// A kind the detector watches.
+#[derive(Clone)]
+pub(crate) struct WatchedKind {
+    pub ar: ApiResource,
+    pub namespaced: bool,
+    pub ctrl: SharedController<DynamicObject>,
+}
+
+/// Shared state of the detector.
+pub(crate) struct Inner {
+    pub ctx: ControllerContext,
+    pub client: kube::Client,
+    pub skipped: SkippedResources,
+    pub interpreter: Interpreter,
+    pub recorder: EventRecorder,
+    pub pp: SharedController<PropagationPolicy>,
+    pub cpp: SharedController<ClusterPropagationPolicy>,
+    pub rb: Store<ResourceBinding>,
+    pub crb: Store<ClusterResourceBinding>,
+    /// Works, indexed by binding permanent id (to tell whether a binding's Works are current).
+    pub works: Store<Work>,
+    /// Watched kinds by (group, kind).
+    pub kinds: Mutex<HashMap<(String, String), WatchedKind>>,
+    /// Kinds the framework refused to watch for us (warned about once).
+    pub unwatchable: Mutex<HashSet<(String, String)>>,
+    /// Templates no policy matched (Karmada's waiting list).
+    pub waiting: Mutex<HashSet<TemplateRef>>,
+    /// Fingerprint of each template at its last successful reconcile.
+    pub fingerprints: Mutex<HashMap<TemplateRef, u64>>,
+    /// Templates to reconcile even if their fingerprint did not change (policy changes).
+    pub forced: Mutex<HashSet<TemplateRef>>,
+    /// Generation of each policy at its last successful reconcile (`pp/ns/name`, `cpp/name`).
+    pub policy_generations: Mutex<HashMap<String, i64>>,
+    /// Cancelled when the detector stops; handlers are removed with it.
+    pub cancel: CancellationToken,
+}
+
+/// The resource detector. Cheap to clone.
+#[derive(Clone)]
+pub struct Detector {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Detector {
+    /// Builds the detector on the context's control plane (nothing is watched until
+    /// [`Detector::run`]).
+    pub fn new(ctx: ControllerContext) -> Result<Self, DetectorError> {
+        let cp = &ctx.control_plane;
+        let client = cp
+            .clients()
+            .client_for_controller(NAME)
+            .map_err(framework("detector client"))?;
+        let skipped = SkippedResources::parse(&ctx.settings.skipped_propagating_apis).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "ignoring invalid --skipped-propagating-apis; using the defaults");
+            SkippedResources::with_defaults()
+        });
+        let gates = &ctx.settings.feature_gates;
+        let interpreter = Interpreter::new(InterpreterOptions {
+            resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
+        });
+        let pp = shared_controller::<PropagationPolicy>(cp)?;
+        let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
+        let rb = cp
+            .caches()
+            .for_kind::<ResourceBinding>()
+            .map_err(framework("ResourceBinding cache"))?
+            .store();
+        let crb = cp
+            .caches()
+            .for_kind::<ClusterResourceBinding>()
+            .map_err(framework("ClusterResourceBinding cache"))?
+            .store();
+        let works = cp
+            .caches()
+            .for_kind::<Work>()
+            .map_err(framework("Work cache"))?
+            .store();
+        works.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
+        works.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
+        let recorder = EventRecorder::new(client.clone(), NAME, &ctx.cancel);
+        let cancel = ctx.cancel.child_token();
+        Ok(Detector {
+            inner: Arc::new(Inner {
+                ctx,
+                client,
+                skipped,
+                interpreter,
+                recorder,
+                pp,
+                cpp,
+                rb,
+                crb,
+                works,
+                kinds: Mutex::new(HashMap::new()),
+                unwatchable: Mutex::new(HashSet::new()),
+                waiting: Mutex::new(HashSet::new()),
+                fingerprints: Mutex::new(HashMap::new()),
+                forced: Mutex::new(HashSet::new()),
+                policy_generations: Mutex::new(HashMap::new()),
+                cancel,
+            }),
+        })
+    }
+
+    /// Runs the detector until the context is cancelled: registers the policy handlers, then
+    /// discovers kinds every [`DISCOVERY_PERIOD`]. Reports synced after the first discovery once
+    /// the policy and binding caches have synced.
+    pub async fn run(self) -> Result<(), BoxError> {
+        let inner = &self.inner;
+        self.register_policy_handlers();
+        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
+        // Templates are compared with their bindings' Works (`works_carry_generation`): list the
+        // Works before the first template is handled, so a restart does not rewrite bindings that
+        // the Work cache would have shown to be current.
+        match inner.ctx.control_plane.caches().for_kind::<Work>() {
+            Ok(works) => {
+                tokio::select! {
+                    _ = inner.cancel.cancelled() => return Ok(()),
+                    r = works.wait_for_sync(timeout) => if let Err(e) = r {
+                        tracing::warn!(error = %e, "Work cache did not sync; bindings are rewritten when the template moved");
+                    },
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved")
+            }
+        }
+        let mut synced = false;
+        let mut tick = tokio::time::interval(DISCOVERY_PERIOD);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = inner.cancel.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = self.discover().await {
+                tracing::warn!(error = %e, "resource discovery failed; retrying next period");
+                continue;
+            }
+            if !synced {
+                let caches = inner.ctx.control_plane.caches();
+                if let Err(e) = caches.wait_for_sync(timeout).await {
+                    tracing::warn!(error = %e, "detector caches did not sync yet");
+                    continue;
+                }
+                inner.ctx.synced.synced();
+                synced = true;
+                tracing::info!("resource detector synced");
+            }
+        }
+        tracing::info!("resource detector stopped");
+        Ok(())
+    }
+
+    /// The templates currently waiting for a policy.
+    pub fn waiting(&self) -> Vec<TemplateRef> {
+        let mut v: Vec<_> = self.inner.waiting.lock().iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Runs discovery once and starts watching every new propagatable kind.
+    pub async fn discover(&self) -> Result<usize, DetectorError> {
+        let inner = &self.inner;
+        let discovery = Discovery::new(inner.client.clone())
+            .run()
+            .await
+            .map_err(|e| DetectorError::api("discover", "APIGroups", "", e))?;
+        let mut added = 0;
+        for group in discovery.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                if ![verbs::DELETE, verbs::LIST, verbs::WATCH]
+                    .iter()
+                    .all(|v| caps.supports_operation(v))
+                {
+                    continue;
+                }
+                if inner.skipped.is_skipped(&ar.group, &ar.version, &ar.kind) {
+                    continue;
+                }
+                let key = (ar.group.clone(), ar.kind.clone());
+                if inner.kinds.lock().contains_key(&key) {
+                    continue;
+                }
+                let namespaced = matches!(caps.scope, Scope::Namespaced);
+                let ctrl = match inner.ctx.control_plane.controllers().for_resource(&ar) {
+                    Ok(ctrl) => ctrl,
+                    Err(e) => {
+                        // One kind that cannot be watched (e.g. another controller already caches it
+                        // as a typed object) must not stop propagation of every other kind.
+                        if inner.unwatchable.lock().insert(key.clone()) {
+                            tracing::warn!(group = %ar.group, version = %ar.version, kind = %ar.kind, error = %e, "templates of this kind will not be propagated");
+                        }
+                        continue;
+                    }
+                };
+                tracing::info!(group = %ar.group, version = %ar.version, kind = %ar.kind, "setting up detector handler");
+                let watched = WatchedKind {
+                    ar: ar.clone(),
+                    namespaced,
+                    ctrl: ctrl.clone(),
+                };
+                inner.kinds.lock().insert(key, watched.clone());
+                let this = self.clone();
+                ctrl.register_handler(
+                    NAME,
+                    inner.cancel.clone(),
+                    move |k: ObjectKey, o: Option<Arc<DynamicObject>>| {
+                        let this = this.clone();
+                        let watched = watched.clone();
+                        async move { this.handle_template(&watched, k, o).await }
+                    },
+                );
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+
+    /// The watched kind of `group`/`kind`.
+    pub(crate) fn watched(&self, group: &str, kind: &str) -> Option<WatchedKind> {
+        self.inner
+            .kinds
+            .lock()
+            .get(&(group.to_owned(), kind.to_owned()))
+            .cloned()
+    }
+
+    /// The ApiResource of a kind: the watched one, else through the REST mapping.
+    pub(crate) async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, bool), DetectorError> {
+        let (group, version) = split_api_version(api_version);
+        if let Some(w) = self.watched(group, kind) {
+            return Ok((w.ar, w.namespaced));
+        }
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (ar, caps) = self
+            .inner
+            .ctx
+            .control_plane
+            .clients()
+            .resolve(&gvk)
+            .await
+            .map_err(framework(format!("resolve {kind}.{group}")))?;
+        Ok((ar, matches!(caps.scope, Scope::Namespaced)))
+    }
+
+    /// Marks a template for reconciliation regardless of its fingerprint and queues it.
+    pub(crate) fn force_enqueue(&self, t: &TemplateRef) {
+        self.inner.forced.lock().insert(t.clone());
+        if let Some(w) = self.watched(&t.group, &t.kind) {
+            let ns = (!t.namespace.is_empty()).then_some(t.namespace.as_str());
+            w.ctrl.enqueue(ns, &t.name);
+        }
+    }
+}
+
+/// The Event reference of a template.
+pub(crate) fn template_reference(obj: &DynamicObject, ar: &ApiResource) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(ar.api_version.clone()),
+        kind: Some(ar.kind.clone()),
+        namespace: obj.metadata.namespace.clone(),
+        name: obj.metadata.name.clone(),
+        uid: obj.metadata.uid.clone(),
+        resource_version: obj.metadata.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// Turns a detector result into a handler result.
+pub(crate) fn handler_result<K>(r: Result<(), DetectorError>) -> HandlerResult<K> {
+    match r {
+        Ok(()) => HandlerResult::Success,
+        Err(e) => HandlerResult::Error(Box::new(e)),
+    }
+}
+
+/// Starts the detector on `ctx` (the process starts it unconditionally, like Karmada).
+pub fn start(ctx: ControllerContext) -> ControllerFuture {
+    Box::pin(async move {
+        let detector = Detector::new(ctx)?;
+        detector.run().await
+    })
+}
+
+/// [`start`] as a [`StartFn`].
+pub fn start_fn() -> StartFn {
+    Arc::new(start)
+}
