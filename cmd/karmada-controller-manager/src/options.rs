@@ -866,438 +866,552 @@ fn explicit(matches: &ArgMatches, id: &str) -> bool {
 impl Cli {
     /// Validates every flag, returning all problems (one line each) when any is wrong.
     /// `matches` tells which flags were given explicitly.
+    ///
+    /// One step per flag group, in the order the problems are listed.
     pub fn validate(&self, matches: &ArgMatches) -> Result<Options, Vec<String>> {
         let mut c = Checker {
             problems: Vec::new(),
         };
-        let mut warnings = Vec::new();
         let g = &self.generic;
-        let l = &self.logs;
-
-        // Logs.
-        let verbosity = match l.v.parse::<u32>() {
-            Ok(v) => v,
-            Err(_) => {
-                c.bad("v", &l.v, "must be a non-negative integer");
-                0
-            }
-        };
-        let logging_format = match l.logging_format.parse::<LogFormat>() {
-            Ok(f) => f,
-            Err(e) => {
-                c.bad("logging-format", &l.logging_format, e);
-                LogFormat::Text
-            }
-        };
-        c.non_negative_duration("log-flush-frequency", &l.log_flush_frequency);
-        for (flag, value) in [
-            ("add-dir-header", &l.add_dir_header),
-            ("alsologtostderr", &l.alsologtostderr),
-            ("logtostderr", &l.logtostderr),
-            ("one-output", &l.one_output),
-            ("skip-headers", &l.skip_headers),
-            ("skip-log-headers", &l.skip_log_headers),
-            ("log-json-split-stream", &l.log_json_split_stream),
-            ("log-text-split-stream", &l.log_text_split_stream),
-        ] {
-            c.opt_boolean(flag, value);
-        }
-
-        // Controllers.
-        let controllers: Vec<String> = g
-            .controllers
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        for problem in controllers::validate_selection(&controllers) {
-            c.problems
-                .push(format!("invalid value for --controllers: {problem}"));
-        }
-        let controllers_left_out = controllers::left_out(&controllers);
-
-        // Leader election.
-        let leader_elect = c.boolean("leader-elect", &g.leader_elect);
-        let durations = [
-            (
-                "leader-elect-lease-duration",
-                &g.leader_elect_lease_duration,
-            ),
-            (
-                "leader-elect-renew-deadline",
-                &g.leader_elect_renew_deadline,
-            ),
-            ("leader-elect-retry-period", &g.leader_elect_retry_period),
-        ];
-        let parsed: Vec<Option<GoDuration>> =
-            durations.iter().map(|(f, v)| c.duration(f, v)).collect();
-        let (mut lease, mut renew, mut retry) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-        if let [Some(l_d), Some(r_d), Some(p_d)] = parsed[..] {
-            lease = l_d.to_std();
-            renew = r_d.to_std();
-            retry = p_d.to_std();
-            if leader_elect {
-                for p in timing_problems(l_d, r_d, p_d) {
-                    let (flag, value) = match p {
-                        TimingProblem::LeaseDurationNotPositive
-                        | TimingProblem::LeaseNotAboveRenewDeadline => durations[0],
-                        TimingProblem::RenewDeadlineNotPositive
-                        | TimingProblem::RenewDeadlineNotAboveRetry => durations[1],
-                        TimingProblem::RetryPeriodNotPositive => durations[2],
-                    };
-                    let reason = match p {
-                        TimingProblem::LeaseNotAboveRenewDeadline => format!(
-                            "must be greater than --leader-elect-renew-deadline ({})",
-                            g.leader_elect_renew_deadline
-                        ),
-                        TimingProblem::RenewDeadlineNotAboveRetry => format!(
-                            "must be greater than 1.2 × --leader-elect-retry-period ({})",
-                            g.leader_elect_retry_period
-                        ),
-                        other => other.to_string(),
-                    };
-                    c.bad(flag, value, reason);
-                }
-            }
-        }
-        if leader_elect && g.leader_elect_resource_namespace.trim().is_empty() {
-            c.bad(
-                "leader-elect-resource-namespace",
-                &g.leader_elect_resource_namespace,
-                "must not be empty when --leader-elect is on",
-            );
-        }
-
-        // Servers.
-        let metrics_bind_address = c.address("metrics-bind-address", &g.metrics_bind_address);
-        let mut health_probe_bind_address =
-            c.address("health-probe-bind-address", &g.health_probe_bind_address);
-        if g.bind_address.is_some() || g.secure_port.is_some() {
-            let ip = g.bind_address.clone().unwrap_or_else(|| "0.0.0.0".into());
-            let port = g.secure_port.clone().unwrap_or_else(|| "10357".into());
-            let ip_ok = ip.parse::<std::net::IpAddr>().is_ok();
-            if !ip_ok {
-                c.bad("bind-address", &ip, "must be an IP address");
-            }
-            let port_ok = matches!(port.parse::<u16>(), Ok(p) if p > 0);
-            if !port_ok {
-                c.bad("secure-port", &port, "must be a port between 1 and 65535");
-            }
-            if explicit(matches, "health_probe_bind_address") {
-                warnings.push(
-                    "--bind-address and --secure-port are deprecated and ignored because \
-                     --health-probe-bind-address is set"
-                        .into(),
-                );
-            } else {
-                warnings.push(
-                    "--bind-address and --secure-port are deprecated; use --health-probe-bind-address"
-                        .into(),
-                );
-                if ip_ok && port_ok {
-                    let host = if ip.contains(':') {
-                        format!("[{ip}]")
-                    } else {
-                        ip
-                    };
-                    health_probe_bind_address =
-                        c.address("bind-address", &format!("{host}:{port}"));
-                }
-            }
-        }
-
-        // Cluster health.
-        let cluster_status_update_frequency = c.positive_duration(
-            "cluster-status-update-frequency",
-            &g.cluster_status_update_frequency,
-        );
-        let cluster_success_threshold =
-            c.non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold);
-        let cluster_failure_threshold =
-            c.non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold);
-        let cluster_monitor_period =
-            c.positive_duration("cluster-monitor-period", &g.cluster_monitor_period);
-        let cluster_monitor_grace_period = c.positive_duration(
-            "cluster-monitor-grace-period",
-            &g.cluster_monitor_grace_period,
-        );
-        let cluster_startup_grace_period = c.positive_duration(
-            "cluster-startup-grace-period",
-            &g.cluster_startup_grace_period,
-        );
-
-        // Propagation filters.
-        for token in g
-            .skipped_propagating_apis
-            .split(';')
-            .filter(|t| !t.is_empty())
-        {
-            if token.matches('/').count() > 2 {
-                c.bad(
-                    "skipped-propagating-apis",
-                    &g.skipped_propagating_apis,
-                    format!("entry {token:?} is not <group>, <group>/<version> or <group>/<version>/<kind>[,<kind>]"),
-                );
-            }
-        }
-        let mut skipped_propagating_namespaces = Vec::new();
-        for ns in &g.skipped_propagating_namespaces {
-            match regex::Regex::new(&format!("^{ns}$")) {
-                Ok(r) => skipped_propagating_namespaces.push(r),
-                Err(_) => c.bad(
-                    "skipped-propagating-namespaces",
-                    ns,
-                    "not a valid regular expression",
-                ),
-            }
-        }
-
-        // Clients.
-        let qps = |c: &mut Checker, flag: &str, value: &str| -> f32 {
-            match c.float(flag, value) {
-                Some(v) if v > 0.0 => v as f32,
-                Some(_) => {
-                    c.bad(flag, value, "must be greater than 0");
-                    1.0
-                }
-                None => 1.0,
-            }
-        };
-        let cluster_api_qps = qps(&mut c, "cluster-api-qps", &g.cluster_api_qps);
-        let kube_api_qps = qps(&mut c, "kube-api-qps", &g.kube_api_qps);
-        let cluster_api_burst = c.positive_int("cluster-api-burst", &g.cluster_api_burst) as u32;
-        let kube_api_burst = c.positive_int("kube-api-burst", &g.kube_api_burst) as u32;
-        let cluster_cache_sync_timeout =
-            c.non_negative_duration("cluster-cache-sync-timeout", &g.cluster_cache_sync_timeout);
-        let resync_period = c.non_negative_duration("resync-period", &g.resync_period);
-
-        // Concurrency.
-        let mut group_kind_concurrency = BTreeMap::new();
-        for (flag, value, key) in [
-            (
-                "concurrent-work-syncs",
-                &g.concurrent_work_syncs,
-                group_kinds::WORK,
-            ),
-            (
-                "concurrent-resourcebinding-syncs",
-                &g.concurrent_resourcebinding_syncs,
-                group_kinds::RESOURCE_BINDING,
-            ),
-            (
-                "concurrent-clusterresourcebinding-syncs",
-                &g.concurrent_clusterresourcebinding_syncs,
-                group_kinds::CLUSTER_RESOURCE_BINDING,
-            ),
-            (
-                "concurrent-cluster-syncs",
-                &g.concurrent_cluster_syncs,
-                group_kinds::CLUSTER,
-            ),
-            (
-                "concurrent-namespace-syncs",
-                &g.concurrent_namespace_syncs,
-                group_kinds::NAMESPACE,
-            ),
-        ] {
-            group_kind_concurrency.insert(key.to_string(), c.positive_int(flag, value));
-        }
-        let concurrent_propagation_policy_syncs = c.positive_int(
-            "concurrent-propagation-policy-syncs",
-            &g.concurrent_propagation_policy_syncs,
-        );
-        let concurrent_cluster_propagation_policy_syncs = c.positive_int(
-            "concurrent-cluster-propagation-policy-syncs",
-            &g.concurrent_cluster_propagation_policy_syncs,
-        );
-        let concurrent_resource_template_syncs = c.positive_int(
-            "concurrent-resource-template-syncs",
-            &g.concurrent_resource_template_syncs,
-        );
-        let concurrent_dependent_resource_syncs = c.positive_int(
-            "concurrent-dependent-resource-syncs",
-            &g.concurrent_dependent_resource_syncs,
-        );
-
-        // Misc.
-        let enable_taint_manager = c.boolean("enable-taint-manager", &g.enable_taint_manager);
-        let graceful_eviction_timeout =
-            c.non_negative_duration("graceful-eviction-timeout", &g.graceful_eviction_timeout);
-        let enable_cluster_resource_modeling = c.boolean(
-            "enable-cluster-resource-modeling",
-            &g.enable_cluster_resource_modeling,
-        );
-
-        // Rate limiter: like Karmada, zero or negative values fall back to the defaults.
-        let rl_duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
-            c.duration(flag, value)
-                .filter(|d| d.is_positive())
-                .map(|d| d.to_std())
-                .unwrap_or(default)
-        };
-        let rl_int = |c: &mut Checker, flag: &str, value: &str, default: u32| {
-            c.int(flag, value)
-                .filter(|v| *v > 0)
-                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-                .unwrap_or(default)
-        };
-        let rate_limiter = RateLimiterOptions {
-            base_delay: rl_duration(
-                &mut c,
-                "rate-limiter-base-delay",
-                &g.rate_limiter_base_delay,
-                Duration::from_millis(5),
-            ),
-            max_delay: rl_duration(
-                &mut c,
-                "rate-limiter-max-delay",
-                &g.rate_limiter_max_delay,
-                Duration::from_secs(1000),
-            ),
-            qps: rl_int(&mut c, "rate-limiter-qps", &g.rate_limiter_qps, 10),
-            bucket_size: rl_int(
-                &mut c,
-                "rate-limiter-bucket-size",
-                &g.rate_limiter_bucket_size,
-                100,
-            ),
-        };
-
-        c.boolean("enable-pprof", &g.enable_pprof);
-        if g.profiling_bind_address != "0" {
-            c.address("profiling-bind-address", &g.profiling_bind_address);
-        }
-
-        let hpa = HpaOptions {
-            sync_period: c
-                .positive_duration("horizontal-pod-autoscaler-sync-period", &g.hpa_sync_period),
-            upscale_delay: c.non_negative_duration(
-                "horizontal-pod-autoscaler-upscale-delay",
-                &g.hpa_upscale_delay,
-            ),
-            downscale_stabilization: c.non_negative_duration(
-                "horizontal-pod-autoscaler-downscale-stabilization",
-                &g.hpa_downscale_stabilization,
-            ),
-            downscale_delay: c.non_negative_duration(
-                "horizontal-pod-autoscaler-downscale-delay",
-                &g.hpa_downscale_delay,
-            ),
-            tolerance: c
-                .float("horizontal-pod-autoscaler-tolerance", &g.hpa_tolerance)
-                .unwrap_or(0.1),
-            cpu_initialization_period: c.non_negative_duration(
-                "horizontal-pod-autoscaler-cpu-initialization-period",
-                &g.hpa_cpu_initialization_period,
-            ),
-            initial_readiness_delay: c.non_negative_duration(
-                "horizontal-pod-autoscaler-initial-readiness-delay",
-                &g.hpa_initial_readiness_delay,
-            ),
-        };
+        let logs = check_logs(&mut c, &self.logs);
+        let controllers = check_controllers(&mut c, &g.controllers);
+        let leader_election = check_leader_election(&mut c, g);
+        let servers = check_servers(&mut c, g, matches);
+        let health = check_cluster_health(&mut c, g);
+        let skipped_propagating_namespaces = check_propagation_filters(&mut c, g);
+        let clients = check_clients(&mut c, g);
+        let concurrency = check_concurrency(&mut c, g);
+        let eviction = check_eviction(&mut c, g);
+        let rate_limiter = check_rate_limiter(&mut c, g);
+        check_profiling(&mut c, g);
+        let hpa = check_hpa(&mut c, g);
         let federated_resource_quota_sync_period = c.positive_duration(
             "federated-resource-quota-sync-period",
             &g.federated_resource_quota_sync_period,
         );
-
-        // Cluster failover.
-        let f = &self.failover;
-        let enable_no_execute_taint_eviction = c.boolean(
-            "enable-no-execute-taint-eviction",
-            &f.enable_no_execute_taint_eviction,
-        );
-        if enable_no_execute_taint_eviction
-            && !matches!(
-                f.no_execute_taint_eviction_purge_mode.as_str(),
-                "Gracefully" | "Directly"
-            )
-        {
-            c.bad(
-                "no-execute-taint-eviction-purge-mode",
-                &f.no_execute_taint_eviction_purge_mode,
-                "must be \"Gracefully\" or \"Directly\"",
-            );
-        }
-        let resource_eviction_rate =
-            match c.float("resource-eviction-rate", &f.resource_eviction_rate) {
-                Some(v) if v >= 0.0 => v as f32,
-                Some(_) => {
-                    c.bad(
-                        "resource-eviction-rate",
-                        &f.resource_eviction_rate,
-                        "must not be negative",
-                    );
-                    0.0
-                }
-                None => 0.0,
-            };
-
-        // Feature gates.
-        let mut feature_gates = FeatureGates::new(KARMADA_FEATURES);
-        if let Err(errs) = feature_gates.set_from_str(&g.feature_gates) {
-            for e in errs {
-                c.bad("feature-gates", &g.feature_gates, e);
-            }
-        }
-
+        let cluster_failover = check_cluster_failover(&mut c, &self.failover);
+        let feature_gates = check_feature_gates(&mut c, &g.feature_gates);
         if !c.problems.is_empty() {
             return Err(c.problems);
         }
         let no_effect = no_effect::changed(&Cli::command(), matches, &feature_gates);
+        let controllers_left_out = controllers::left_out(&controllers);
         Ok(Options {
             kubeconfig: g.kubeconfig.clone(),
             controllers,
-            leader_election: LeaderElectionOptions {
-                enabled: leader_elect,
-                namespace: g.leader_elect_resource_namespace.clone(),
-                lease_duration: lease,
-                renew_deadline: renew,
-                retry_period: retry,
-            },
-            metrics_bind_address,
-            health_probe_bind_address,
-            cluster_status_update_frequency,
-            cluster_success_threshold,
-            cluster_failure_threshold,
-            cluster_monitor_period,
-            cluster_monitor_grace_period,
-            cluster_startup_grace_period,
+            leader_election,
+            metrics_bind_address: servers.metrics,
+            health_probe_bind_address: servers.health_probe,
+            cluster_status_update_frequency: health.status_update_frequency,
+            cluster_success_threshold: health.success_threshold,
+            cluster_failure_threshold: health.failure_threshold,
+            cluster_monitor_period: health.monitor_period,
+            cluster_monitor_grace_period: health.monitor_grace_period,
+            cluster_startup_grace_period: health.startup_grace_period,
             skipped_propagating_apis: g.skipped_propagating_apis.clone(),
             skipped_propagating_namespaces,
             cluster_api_context: g.cluster_api_context.clone(),
             cluster_api_kubeconfig: g.cluster_api_kubeconfig.clone(),
-            cluster_api_qps,
-            cluster_api_burst,
-            kube_api_qps,
-            kube_api_burst,
-            cluster_cache_sync_timeout,
-            resync_period,
-            group_kind_concurrency,
-            concurrent_propagation_policy_syncs,
-            concurrent_cluster_propagation_policy_syncs,
-            concurrent_resource_template_syncs,
-            concurrent_dependent_resource_syncs,
-            enable_taint_manager,
-            graceful_eviction_timeout,
-            enable_cluster_resource_modeling,
+            cluster_api_qps: clients.cluster_api_qps,
+            cluster_api_burst: clients.cluster_api_burst,
+            kube_api_qps: clients.kube_api_qps,
+            kube_api_burst: clients.kube_api_burst,
+            cluster_cache_sync_timeout: clients.cluster_cache_sync_timeout,
+            resync_period: clients.resync_period,
+            group_kind_concurrency: concurrency.group_kind,
+            concurrent_propagation_policy_syncs: concurrency.propagation_policy,
+            concurrent_cluster_propagation_policy_syncs: concurrency.cluster_propagation_policy,
+            concurrent_resource_template_syncs: concurrency.resource_template,
+            concurrent_dependent_resource_syncs: concurrency.dependent_resource,
+            enable_taint_manager: eviction.enable_taint_manager,
+            graceful_eviction_timeout: eviction.graceful_eviction_timeout,
+            enable_cluster_resource_modeling: eviction.enable_cluster_resource_modeling,
             rate_limiter,
             hpa,
             federated_resource_quota_sync_period,
-            cluster_failover: ClusterFailoverOptions {
-                enable_no_execute_taint_eviction,
-                no_execute_taint_eviction_purge_mode: f
-                    .no_execute_taint_eviction_purge_mode
-                    .clone(),
-                resource_eviction_rate,
-            },
+            cluster_failover,
             feature_gates,
-            verbosity,
-            logging_format,
-            warnings,
+            verbosity: logs.verbosity,
+            logging_format: logs.format,
+            warnings: servers.warnings,
             no_effect,
             controllers_left_out,
         })
     }
+}
+
+/// The logging settings the controller manager acts on.
+struct Logs {
+    verbosity: u32,
+    format: LogFormat,
+}
+
+/// `-v`, `--logging-format`, and the klog flags that are accepted but only checked for syntax.
+fn check_logs(c: &mut Checker, l: &LogFlags) -> Logs {
+    let verbosity = match l.v.parse::<u32>() {
+        Ok(v) => v,
+        Err(_) => {
+            c.bad("v", &l.v, "must be a non-negative integer");
+            0
+        }
+    };
+    let format = match l.logging_format.parse::<LogFormat>() {
+        Ok(f) => f,
+        Err(e) => {
+            c.bad("logging-format", &l.logging_format, e);
+            LogFormat::Text
+        }
+    };
+    c.non_negative_duration("log-flush-frequency", &l.log_flush_frequency);
+    for (flag, value) in [
+        ("add-dir-header", &l.add_dir_header),
+        ("alsologtostderr", &l.alsologtostderr),
+        ("logtostderr", &l.logtostderr),
+        ("one-output", &l.one_output),
+        ("skip-headers", &l.skip_headers),
+        ("skip-log-headers", &l.skip_log_headers),
+        ("log-json-split-stream", &l.log_json_split_stream),
+        ("log-text-split-stream", &l.log_text_split_stream),
+    ] {
+        c.opt_boolean(flag, value);
+    }
+    Logs { verbosity, format }
+}
+
+/// `--controllers`: the trimmed, non-empty names, each a known controller (or `*`, `-name`).
+fn check_controllers(c: &mut Checker, given: &[String]) -> Vec<String> {
+    let controllers: Vec<String> = given
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for problem in controllers::validate_selection(&controllers) {
+        c.problems
+            .push(format!("invalid value for --controllers: {problem}"));
+    }
+    controllers
+}
+
+/// The `--leader-elect*` flags. The timing relations (lease > renew deadline > 1.2 × retry
+/// period) and the namespace are only checked when election is on, as client-go does.
+fn check_leader_election(c: &mut Checker, g: &GenericFlags) -> LeaderElectionOptions {
+    let enabled = c.boolean("leader-elect", &g.leader_elect);
+    let durations = [
+        (
+            "leader-elect-lease-duration",
+            &g.leader_elect_lease_duration,
+        ),
+        (
+            "leader-elect-renew-deadline",
+            &g.leader_elect_renew_deadline,
+        ),
+        ("leader-elect-retry-period", &g.leader_elect_retry_period),
+    ];
+    let parsed: Vec<Option<GoDuration>> = durations.iter().map(|(f, v)| c.duration(f, v)).collect();
+    let (mut lease, mut renew, mut retry) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    if let [Some(l_d), Some(r_d), Some(p_d)] = parsed[..] {
+        lease = l_d.to_std();
+        renew = r_d.to_std();
+        retry = p_d.to_std();
+        if enabled {
+            for p in timing_problems(l_d, r_d, p_d) {
+                let (flag, value) = match p {
+                    TimingProblem::LeaseDurationNotPositive
+                    | TimingProblem::LeaseNotAboveRenewDeadline => durations[0],
+                    TimingProblem::RenewDeadlineNotPositive
+                    | TimingProblem::RenewDeadlineNotAboveRetry => durations[1],
+                    TimingProblem::RetryPeriodNotPositive => durations[2],
+                };
+                let reason = match p {
+                    TimingProblem::LeaseNotAboveRenewDeadline => format!(
+                        "must be greater than --leader-elect-renew-deadline ({})",
+                        g.leader_elect_renew_deadline
+                    ),
+                    TimingProblem::RenewDeadlineNotAboveRetry => format!(
+                        "must be greater than 1.2 × --leader-elect-retry-period ({})",
+                        g.leader_elect_retry_period
+                    ),
+                    other => other.to_string(),
+                };
+                c.bad(flag, value, reason);
+            }
+        }
+    }
+    if enabled && g.leader_elect_resource_namespace.trim().is_empty() {
+        c.bad(
+            "leader-elect-resource-namespace",
+            &g.leader_elect_resource_namespace,
+            "must not be empty when --leader-elect is on",
+        );
+    }
+    LeaderElectionOptions {
+        enabled,
+        namespace: g.leader_elect_resource_namespace.clone(),
+        lease_duration: lease,
+        renew_deadline: renew,
+        retry_period: retry,
+    }
+}
+
+/// The addresses the metrics and probe servers listen on.
+struct Servers {
+    metrics: BindAddress,
+    health_probe: BindAddress,
+    /// Deprecation warnings, logged once logging is up.
+    warnings: Vec<String>,
+}
+
+/// `--metrics-bind-address`, `--health-probe-bind-address`, and the deprecated
+/// `--bind-address`/`--secure-port` pair, which sets the probe address unless that is given too.
+fn check_servers(c: &mut Checker, g: &GenericFlags, matches: &ArgMatches) -> Servers {
+    let mut warnings = Vec::new();
+    let metrics = c.address("metrics-bind-address", &g.metrics_bind_address);
+    let mut health_probe = c.address("health-probe-bind-address", &g.health_probe_bind_address);
+    if g.bind_address.is_some() || g.secure_port.is_some() {
+        let ip = g.bind_address.clone().unwrap_or_else(|| "0.0.0.0".into());
+        let port = g.secure_port.clone().unwrap_or_else(|| "10357".into());
+        let ip_ok = ip.parse::<std::net::IpAddr>().is_ok();
+        if !ip_ok {
+            c.bad("bind-address", &ip, "must be an IP address");
+        }
+        let port_ok = matches!(port.parse::<u16>(), Ok(p) if p > 0);
+        if !port_ok {
+            c.bad("secure-port", &port, "must be a port between 1 and 65535");
+        }
+        if explicit(matches, "health_probe_bind_address") {
+            warnings.push(
+                "--bind-address and --secure-port are deprecated and ignored because \
+                 --health-probe-bind-address is set"
+                    .into(),
+            );
+        } else {
+            warnings.push(
+                "--bind-address and --secure-port are deprecated; use --health-probe-bind-address"
+                    .into(),
+            );
+            if ip_ok && port_ok {
+                let host = if ip.contains(':') {
+                    format!("[{ip}]")
+                } else {
+                    ip
+                };
+                health_probe = c.address("bind-address", &format!("{host}:{port}"));
+            }
+        }
+    }
+    Servers {
+        metrics,
+        health_probe,
+        warnings,
+    }
+}
+
+/// How often cluster health is collected and judged.
+struct ClusterHealth {
+    status_update_frequency: Duration,
+    success_threshold: Duration,
+    failure_threshold: Duration,
+    monitor_period: Duration,
+    monitor_grace_period: Duration,
+    startup_grace_period: Duration,
+}
+
+/// The `--cluster-*` health periods and thresholds: periods must be positive, thresholds may be 0.
+fn check_cluster_health(c: &mut Checker, g: &GenericFlags) -> ClusterHealth {
+    ClusterHealth {
+        status_update_frequency: c.positive_duration(
+            "cluster-status-update-frequency",
+            &g.cluster_status_update_frequency,
+        ),
+        success_threshold: c
+            .non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold),
+        failure_threshold: c
+            .non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold),
+        monitor_period: c.positive_duration("cluster-monitor-period", &g.cluster_monitor_period),
+        monitor_grace_period: c.positive_duration(
+            "cluster-monitor-grace-period",
+            &g.cluster_monitor_grace_period,
+        ),
+        startup_grace_period: c.positive_duration(
+            "cluster-startup-grace-period",
+            &g.cluster_startup_grace_period,
+        ),
+    }
+}
+
+/// `--skipped-propagating-apis` (syntax only) and `--skipped-propagating-namespaces`, returned
+/// compiled and anchored (`^…$`) as Karmada matches them.
+fn check_propagation_filters(c: &mut Checker, g: &GenericFlags) -> Vec<regex::Regex> {
+    for token in g
+        .skipped_propagating_apis
+        .split(';')
+        .filter(|t| !t.is_empty())
+    {
+        if token.matches('/').count() > 2 {
+            c.bad(
+                "skipped-propagating-apis",
+                &g.skipped_propagating_apis,
+                format!("entry {token:?} is not <group>, <group>/<version> or <group>/<version>/<kind>[,<kind>]"),
+            );
+        }
+    }
+    let mut namespaces = Vec::new();
+    for ns in &g.skipped_propagating_namespaces {
+        match regex::Regex::new(&format!("^{ns}$")) {
+            Ok(r) => namespaces.push(r),
+            Err(_) => c.bad(
+                "skipped-propagating-namespaces",
+                ns,
+                "not a valid regular expression",
+            ),
+        }
+    }
+    namespaces
+}
+
+/// Client limits and cache timings.
+struct Clients {
+    cluster_api_qps: f32,
+    cluster_api_burst: u32,
+    kube_api_qps: f32,
+    kube_api_burst: u32,
+    cluster_cache_sync_timeout: Duration,
+    resync_period: Duration,
+}
+
+/// The QPS/burst flags of the control-plane and member clients, the cache sync timeout and the
+/// resync period.
+fn check_clients(c: &mut Checker, g: &GenericFlags) -> Clients {
+    let qps = |c: &mut Checker, flag: &str, value: &str| -> f32 {
+        match c.float(flag, value) {
+            Some(v) if v > 0.0 => v as f32,
+            Some(_) => {
+                c.bad(flag, value, "must be greater than 0");
+                1.0
+            }
+            None => 1.0,
+        }
+    };
+    let cluster_api_qps = qps(c, "cluster-api-qps", &g.cluster_api_qps);
+    let kube_api_qps = qps(c, "kube-api-qps", &g.kube_api_qps);
+    Clients {
+        cluster_api_qps,
+        cluster_api_burst: c.positive_int("cluster-api-burst", &g.cluster_api_burst) as u32,
+        kube_api_qps,
+        kube_api_burst: c.positive_int("kube-api-burst", &g.kube_api_burst) as u32,
+        cluster_cache_sync_timeout: c
+            .non_negative_duration("cluster-cache-sync-timeout", &g.cluster_cache_sync_timeout),
+        resync_period: c.non_negative_duration("resync-period", &g.resync_period),
+    }
+}
+
+/// Worker counts.
+struct Concurrency {
+    /// Per controller-runtime GroupKind key.
+    group_kind: BTreeMap<String, usize>,
+    propagation_policy: usize,
+    cluster_propagation_policy: usize,
+    resource_template: usize,
+    dependent_resource: usize,
+}
+
+/// The `--concurrent-*-syncs` flags, each at least 1.
+fn check_concurrency(c: &mut Checker, g: &GenericFlags) -> Concurrency {
+    let mut group_kind = BTreeMap::new();
+    for (flag, value, key) in [
+        (
+            "concurrent-work-syncs",
+            &g.concurrent_work_syncs,
+            group_kinds::WORK,
+        ),
+        (
+            "concurrent-resourcebinding-syncs",
+            &g.concurrent_resourcebinding_syncs,
+            group_kinds::RESOURCE_BINDING,
+        ),
+        (
+            "concurrent-clusterresourcebinding-syncs",
+            &g.concurrent_clusterresourcebinding_syncs,
+            group_kinds::CLUSTER_RESOURCE_BINDING,
+        ),
+        (
+            "concurrent-cluster-syncs",
+            &g.concurrent_cluster_syncs,
+            group_kinds::CLUSTER,
+        ),
+        (
+            "concurrent-namespace-syncs",
+            &g.concurrent_namespace_syncs,
+            group_kinds::NAMESPACE,
+        ),
+    ] {
+        group_kind.insert(key.to_string(), c.positive_int(flag, value));
+    }
+    Concurrency {
+        group_kind,
+        propagation_policy: c.positive_int(
+            "concurrent-propagation-policy-syncs",
+            &g.concurrent_propagation_policy_syncs,
+        ),
+        cluster_propagation_policy: c.positive_int(
+            "concurrent-cluster-propagation-policy-syncs",
+            &g.concurrent_cluster_propagation_policy_syncs,
+        ),
+        resource_template: c.positive_int(
+            "concurrent-resource-template-syncs",
+            &g.concurrent_resource_template_syncs,
+        ),
+        dependent_resource: c.positive_int(
+            "concurrent-dependent-resource-syncs",
+            &g.concurrent_dependent_resource_syncs,
+        ),
+    }
+}
+
+/// Taint manager and resource modelling switches.
+struct Eviction {
+    enable_taint_manager: bool,
+    graceful_eviction_timeout: Duration,
+    enable_cluster_resource_modeling: bool,
+}
+
+/// `--enable-taint-manager`, `--graceful-eviction-timeout` and
+/// `--enable-cluster-resource-modeling`.
+fn check_eviction(c: &mut Checker, g: &GenericFlags) -> Eviction {
+    Eviction {
+        enable_taint_manager: c.boolean("enable-taint-manager", &g.enable_taint_manager),
+        graceful_eviction_timeout: c
+            .non_negative_duration("graceful-eviction-timeout", &g.graceful_eviction_timeout),
+        enable_cluster_resource_modeling: c.boolean(
+            "enable-cluster-resource-modeling",
+            &g.enable_cluster_resource_modeling,
+        ),
+    }
+}
+
+/// The `--rate-limiter-*` flags. Like Karmada, zero or negative values fall back to the defaults.
+fn check_rate_limiter(c: &mut Checker, g: &GenericFlags) -> RateLimiterOptions {
+    let duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
+        c.duration(flag, value)
+            .filter(|d| d.is_positive())
+            .map(|d| d.to_std())
+            .unwrap_or(default)
+    };
+    let int = |c: &mut Checker, flag: &str, value: &str, default: u32| {
+        c.int(flag, value)
+            .filter(|v| *v > 0)
+            .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+            .unwrap_or(default)
+    };
+    RateLimiterOptions {
+        base_delay: duration(
+            c,
+            "rate-limiter-base-delay",
+            &g.rate_limiter_base_delay,
+            Duration::from_millis(5),
+        ),
+        max_delay: duration(
+            c,
+            "rate-limiter-max-delay",
+            &g.rate_limiter_max_delay,
+            Duration::from_secs(1000),
+        ),
+        qps: int(c, "rate-limiter-qps", &g.rate_limiter_qps, 10),
+        bucket_size: int(
+            c,
+            "rate-limiter-bucket-size",
+            &g.rate_limiter_bucket_size,
+            100,
+        ),
+    }
+}
+
+/// `--enable-pprof` and `--profiling-bind-address` (`0` turns profiling off); syntax only.
+fn check_profiling(c: &mut Checker, g: &GenericFlags) {
+    c.boolean("enable-pprof", &g.enable_pprof);
+    if g.profiling_bind_address != "0" {
+        c.address("profiling-bind-address", &g.profiling_bind_address);
+    }
+}
+
+/// The `--horizontal-pod-autoscaler-*` flags.
+fn check_hpa(c: &mut Checker, g: &GenericFlags) -> HpaOptions {
+    HpaOptions {
+        sync_period: c
+            .positive_duration("horizontal-pod-autoscaler-sync-period", &g.hpa_sync_period),
+        upscale_delay: c.non_negative_duration(
+            "horizontal-pod-autoscaler-upscale-delay",
+            &g.hpa_upscale_delay,
+        ),
+        downscale_stabilization: c.non_negative_duration(
+            "horizontal-pod-autoscaler-downscale-stabilization",
+            &g.hpa_downscale_stabilization,
+        ),
+        downscale_delay: c.non_negative_duration(
+            "horizontal-pod-autoscaler-downscale-delay",
+            &g.hpa_downscale_delay,
+        ),
+        tolerance: c
+            .float("horizontal-pod-autoscaler-tolerance", &g.hpa_tolerance)
+            .unwrap_or(0.1),
+        cpu_initialization_period: c.non_negative_duration(
+            "horizontal-pod-autoscaler-cpu-initialization-period",
+            &g.hpa_cpu_initialization_period,
+        ),
+        initial_readiness_delay: c.non_negative_duration(
+            "horizontal-pod-autoscaler-initial-readiness-delay",
+            &g.hpa_initial_readiness_delay,
+        ),
+    }
+}
+
+/// The cluster failover flags; the purge mode is only checked when NoExecute eviction is on.
+fn check_cluster_failover(c: &mut Checker, f: &ClusterFailoverFlags) -> ClusterFailoverOptions {
+    let enable_no_execute_taint_eviction = c.boolean(
+        "enable-no-execute-taint-eviction",
+        &f.enable_no_execute_taint_eviction,
+    );
+    if enable_no_execute_taint_eviction
+        && !matches!(
+            f.no_execute_taint_eviction_purge_mode.as_str(),
+            "Gracefully" | "Directly"
+        )
+    {
+        c.bad(
+            "no-execute-taint-eviction-purge-mode",
+            &f.no_execute_taint_eviction_purge_mode,
+            "must be \"Gracefully\" or \"Directly\"",
+        );
+    }
+    let resource_eviction_rate = match c.float("resource-eviction-rate", &f.resource_eviction_rate)
+    {
+        Some(v) if v >= 0.0 => v as f32,
+        Some(_) => {
+            c.bad(
+                "resource-eviction-rate",
+                &f.resource_eviction_rate,
+                "must not be negative",
+            );
+            0.0
+        }
+        None => 0.0,
+    };
+    ClusterFailoverOptions {
+        enable_no_execute_taint_eviction,
+        no_execute_taint_eviction_purge_mode: f.no_execute_taint_eviction_purge_mode.clone(),
+        resource_eviction_rate,
+    }
+}
+
+/// `--feature-gates`, against Karmada's known gates; one problem per bad entry.
+fn check_feature_gates(c: &mut Checker, value: &str) -> FeatureGates {
+    let mut gates = FeatureGates::new(KARMADA_FEATURES);
+    if let Err(errs) = gates.set_from_str(value) {
+        for e in errs {
+            c.bad("feature-gates", value, e);
+        }
+    }
+    gates
 }
 
 /// Parses and validates `args` (including the program name).

@@ -2,13 +2,16 @@
 //! another: the [`ControllerContext`] each controller starts with and the [`MemberClusters`] it
 //! reaches members through; the interface of the two binding kinds, status conditions, Events,
 //! guarded merge patches for objects we do not own, the Work writer and the propagation metrics
-//! (binding and namespace write Works, execution counts member writes), and reading Works'
-//! manifests.
+//! (binding and namespace write Works, execution counts member writes), reading Works' manifests;
+//! also the errors every controller can meet
+//! and its start-up steps (shared controllers, handlers, serving).
 
 pub mod binding;
 pub mod conditions;
 pub mod context;
+pub mod error;
 pub mod events;
+pub mod handlers;
 pub mod manifest;
 pub mod members;
 pub mod metrics;

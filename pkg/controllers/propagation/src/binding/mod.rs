@@ -44,7 +44,9 @@ use karmada_apis::well_known::{
     RESOURCE_BINDING_NAME_ANNOTATION, RESOURCE_BINDING_NAMESPACE_ANNOTATION,
     RESOURCE_TEMPLATE_GENERATION_ANNOTATION, event_reasons,
 };
-use karmada_apis::work::v1alpha2::{ResourceBindingSpec, TargetCluster};
+use karmada_apis::work::v1alpha2::{
+    ObjectReference as TemplateReference, ResourceBindingSpec, TargetCluster,
+};
 use karmada_apis::{
     Cluster, ClusterOverridePolicy, ClusterResourceBinding, OverridePolicy, ResourceBinding, Work,
 };
@@ -60,10 +62,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
 use karmada_controllers_common::metrics;
 use karmada_controllers_common::work::{
-    WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
+    WorkError, WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
 use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 
@@ -89,27 +93,11 @@ pub const WORKS_GONE_REQUEUE: Duration = Duration::from_secs(2);
 #[derive(Debug, thiserror::Error)]
 pub enum BindingError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted.
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
-    /// The framework failed (controller set-up, REST mapping).
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being done.
-        what: String,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// The framework could not provide a controller, cache or client.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
     /// The interpreter rejected the template.
     #[error("{kind} {key} for cluster {cluster}: {source}")]
     Interpret {
@@ -135,12 +123,7 @@ fn api_err(
 ) -> impl FnOnce(kube::Error) -> BindingError {
     let kind = kind.to_owned();
     let key = key.to_owned();
-    move |source| BindingError::Api {
-        action,
-        kind,
-        key,
-        source: Box::new(source),
-    }
+    move |source| ApiError::new(action, kind, key, source).into()
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
@@ -194,6 +177,184 @@ struct WorksSynced {
     too_large: Vec<String>,
     /// Works created or updated.
     written: usize,
+}
+
+/// What every Work of one binding shares (see `BindingController::work_plan`).
+struct WorkPlan<'a> {
+    /// The template.
+    resource: &'a TemplateReference,
+    /// The template's `namespace/name`.
+    key: String,
+    /// Revise the replicas to each cluster's share (a workload with the interpreter hook).
+    revise: bool,
+    /// A divided Job's completions per cluster.
+    completions: Option<BTreeMap<String, i32>>,
+    cops: Vec<ClusterOverridePolicy>,
+    /// The OverridePolicies of the template's namespace.
+    ops: Vec<OverridePolicy>,
+    /// The binding's permanent-id label and its value.
+    id_label: &'static str,
+    id: String,
+    binding_namespace: String,
+    binding_name: String,
+    /// The conflict resolution the member apply uses.
+    conflict: &'static str,
+}
+
+impl WorkPlan<'_> {
+    /// The template as cluster `t` gets it before overrides: the replicas revised to the
+    /// cluster's share and a divided Job's completions set.
+    fn manifest_for(
+        &self,
+        interpreter: &Interpreter,
+        template: &Value,
+        t: &TargetCluster,
+    ) -> Result<Value, BindingError> {
+        let err = |e| interpret_error(&self.resource.kind, &self.key, &t.name, e);
+        let mut w = template.clone();
+        if self.revise {
+            interpreter
+                .revise_replica(&mut w, i64::from(t.replicas))
+                .map_err(err)?;
+        }
+        if let Some(c) = self.completions.as_ref().and_then(|m| m.get(&t.name)) {
+            karmada_interpreter::apply_job_completions(&mut w, *c).map_err(err)?;
+        }
+        Ok(w)
+    }
+
+    /// The Work for cluster `t` and its manifest: the overridden template labelled with the
+    /// binding's permanent id and annotated with its binding and generation; the Work itself
+    /// also records the conflict resolution and the overrides applied.
+    fn work_for(
+        &self,
+        spec: &ResourceBindingSpec,
+        t: &TargetCluster,
+        overridden: &karmada_policy::OverrideResult,
+    ) -> (WorkTarget, Value) {
+        let r = self.resource;
+        let mut w = overridden.manifest.clone();
+        let mut labels = BTreeMap::new();
+        set_label(&mut w, self.id_label, &self.id);
+        labels.insert(self.id_label.to_owned(), self.id.clone());
+        let mut annotations = BTreeMap::new();
+        let generation = w
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if generation > 0 {
+            set_annotation(
+                &mut w,
+                RESOURCE_TEMPLATE_GENERATION_ANNOTATION,
+                &generation.to_string(),
+            );
+        }
+        // The binding's reference goes on both the manifest and the Work.
+        let binding_annotations = if self.binding_namespace.is_empty() {
+            vec![(CLUSTER_RESOURCE_BINDING_ANNOTATION, &self.binding_name)]
+        } else {
+            vec![
+                (
+                    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+                    &self.binding_namespace,
+                ),
+                (RESOURCE_BINDING_NAME_ANNOTATION, &self.binding_name),
+            ]
+        };
+        for (key, value) in binding_annotations {
+            set_annotation(&mut w, key, value);
+            annotations.insert(key.to_owned(), value.clone());
+        }
+        annotations.insert(
+            CONFLICT_RESOLUTION_ANNOTATION.to_owned(),
+            self.conflict.to_owned(),
+        );
+        overridden.record_annotations(&mut annotations);
+        let target = WorkTarget {
+            name: work_name(&r.kind, &r.name, &r.namespace),
+            namespace: execution_space_name(&t.name),
+            labels,
+            annotations,
+            finalizers: vec![EXECUTION_CONTROLLER_FINALIZER.to_owned()],
+            owner_references: Vec::new(),
+            suspend_dispatching: suspend_dispatching(spec, &t.name),
+            preserve_resources_on_deletion: spec.preserve_resources_on_deletion.unwrap_or(false),
+        };
+        (target, w)
+    }
+
+    /// Counts the outcome of writing the Work for cluster `t`: a Work too large for the API
+    /// server is reported on its own (it will not fit on a retry either); other failures fail
+    /// the sync.
+    fn count_write(
+        &self,
+        tally: &mut WorkTally,
+        t: &TargetCluster,
+        target: &WorkTarget,
+        written: Result<WorkOutcome, WorkError>,
+    ) {
+        let r = self.resource;
+        match written {
+            Ok(outcome) => {
+                tracing::debug!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, ?outcome, "work synced");
+                if outcome != WorkOutcome::Unchanged {
+                    tally.written += 1;
+                }
+            }
+            Err(e) if e.is_too_large() => {
+                tracing::warn!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, error = %e, "work too large to store");
+                tally.too_large.push(format!(
+                    "cluster {}: the Work embedding {} {} is too large for the API server \
+                     (etcd stores at most 1.5 MiB per object by default): {e}",
+                    t.name, r.kind, self.key
+                ));
+            }
+            Err(e) => tally.errors.push(e.to_string()),
+        }
+    }
+}
+
+/// The per-cluster outcomes of one [`BindingController::ensure_works`].
+#[derive(Default)]
+struct WorkTally {
+    /// Failures that fail the sync (a missing cluster, a failed write).
+    errors: Vec<String>,
+    override_failures: Vec<String>,
+    too_large: Vec<String>,
+    written: usize,
+}
+
+impl WorkTally {
+    /// The sync's result: an error listing every failure when any write failed, otherwise what
+    /// was written and what was left out.
+    fn finish(mut self) -> Result<WorksSynced, BindingError> {
+        if !self.errors.is_empty() {
+            self.errors.extend(self.override_failures);
+            self.errors.extend(self.too_large);
+            return Err(BindingError::Clusters(self.errors.join("; ")));
+        }
+        Ok(WorksSynced {
+            override_failures: self.override_failures,
+            too_large: self.too_large,
+            written: self.written,
+        })
+    }
+}
+
+/// The interpreter rejected template `kind key` for `cluster` (empty: for every cluster).
+fn interpret_error(
+    kind: &str,
+    key: &str,
+    cluster: &str,
+    source: karmada_interpreter::InterpretError,
+) -> BindingError {
+    BindingError::Interpret {
+        kind: kind.to_owned(),
+        key: key.to_owned(),
+        cluster: cluster.to_owned(),
+        source,
+    }
 }
 
 fn memo_key<B: Resource<DynamicType = ()>>(key: &ObjectKey) -> String {
@@ -313,32 +474,16 @@ impl BindingController {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingError> {
         let cp = &ctx.control_plane;
-        let fw = |what: &str| {
-            let what = what.to_owned();
-            move |source| BindingError::Framework {
-                what,
-                source: Box::new(source),
-            }
-        };
         let client = cp
             .clients()
             .client_for_controller(CONTROLLER_NAME)
-            .map_err(fw("binding client"))?;
-        let c = cp.controllers();
-        let rb = c
-            .for_kind::<ResourceBinding>()
-            .map_err(fw("ResourceBinding controller"))?;
-        let crb = c
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(fw("ClusterResourceBinding controller"))?;
-        let works = c.for_kind::<Work>().map_err(fw("Work controller"))?;
-        let clusters = c.for_kind::<Cluster>().map_err(fw("Cluster controller"))?;
-        let ops = c
-            .for_kind::<OverridePolicy>()
-            .map_err(fw("OverridePolicy controller"))?;
-        let cops = c
-            .for_kind::<ClusterOverridePolicy>()
-            .map_err(fw("ClusterOverridePolicy controller"))?;
+            .map_err(framework("binding client"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let works = shared_controller::<Work>(cp)?;
+        let clusters = shared_controller::<Cluster>(cp)?;
+        let ops = shared_controller::<OverridePolicy>(cp)?;
+        let cops = shared_controller::<ClusterOverridePolicy>(cp)?;
         let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingController {
@@ -378,48 +523,44 @@ impl BindingController {
         let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.rb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.crb.register_handler(
+        register(
+            &inner.crb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.ops.register_handler(
+        register(
+            &inner.ops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<OverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                    this.policy_changed("OverridePolicy", &k, selectors);
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<OverridePolicy>>| async move {
+                let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                this.policy_changed("OverridePolicy", &k, selectors);
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.cops.register_handler(
+        register(
+            &inner.cops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterOverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                    this.policy_changed("ClusterOverridePolicy", &k, selectors);
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                this.policy_changed("ClusterOverridePolicy", &k, selectors);
+                HandlerResult::Success
             },
         );
         let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
@@ -428,10 +569,7 @@ impl BindingController {
         let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        inner.ctx.synced.synced();
-        tracing::info!("binding controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("binding controller stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "binding controller").await;
         Ok(())
     }
 
@@ -645,14 +783,11 @@ impl BindingController {
         let gvk = gvk_of(&r.api_version, &r.kind);
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let cp = &self.inner.ctx.control_plane;
-        let (ar, caps): (ApiResource, _) =
-            cp.clients()
-                .resolve(&gvk)
-                .await
-                .map_err(|source| BindingError::Framework {
-                    what: format!("map {} {}", r.api_version, r.kind),
-                    source: Box::new(source),
-                })?;
+        let (ar, caps): (ApiResource, _) = cp
+            .clients()
+            .resolve(&gvk)
+            .await
+            .map_err(framework(format!("map {} {}", r.api_version, r.kind)))?;
         let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
             Api::namespaced_with(self.inner.client.clone(), &r.namespace, &ar)
         } else {
@@ -787,9 +922,54 @@ impl BindingController {
         b: &B,
         template: &Value,
     ) -> Result<WorksSynced, BindingError> {
-        let inner = &self.inner;
         let spec = b.binding_spec();
         let targets = target_clusters(spec);
+        let plan = self.work_plan(b, template, &targets)?;
+        let cluster_store = self.inner.clusters.store();
+        let works = self.inner.works.store();
+        let mut tally = WorkTally::default();
+        for t in &targets {
+            let manifest = plan.manifest_for(&self.inner.interpreter, template, t)?;
+            let Some(cluster) = cluster_store.get_named(None, &t.name) else {
+                tally.errors.push(format!("cluster {} not found", t.name));
+                continue;
+            };
+            let overridden = match karmada_policy::apply_overrides(
+                &manifest, &cluster, &plan.cops, &plan.ops,
+            ) {
+                Ok(o) => o,
+                Err(e) => {
+                    let r = plan.resource;
+                    tracing::warn!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, error = %e, "override failed; work left unchanged");
+                    tally.override_failures.push(e.to_string());
+                    continue;
+                }
+            };
+            let (target, manifest) = plan.work_for(spec, t, &overridden);
+            let written = create_or_update_work(
+                &self.inner.client,
+                Some(&works),
+                &self.inner.interpreter,
+                &target,
+                manifest,
+            )
+            .await;
+            plan.count_write(&mut tally, t, &target, written);
+        }
+        tally.finish()
+    }
+
+    /// What every Work of the binding shares, read once before the per-cluster loop: whether the
+    /// replicas are revised per cluster, a Job's completions per cluster, the override policies
+    /// that may apply, and the labels and annotations that tie a Work to its binding.
+    fn work_plan<'a, B: BindingObject>(
+        &self,
+        b: &'a B,
+        template: &Value,
+        targets: &[TargetCluster],
+    ) -> Result<WorkPlan<'a>, BindingError> {
+        let inner = &self.inner;
+        let spec = b.binding_spec();
         let r = &spec.resource;
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let group = r
@@ -802,25 +982,14 @@ impl BindingController {
             && inner
                 .interpreter
                 .hook_enabled(&gk, Operation::ReviseReplica);
-        let interpret_err = |cluster: &str| {
-            let kind = r.kind.clone();
-            let key = key.clone();
-            let cluster = cluster.to_owned();
-            move |source| BindingError::Interpret {
-                kind,
-                key,
-                cluster,
-                source,
-            }
-        };
         let completions = if group == "batch"
             && r.kind == "Job"
             && karmada_interpreter::should_divide_job_completions(
                 spec.replicas,
                 spec.placement.as_ref(),
             ) {
-            karmada_interpreter::job_completions_per_cluster(template, &targets)
-                .map_err(interpret_err(""))?
+            karmada_interpreter::job_completions_per_cluster(template, targets)
+                .map_err(|e| interpret_error(&r.kind, &key, "", e))?
         } else {
             None
         };
@@ -843,121 +1012,18 @@ impl BindingController {
                 .map(|p| (**p).clone())
                 .collect()
         };
-        let cluster_store = inner.clusters.store();
-        let works = inner.works.store();
-        let id = b.labels().get(B::ID_LABEL).cloned().unwrap_or_default();
-        let binding_ns = b.namespace().unwrap_or_default();
-        let binding_name = b.name_any();
-        let conflict = conflict_resolution(template, spec);
-        let mut override_failures = Vec::new();
-        let mut too_large = Vec::new();
-        let mut errors = Vec::new();
-        let mut written = 0;
-        for t in &targets {
-            let mut w = template.clone();
-            if revise {
-                inner
-                    .interpreter
-                    .revise_replica(&mut w, i64::from(t.replicas))
-                    .map_err(interpret_err(&t.name))?;
-            }
-            if let Some(c) = completions.as_ref().and_then(|m| m.get(&t.name)) {
-                karmada_interpreter::apply_job_completions(&mut w, *c)
-                    .map_err(interpret_err(&t.name))?;
-            }
-            let Some(cluster) = cluster_store.get_named(None, &t.name) else {
-                errors.push(format!("cluster {} not found", t.name));
-                continue;
-            };
-            let overridden = match karmada_policy::apply_overrides(&w, &cluster, &cops, &ops) {
-                Ok(o) => o,
-                Err(e) => {
-                    tracing::warn!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, error = %e, "override failed; work left unchanged");
-                    override_failures.push(e.to_string());
-                    continue;
-                }
-            };
-            let mut w = overridden.manifest.clone();
-            let mut labels = BTreeMap::new();
-            set_label(&mut w, B::ID_LABEL, &id);
-            labels.insert(B::ID_LABEL.to_owned(), id.clone());
-            let mut annotations = BTreeMap::new();
-            let generation = w
-                .get("metadata")
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if generation > 0 {
-                set_annotation(
-                    &mut w,
-                    RESOURCE_TEMPLATE_GENERATION_ANNOTATION,
-                    &generation.to_string(),
-                );
-            }
-            if binding_ns.is_empty() {
-                set_annotation(&mut w, CLUSTER_RESOURCE_BINDING_ANNOTATION, &binding_name);
-                annotations.insert(
-                    CLUSTER_RESOURCE_BINDING_ANNOTATION.to_owned(),
-                    binding_name.clone(),
-                );
-            } else {
-                set_annotation(&mut w, RESOURCE_BINDING_NAMESPACE_ANNOTATION, &binding_ns);
-                set_annotation(&mut w, RESOURCE_BINDING_NAME_ANNOTATION, &binding_name);
-                annotations.insert(
-                    RESOURCE_BINDING_NAMESPACE_ANNOTATION.to_owned(),
-                    binding_ns.clone(),
-                );
-                annotations.insert(
-                    RESOURCE_BINDING_NAME_ANNOTATION.to_owned(),
-                    binding_name.clone(),
-                );
-            }
-            annotations.insert(
-                CONFLICT_RESOLUTION_ANNOTATION.to_owned(),
-                conflict.to_owned(),
-            );
-            overridden.record_annotations(&mut annotations);
-            let target = WorkTarget {
-                name: work_name(&r.kind, &r.name, &r.namespace),
-                namespace: execution_space_name(&t.name),
-                labels,
-                annotations,
-                finalizers: vec![EXECUTION_CONTROLLER_FINALIZER.to_owned()],
-                owner_references: Vec::new(),
-                suspend_dispatching: suspend_dispatching(spec, &t.name),
-                preserve_resources_on_deletion: spec
-                    .preserve_resources_on_deletion
-                    .unwrap_or(false),
-            };
-            match create_or_update_work(&inner.client, Some(&works), &inner.interpreter, &target, w)
-                .await
-            {
-                Ok(outcome) => {
-                    tracing::debug!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, ?outcome, "work synced");
-                    if outcome != WorkOutcome::Unchanged {
-                        written += 1;
-                    }
-                }
-                Err(e) if e.is_too_large() => {
-                    tracing::warn!(cluster = %t.name, kind = %r.kind, namespace = %r.namespace, name = %r.name, work = %target.name, error = %e, "work too large to store");
-                    too_large.push(format!(
-                        "cluster {}: the Work embedding {} {key} is too large for the API server \
-                         (etcd stores at most 1.5 MiB per object by default): {e}",
-                        t.name, r.kind
-                    ));
-                }
-                Err(e) => errors.push(e.to_string()),
-            }
-        }
-        if !errors.is_empty() {
-            errors.extend(override_failures);
-            errors.extend(too_large);
-            return Err(BindingError::Clusters(errors.join("; ")));
-        }
-        Ok(WorksSynced {
-            override_failures,
-            too_large,
-            written,
+        Ok(WorkPlan {
+            resource: r,
+            key,
+            revise,
+            completions,
+            cops,
+            ops,
+            id_label: B::ID_LABEL,
+            id: b.labels().get(B::ID_LABEL).cloned().unwrap_or_default(),
+            binding_namespace: b.namespace().unwrap_or_default(),
+            binding_name: b.name_any(),
+            conflict: conflict_resolution(template, spec),
         })
     }
 

@@ -47,7 +47,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
 use karmada_controllers_common::manifest::{manifest_index, split_api_version};
 use karmada_controllers_common::patch::merge_diff;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
@@ -72,27 +74,11 @@ pub const CONFLICT_RETRIES: usize = 5;
 #[derive(Debug, thiserror::Error)]
 pub enum BindingStatusError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted.
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
     /// The framework could not provide a controller, cache or client.
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being set up.
-        what: String,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
     /// A Work of the binding has no manifest for the binding's template.
     #[error("Work {work} of {binding}: no manifest for {template}")]
     NoManifest {
@@ -359,29 +345,13 @@ impl BindingStatusController {
     /// [`BindingStatusController::run`]).
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingStatusError> {
         let cp = &ctx.control_plane;
-        let framework = |what: &str| {
-            let what = what.to_owned();
-            move |source| BindingStatusError::Framework {
-                what,
-                source: Box::new(source),
-            }
-        };
         let client = cp
             .clients()
             .client_for_controller(RB_HANDLER)
             .map_err(framework("binding-status client"))?;
-        let rb = cp
-            .controllers()
-            .for_kind::<ResourceBinding>()
-            .map_err(framework("ResourceBinding controller"))?;
-        let crb = cp
-            .controllers()
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(framework("ClusterResourceBinding controller"))?;
-        let works = cp
-            .controllers()
-            .for_kind::<Work>()
-            .map_err(framework("Work controller"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let works = shared_controller::<Work>(cp)?;
         let recorder = EventRecorder::new(client.clone(), RB_HANDLER, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(BindingStatusController {
@@ -415,14 +385,12 @@ impl BindingStatusController {
             store.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
             store.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
         }
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             RB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o) }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o) },
         );
         // Bindings are aggregated from the Work cache: their handlers start only once it has
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
@@ -431,22 +399,22 @@ impl BindingStatusController {
         let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.rb,
             RB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.crb.register_handler(
+        register(
+            &inner.crb,
             CRB_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
         let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
@@ -455,10 +423,12 @@ impl BindingStatusController {
         let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        inner.ctx.synced.synced();
-        tracing::info!(controller = NAME, "binding-status controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!(controller = NAME, "binding-status controller stopped");
+        serve_until_cancelled(
+            &inner.ctx.synced,
+            &inner.cancel,
+            "binding-status controller",
+        )
+        .await;
         Ok(())
     }
 
@@ -638,12 +608,7 @@ impl BindingStatusController {
                         Ok(b) => b,
                         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                         Err(source) => {
-                            return Err(BindingStatusError::Api {
-                                action: "get",
-                                kind,
-                                key,
-                                source: Box::new(source),
-                            });
+                            return Err(ApiError::new("get", kind, key, source).into());
                         }
                     };
                 }
@@ -658,12 +623,7 @@ impl BindingStatusController {
                             source.to_string(),
                         )
                         .await;
-                    return Err(BindingStatusError::Api {
-                        action: "update status of",
-                        kind,
-                        key,
-                        source: Box::new(source),
-                    });
+                    return Err(ApiError::new("update status of", kind, key, source).into());
                 }
             }
         }
@@ -678,6 +638,26 @@ impl BindingStatusController {
         items: &[AggregatedStatusItem],
     ) -> Result<(), BindingStatusError> {
         let r = &binding.binding_spec().resource;
+        let Some((api, ar)) = self.template_api(r).await? else {
+            return Ok(());
+        };
+        for _ in 0..CONFLICT_RETRIES {
+            if let Attempt::Done = self.sync_template_status(&api, &ar, r, items).await? {
+                return Ok(());
+            }
+        }
+        Err(BindingStatusError::Conflicts {
+            kind: r.kind.clone(),
+            key: names::namespaced_key(&r.namespace, &r.name),
+        })
+    }
+
+    /// The API of the template's kind in its scope, or `None` when the interpreter does not
+    /// aggregate that kind's status (then the template is left alone).
+    async fn template_api(
+        &self,
+        r: &TemplateReference,
+    ) -> Result<Option<(Api<DynamicObject>, ApiResource)>, BindingStatusError> {
         let (group, version) = split_api_version(&r.api_version);
         let gk = GroupKind::new(group, &r.kind);
         if !self
@@ -685,13 +665,8 @@ impl BindingStatusController {
             .interpreter
             .hook_enabled(&gk, Operation::AggregateStatus)
         {
-            return Ok(());
+            return Ok(None);
         }
-        let template_name = format!(
-            "{} {}",
-            r.kind,
-            names::namespaced_key(&r.namespace, &r.name)
-        );
         let gvk = GroupVersionKind::gvk(group, version, &r.kind);
         let (ar, caps) = self
             .inner
@@ -700,99 +675,117 @@ impl BindingStatusController {
             .clients()
             .resolve(&gvk)
             .await
-            .map_err(|source| BindingStatusError::Framework {
-                what: format!("resolve {}.{}", r.kind, group),
-                source: Box::new(source),
-            })?;
+            .map_err(framework(format!("resolve {}.{}", r.kind, group)))?;
         let api: Api<DynamicObject> = match caps.scope {
             kube::discovery::Scope::Namespaced => {
                 Api::namespaced_with(self.inner.client.clone(), &r.namespace, &ar)
             }
             kube::discovery::Scope::Cluster => Api::all_with(self.inner.client.clone(), &ar),
         };
-        for _ in 0..CONFLICT_RETRIES {
-            let template = match api.get(&r.name).await {
-                Ok(t) => t,
-                // The template is gone and the binding waits for garbage collection.
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
-                Err(source) => {
-                    return Err(BindingStatusError::Api {
-                        action: "get",
-                        kind: r.kind.clone(),
-                        key: names::namespaced_key(&r.namespace, &r.name),
-                        source: Box::new(source),
-                    });
-                }
-            };
-            let value = template_value(&template, &ar);
-            let aggregated = self
-                .inner
-                .interpreter
-                .aggregate_status(&value, items)
-                .map_err(|source| BindingStatusError::Aggregate {
-                    template: template_name.clone(),
-                    source,
-                });
-            let new_status = match aggregated {
-                Ok(Some(s)) => s,
-                Ok(None) => return Ok(()),
-                Err(e) => {
-                    self.record_template_event(&template, &ar, EventType::Warning, e.to_string())
-                        .await;
-                    return Err(e);
-                }
-            };
-            if value.get("status") == Some(&new_status) {
-                return Ok(());
+        Ok(Some((api, ar)))
+    }
+
+    /// One round of reading the template, aggregating its status and writing the change.
+    /// [`Attempt::Conflict`] when the template changed between the read and the write.
+    async fn sync_template_status(
+        &self,
+        api: &Api<DynamicObject>,
+        ar: &ApiResource,
+        r: &TemplateReference,
+        items: &[AggregatedStatusItem],
+    ) -> Result<Attempt, BindingStatusError> {
+        let template = match api.get(&r.name).await {
+            Ok(t) => t,
+            // The template is gone and the binding waits for garbage collection.
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Attempt::Done),
+            Err(source) => {
+                let key = names::namespaced_key(&r.namespace, &r.name);
+                return Err(ApiError::new("get", r.kind.clone(), key, source).into());
             }
-            // A merge patch of the status alone, guarded by the resourceVersion read: the rest of
-            // the template (the user's metadata, kubectl's annotation) is not ours to write.
-            let old_status = value.get("status").unwrap_or(&Value::Null);
-            let Some(status_patch) = merge_diff(old_status, &new_status) else {
-                return Ok(());
-            };
-            let patch = serde_json::json!({
-                "metadata": {"resourceVersion": template.metadata.resource_version},
-                "status": status_patch,
+        };
+        match self.template_status_patch(&template, ar, r, items).await? {
+            Some(status_patch) => {
+                self.patch_template_status(api, &template, ar, r, status_patch)
+                    .await
+            }
+            None => Ok(Attempt::Done),
+        }
+    }
+
+    /// The merge patch that brings the template's status to the aggregate of `items`; `None`
+    /// when there is nothing to write. A failed aggregation is also recorded as a Warning Event
+    /// on the template.
+    async fn template_status_patch(
+        &self,
+        template: &DynamicObject,
+        ar: &ApiResource,
+        r: &TemplateReference,
+        items: &[AggregatedStatusItem],
+    ) -> Result<Option<Value>, BindingStatusError> {
+        let value = template_value(template, ar);
+        let aggregated = self
+            .inner
+            .interpreter
+            .aggregate_status(&value, items)
+            .map_err(|source| BindingStatusError::Aggregate {
+                template: template_name(r),
+                source,
             });
-            match api
-                .patch_status(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(template = %template_name, "template status updated");
-                    self.record_template_event(
-                        &template,
-                        &ar,
-                        EventType::Normal,
-                        "Update Resource with AggregatedStatus successfully.".to_owned(),
-                    )
+        let new_status = match aggregated {
+            Ok(Some(s)) => s,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                self.record_template_event(template, ar, EventType::Warning, e.to_string())
                     .await;
-                    return Ok(());
-                }
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
-                Err(source) => {
-                    self.record_template_event(
-                        &template,
-                        &ar,
-                        EventType::Warning,
-                        source.to_string(),
-                    )
+                return Err(e);
+            }
+        };
+        if value.get("status") == Some(&new_status) {
+            return Ok(None);
+        }
+        let old_status = value.get("status").unwrap_or(&Value::Null);
+        Ok(merge_diff(old_status, &new_status))
+    }
+
+    /// Writes `status_patch` as a merge patch of the status alone, guarded by the resourceVersion
+    /// read: the rest of the template (the user's metadata, kubectl's annotation) is not ours to
+    /// write. The outcome is recorded as an Event on the template.
+    async fn patch_template_status(
+        &self,
+        api: &Api<DynamicObject>,
+        template: &DynamicObject,
+        ar: &ApiResource,
+        r: &TemplateReference,
+        status_patch: Value,
+    ) -> Result<Attempt, BindingStatusError> {
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": template.metadata.resource_version},
+            "status": status_patch,
+        });
+        match api
+            .patch_status(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(template = %template_name(r), "template status updated");
+                self.record_template_event(
+                    template,
+                    ar,
+                    EventType::Normal,
+                    "Update Resource with AggregatedStatus successfully.".to_owned(),
+                )
+                .await;
+                Ok(Attempt::Done)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Conflict),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Attempt::Done),
+            Err(source) => {
+                self.record_template_event(template, ar, EventType::Warning, source.to_string())
                     .await;
-                    return Err(BindingStatusError::Api {
-                        action: "update status of",
-                        kind: r.kind.clone(),
-                        key: names::namespaced_key(&r.namespace, &r.name),
-                        source: Box::new(source),
-                    });
-                }
+                let key = names::namespaced_key(&r.namespace, &r.name);
+                Err(ApiError::new("update status of", r.kind.clone(), key, source).into())
             }
         }
-        Err(BindingStatusError::Conflicts {
-            kind: r.kind.clone(),
-            key: names::namespaced_key(&r.namespace, &r.name),
-        })
     }
 
     async fn record_template_event(
@@ -820,6 +813,23 @@ impl BindingStatusController {
             .record(&target, type_, reason, message)
             .await;
     }
+}
+
+/// Whether one read-and-write round finished or lost a race with another writer.
+enum Attempt {
+    /// Written, or nothing to write.
+    Done,
+    /// The object changed since it was read; read it again.
+    Conflict,
+}
+
+/// `Kind namespace/name` of a template, for logs and errors.
+fn template_name(r: &TemplateReference) -> String {
+    format!(
+        "{} {}",
+        r.kind,
+        names::namespaced_key(&r.namespace, &r.name)
+    )
 }
 
 /// The unstructured form of a template with its `apiVersion` and `kind` set.

@@ -1,30 +1,16 @@
 //! Errors of the detector; each names the object it is about and the cause.
 
+use karmada_controllers_common::error::{ApiError, FrameworkError};
+
 /// A detector failure.
 #[derive(Debug, thiserror::Error)]
 pub enum DetectorError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted (`get`, `update`, `create`, …).
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
-    /// The framework could not provide a cache or controller.
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being set up.
-        what: String,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// The framework could not provide a controller, cache or client.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
     /// No policy matches the template (retried once; then it waits for a policy).
     #[error("no matched propagation policy for {kind} {key}")]
     NoMatchedPolicy {
@@ -102,17 +88,12 @@ impl DetectorError {
         key: impl Into<String>,
         source: kube::Error,
     ) -> Self {
-        DetectorError::Api {
-            action,
-            kind: kind.into(),
-            key: key.into(),
-            source: Box::new(source),
-        }
+        ApiError::new(action, kind, key, source).into()
     }
 
     /// Whether this is a 409 Conflict from the API server.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, DetectorError::Api { source, .. } if is_conflict(source))
+        matches!(self, DetectorError::Api(e) if is_conflict(&e.source))
     }
 }
 

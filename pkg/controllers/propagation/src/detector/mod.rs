@@ -45,7 +45,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::DetectorError;
 use events::EventRecorder;
+use karmada_controllers_common::error::framework;
 use karmada_controllers_common::events;
+use karmada_controllers_common::handlers::shared_controller;
 use karmada_controllers_common::manifest::split_api_version;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use skip::SkippedResources;
@@ -144,13 +146,6 @@ impl Detector {
     /// [`Detector::run`]).
     pub fn new(ctx: ControllerContext) -> Result<Self, DetectorError> {
         let cp = &ctx.control_plane;
-        let framework = |what: &str| {
-            let what = what.to_owned();
-            move |source| DetectorError::Framework {
-                what,
-                source: Box::new(source),
-            }
-        };
         let client = cp
             .clients()
             .client_for_controller(NAME)
@@ -163,14 +158,8 @@ impl Detector {
         let interpreter = Interpreter::new(InterpreterOptions {
             resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
         });
-        let pp = cp
-            .controllers()
-            .for_kind::<PropagationPolicy>()
-            .map_err(framework("PropagationPolicy controller"))?;
-        let cpp = cp
-            .controllers()
-            .for_kind::<ClusterPropagationPolicy>()
-            .map_err(framework("ClusterPropagationPolicy controller"))?;
+        let pp = shared_controller::<PropagationPolicy>(cp)?;
+        let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
         let rb = cp
             .caches()
             .for_kind::<ResourceBinding>()
@@ -354,10 +343,7 @@ impl Detector {
             .clients()
             .resolve(&gvk)
             .await
-            .map_err(|source| DetectorError::Framework {
-                what: format!("resolve {kind}.{group}"),
-                source: Box::new(source),
-            })?;
+            .map_err(framework(format!("resolve {kind}.{group}")))?;
         Ok((ar, matches!(caps.scope, Scope::Namespaced)))
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use karmada_apis::policy::v1alpha1::{PreemptionBehavior, ResourceSelector};
+use karmada_apis::policy::v1alpha1::{PreemptionBehavior, PropagationSpec, ResourceSelector};
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_CONTROLLER_FINALIZER, PROPAGATION_POLICY_CONTROLLER_FINALIZER,
     event_reasons,
@@ -32,7 +32,9 @@ use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
     template_reference,
 };
+use karmada_controllers_common::error::FrameworkError;
 use karmada_controllers_common::events::EventType;
+use karmada_controllers_common::handlers::register;
 use karmada_controllers_common::manifest::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
@@ -47,67 +49,69 @@ impl Detector {
     /// Registers the PropagationPolicy and ClusterPropagationPolicy handlers.
     pub(crate) fn register_policy_handlers(&self) {
         let inner = &self.inner;
-        let this = self.clone();
-        inner.pp.register_handler(
+        register(
+            &inner.pp,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<PropagationPolicy>>| {
-                let this = this.clone();
-                async move { this.handle_pp(k, o).await }
+            &inner.cancel,
+            self,
+            |this: Self, k, o: Option<Arc<PropagationPolicy>>| async move {
+                this.handle_policy(k, o).await
             },
         );
-        let this = self.clone();
-        inner.cpp.register_handler(
+        register(
+            &inner.cpp,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterPropagationPolicy>>| {
-                let this = this.clone();
-                async move { this.handle_cpp(k, o).await }
+            &inner.cancel,
+            self,
+            |this: Self, k, o: Option<Arc<ClusterPropagationPolicy>>| async move {
+                this.handle_policy(k, o).await
             },
         );
     }
 
-    async fn handle_pp(
+    /// Reconciles a PropagationPolicy or ClusterPropagationPolicy: releases its claims when it is
+    /// being deleted, otherwise gives it its identity and reconciles the templates it selects once
+    /// per generation.
+    async fn handle_policy<P: PolicyObject>(
         &self,
         key: ObjectKey,
-        obj: Option<Arc<PropagationPolicy>>,
-    ) -> HandlerResult<PropagationPolicy> {
-        let gen_key = format!("pp/{key}");
-        let Some(pp) = obj else {
+        obj: Option<Arc<P>>,
+    ) -> HandlerResult<P> {
+        let gen_key = format!("{}/{key}", P::MEMO_PREFIX);
+        let Some(p) = obj else {
             self.inner.policy_generations.lock().remove(&gen_key);
             return HandlerResult::Success;
         };
-        let namespace = pp.namespace().unwrap_or_default();
-        if pp.metadata.deletion_timestamp.is_some() {
-            let id = label(&pp.metadata, PolicyKind::PropagationPolicy);
-            let selectors = defaulted_selectors(&pp.spec.resource_selectors, &namespace);
+        if p.meta().deletion_timestamp.is_some() {
+            let id = label(p.meta(), P::KIND);
             let r = self
-                .handle_policy_deletion(PolicyKind::PropagationPolicy, &id, &selectors)
+                .handle_policy_deletion(P::KIND, &id, &p.selectors())
                 .await;
             let r = match r {
-                Ok(()) => self.remove_policy_finalizer(&*pp).await,
+                Ok(()) => self.remove_policy_finalizer(&*p).await,
                 Err(e) => Err(e),
             };
             return handler_result(r);
         }
-        let had_identity = has_identity(&pp.metadata, PolicyKind::PropagationPolicy);
-        let policy = match self.policy_ref_pp(&pp).await {
+        let had_identity = has_identity(p.meta(), P::KIND);
+        let policy = match self.policy_ref(&*p).await {
             Ok(p) => p,
             Err(e) => return HandlerResult::Error(Box::new(e)),
         };
-        let generation = pp.metadata.generation.unwrap_or_default();
+        let generation = p.meta().generation.unwrap_or_default();
         if had_identity && self.inner.policy_generations.lock().get(&gen_key) == Some(&generation) {
             return HandlerResult::Success;
         }
-        tracing::info!(namespace = %namespace, name = %pp.name_any(), "PropagationPolicy added or updated");
+        tracing::info!(namespace = %p.namespace().unwrap_or_default(), name = %p.name_any(), "{} added or updated", P::kind(&()));
+        let spec = p.spec();
         let view = PolicyView {
             policy,
-            selectors: defaulted_selectors(&pp.spec.resource_selectors, &namespace),
-            preemption: &pp.spec.preemption,
-            priority: pp.spec.explicit_priority(),
+            selectors: p.selectors(),
+            preemption: &spec.preemption,
+            priority: spec.explicit_priority(),
         };
         let r = self
-            .reconcile_policy(&view, &pp.spec.dependent_overrides)
+            .reconcile_policy(&view, &spec.dependent_overrides)
             .await;
         if r.is_ok() {
             self.inner
@@ -118,88 +122,17 @@ impl Detector {
         handler_result(r)
     }
 
-    async fn handle_cpp(
+    /// The reference of a PropagationPolicy or ClusterPropagationPolicy, giving it a permanent id
+    /// and finalizer first if it has none (Karmada's mutating webhook does this on create).
+    pub(crate) async fn policy_ref<P: PolicyObject>(
         &self,
-        key: ObjectKey,
-        obj: Option<Arc<ClusterPropagationPolicy>>,
-    ) -> HandlerResult<ClusterPropagationPolicy> {
-        let gen_key = format!("cpp/{key}");
-        let Some(cpp) = obj else {
-            self.inner.policy_generations.lock().remove(&gen_key);
-            return HandlerResult::Success;
-        };
-        if cpp.metadata.deletion_timestamp.is_some() {
-            let id = label(&cpp.metadata, PolicyKind::ClusterPropagationPolicy);
-            let r = self
-                .handle_policy_deletion(
-                    PolicyKind::ClusterPropagationPolicy,
-                    &id,
-                    &cpp.spec.resource_selectors,
-                )
-                .await;
-            let r = match r {
-                Ok(()) => self.remove_policy_finalizer(&*cpp).await,
-                Err(e) => Err(e),
-            };
-            return handler_result(r);
-        }
-        let had_identity = has_identity(&cpp.metadata, PolicyKind::ClusterPropagationPolicy);
-        let policy = match self.policy_ref_cpp(&cpp).await {
-            Ok(p) => p,
-            Err(e) => return HandlerResult::Error(Box::new(e)),
-        };
-        let generation = cpp.metadata.generation.unwrap_or_default();
-        if had_identity && self.inner.policy_generations.lock().get(&gen_key) == Some(&generation) {
-            return HandlerResult::Success;
-        }
-        tracing::info!(name = %cpp.name_any(), "ClusterPropagationPolicy added or updated");
-        let view = PolicyView {
-            policy,
-            selectors: cpp.spec.resource_selectors.clone(),
-            preemption: &cpp.spec.preemption,
-            priority: cpp.spec.explicit_priority(),
-        };
-        let r = self
-            .reconcile_policy(&view, &cpp.spec.dependent_overrides)
-            .await;
-        if r.is_ok() {
-            self.inner
-                .policy_generations
-                .lock()
-                .insert(gen_key, generation);
-        }
-        handler_result(r)
-    }
-
-    /// The reference of a PropagationPolicy, giving it a permanent id and finalizer first if it has
-    /// none (Karmada's mutating webhook does this on create).
-    pub(crate) async fn policy_ref_pp(
-        &self,
-        pp: &PropagationPolicy,
+        policy: &P,
     ) -> Result<PolicyRef, DetectorError> {
-        let id = self
-            .ensure_identity(pp, PolicyKind::PropagationPolicy)
-            .await?;
+        let id = self.ensure_identity(policy, P::KIND).await?;
         Ok(PolicyRef {
-            kind: PolicyKind::PropagationPolicy,
-            namespace: pp.namespace().unwrap_or_default(),
-            name: pp.name_any(),
-            id,
-        })
-    }
-
-    /// The reference of a ClusterPropagationPolicy (see [`Detector::policy_ref_pp`]).
-    pub(crate) async fn policy_ref_cpp(
-        &self,
-        cpp: &ClusterPropagationPolicy,
-    ) -> Result<PolicyRef, DetectorError> {
-        let id = self
-            .ensure_identity(cpp, PolicyKind::ClusterPropagationPolicy)
-            .await?;
-        Ok(PolicyRef {
-            kind: PolicyKind::ClusterPropagationPolicy,
-            namespace: String::new(),
-            name: cpp.name_any(),
+            kind: P::KIND,
+            namespace: policy.namespace().unwrap_or_default(),
+            name: policy.name_any(),
             id,
         })
     }
@@ -596,10 +529,9 @@ impl Detector {
                         ctrl,
                     },
                     Err(source) => {
-                        errors.push(DetectorError::Framework {
-                            what: format!("controller for {k}"),
-                            source: Box::new(source),
-                        });
+                        errors.push(
+                            FrameworkError::new(format!("controller for {k}"), source).into(),
+                        );
                         continue;
                     }
                 },
@@ -668,22 +600,61 @@ impl Detector {
     }
 }
 
-/// PropagationPolicy or ClusterPropagationPolicy.
-trait PolicyObject:
+/// PropagationPolicy or ClusterPropagationPolicy: what the policy handlers need of each, so that
+/// one path serves both.
+pub(crate) trait PolicyObject:
     Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug
 {
+    /// Which of the two kinds this is.
+    const KIND: PolicyKind;
+    /// Prefix of the policy's key in the handled-generation memo.
+    const MEMO_PREFIX: &'static str;
+
+    /// The API of the policy's kind (`namespace` is ignored for the cluster-scoped one).
     fn api(client: kube::Client, namespace: &str) -> Api<Self>;
+
+    /// The spec, which both kinds share.
+    fn spec(&self) -> &PropagationSpec;
+
+    /// The resource selectors as they are matched: a PropagationPolicy's only select in its own
+    /// namespace.
+    fn selectors(&self) -> Vec<ResourceSelector>;
 }
 
 impl PolicyObject for PropagationPolicy {
+    const KIND: PolicyKind = PolicyKind::PropagationPolicy;
+    const MEMO_PREFIX: &'static str = "pp";
+
     fn api(client: kube::Client, namespace: &str) -> Api<Self> {
         Api::namespaced(client, namespace)
+    }
+
+    fn spec(&self) -> &PropagationSpec {
+        &self.spec
+    }
+
+    fn selectors(&self) -> Vec<ResourceSelector> {
+        defaulted_selectors(
+            &self.spec.resource_selectors,
+            &self.namespace().unwrap_or_default(),
+        )
     }
 }
 
 impl PolicyObject for ClusterPropagationPolicy {
+    const KIND: PolicyKind = PolicyKind::ClusterPropagationPolicy;
+    const MEMO_PREFIX: &'static str = "cpp";
+
     fn api(client: kube::Client, _namespace: &str) -> Api<Self> {
         Api::all(client)
+    }
+
+    fn spec(&self) -> &PropagationSpec {
+        &self.spec
+    }
+
+    fn selectors(&self) -> Vec<ResourceSelector> {
+        self.spec.resource_selectors.clone()
     }
 }
 

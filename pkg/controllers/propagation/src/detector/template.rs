@@ -193,7 +193,7 @@ impl Detector {
                     return Ok(());
                 }
                 self.check_dependent_overrides(&pref, &policy.spec).await?;
-                let pref = self.policy_ref_pp(&policy).await?;
+                let pref = self.policy_ref(policy.as_ref()).await?;
                 self.apply_policy(w, obj, &pref, &policy.spec).await
             }
             Some(Claim::ClusterPropagationPolicy { name, id }) => {
@@ -204,7 +204,7 @@ impl Detector {
                         .release(w, &obj, PolicyKind::ClusterPropagationPolicy, &id)
                         .await;
                 };
-                let pref = self.policy_ref_cpp(&policy).await?;
+                let pref = self.policy_ref(policy.as_ref()).await?;
                 if policy.metadata.deletion_timestamp.is_some() {
                     return Err(DetectorError::PolicyDeleting {
                         policy: pref.to_string(),
@@ -227,7 +227,7 @@ impl Detector {
                     .map(|p| (*p).clone())
                     .collect();
                 if let Some(policy) = best_propagation_policy(resource, &pps) {
-                    let pref = self.policy_ref_pp(policy).await?;
+                    let pref = self.policy_ref(policy).await?;
                     self.check_dependent_overrides(&pref, &policy.spec).await?;
                     inner.waiting.lock().remove(t);
                     observe_match(started);
@@ -241,7 +241,7 @@ impl Detector {
                     .map(|p| (*p).clone())
                     .collect();
                 if let Some(policy) = best_cluster_propagation_policy(resource, &cpps) {
-                    let pref = self.policy_ref_cpp(policy).await?;
+                    let pref = self.policy_ref(policy).await?;
                     self.check_dependent_overrides(&pref, &policy.spec).await?;
                     inner.waiting.lock().remove(t);
                     observe_match(started);

@@ -29,6 +29,7 @@ use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::handlers::{register, serve_until_cancelled};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 
@@ -122,46 +123,37 @@ impl NamespaceController {
         for c in inner.clusters.store().keys() {
             inner.known_clusters.lock().insert(c.name().to_owned());
         }
-        let this = self.clone();
-        inner.namespaces.register_handler(
+        register(
+            &inner.namespaces,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Namespace>>| {
-                let this = this.clone();
-                async move { this.handle_namespace(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Namespace>>| async move { this.handle_namespace(k, o).await },
+        );
+        register(
+            &inner.clusters,
+            NAME,
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                this.cluster_changed(&k, o.is_some());
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.cops,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move {
-                    this.cluster_changed(&k, o.is_some());
-                    HandlerResult::Success
-                }
-            },
-        );
-        let this = self.clone();
-        inner.cops.register_handler(
-            NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterOverridePolicy>>| {
-                let this = this.clone();
-                async move {
-                    this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
+                HandlerResult::Success
             },
         );
         let SyncWait::Synced = inner.namespaces.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        inner.ctx.synced.synced();
-        tracing::info!("namespace controller synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("namespace controller stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "namespace controller").await;
         Ok(())
     }
 

@@ -16,7 +16,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
 use karmada_apis::well_known::{
@@ -34,7 +34,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
 use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
@@ -55,18 +57,8 @@ pub use karmada_scheduler::set_condition;
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted.
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
     /// Scheduling failed in a way that is retried.
     #[error("schedule {kind} {key}: {source}")]
     Schedule {
@@ -78,21 +70,15 @@ pub enum SchedulerError {
         #[source]
         source: ScheduleError,
     },
-    /// The framework could not provide a controller.
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being set up.
-        what: &'static str,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    /// The framework could not provide a controller, cache or client.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
 }
 
 impl SchedulerError {
     /// Whether the API server refused a write because the binding changed meanwhile (409).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, SchedulerError::Api { source, .. } if matches!(&**source, kube::Error::Api(s) if s.code == 409))
+        matches!(self, SchedulerError::Api(e) if matches!(&*e.source, kube::Error::Api(s) if s.code == 409))
     }
 }
 
@@ -204,33 +190,13 @@ impl Scheduler {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, SchedulerError> {
         let cp = &ctx.control_plane;
-        let client = cp.clients().client_for_controller(NAME).map_err(|source| {
-            SchedulerError::Framework {
-                what: "scheduler client",
-                source: Box::new(source),
-            }
-        })?;
-        let rb = cp
-            .controllers()
-            .for_kind::<ResourceBinding>()
-            .map_err(|source| SchedulerError::Framework {
-                what: "ResourceBinding controller",
-                source: Box::new(source),
-            })?;
-        let crb = cp
-            .controllers()
-            .for_kind::<ClusterResourceBinding>()
-            .map_err(|source| SchedulerError::Framework {
-                what: "ClusterResourceBinding controller",
-                source: Box::new(source),
-            })?;
-        let clusters =
-            cp.controllers()
-                .for_kind::<Cluster>()
-                .map_err(|source| SchedulerError::Framework {
-                    what: "Cluster controller",
-                    source: Box::new(source),
-                })?;
+        let client = cp
+            .clients()
+            .client_for_controller(NAME)
+            .map_err(framework("scheduler client"))?;
+        let rb = shared_controller::<ResourceBinding>(cp)?;
+        let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        let clusters = shared_controller::<Cluster>(cp)?;
         let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Scheduler {
@@ -258,31 +224,29 @@ impl Scheduler {
         let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.clusters,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move { this.handle_cluster(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move { this.handle_cluster(k, o).await },
+        );
+        register(
+            &inner.rb,
+            NAME,
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
-        let this = self.clone();
-        inner.rb.register_handler(
+        register(
+            &inner.crb,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
-            },
-        );
-        let this = self.clone();
-        inner.crb.register_handler(
-            NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<ClusterResourceBinding>>| {
-                let this = this.clone();
-                async move { this.handle_binding(k, o).await }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                this.handle_binding(k, o).await
             },
         );
         let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
@@ -291,10 +255,7 @@ impl Scheduler {
         let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        inner.ctx.synced.synced();
-        tracing::info!("scheduler synced");
-        inner.cancel.cancelled().await;
-        tracing::info!("scheduler stopped");
+        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "scheduler").await;
         Ok(())
     }
 
@@ -478,65 +439,9 @@ impl Scheduler {
         b: &B,
         result: Result<ScheduleResult, ScheduleError>,
     ) -> Result<i64, SchedulerError> {
-        let meta = b.meta();
-        let spec = b.binding_spec();
-        let kind = B::kind(&()).into_owned();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let name = meta.name.clone().unwrap_or_default();
-        let key = karmada_apis::names::namespaced_key(&namespace, &name);
-        let mut generation = meta.generation.unwrap_or_default();
-        // Both writes carry the resourceVersion they were computed from: a binding that changed
-        // meanwhile (another controller wrote its status) conflicts and is scheduled again from the
-        // fresh copy instead of being overwritten with stale conditions.
-        let mut resource_version = meta.resource_version.clone();
-        let mut spec_patched = false;
-        let new_targets: Option<Vec<TargetCluster>> = match &result {
-            Ok(o) => Some(o.clusters.clone()),
-            Err(e) if e.clears_clusters() => Some(Vec::new()),
-            Err(_) => None,
-        };
-        let mut patch_err = None;
-        if let (Some(targets), Some(placement)) = (&new_targets, spec.placement.as_ref()) {
-            let placement_json = scheduler::applied_placement_annotation(placement);
-            let applied = meta
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(POLICY_PLACEMENT_ANNOTATION));
-            if *targets != spec.clusters || applied != Some(&placement_json) {
-                let clusters = if targets.is_empty() {
-                    serde_json::Value::Null
-                } else {
-                    serde_json::to_value(targets).unwrap_or(serde_json::Value::Null)
-                };
-                let patch = json!({
-                    "metadata": {
-                        "annotations": {POLICY_PLACEMENT_ANNOTATION: placement_json},
-                        "resourceVersion": resource_version,
-                    },
-                    "spec": {"clusters": clusters},
-                });
-                match B::api(self.inner.client.clone(), &namespace)
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(updated) => {
-                        generation = updated.meta().generation.unwrap_or(generation);
-                        resource_version = updated.meta().resource_version.clone();
-                        spec_patched = true;
-                    }
-                    Err(e) => {
-                        patch_err = Some(SchedulerError::Api {
-                            action: "patch schedule result of",
-                            kind: kind.clone(),
-                            key: key.clone(),
-                            source: Box::new(e),
-                        })
-                    }
-                }
-            }
-        }
+        let spec_write = self.write_clusters(b, &result).await;
         let now = Time(Timestamp::now());
-        let condition = match &patch_err {
+        let condition = match &spec_write.error {
             Some(e) => scheduler::scheduled_condition(
                 &Err(ScheduleError::SchedulerError(e.to_string())),
                 now.clone(),
@@ -550,93 +455,153 @@ impl Scheduler {
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
         scheduler::set_condition(&mut conditions, condition);
-        // The same result again (a Duplicated binding re-evaluated after a restart or a template
-        // change): nothing to write and nothing to announce; `lastScheduledTime` keeps the time of
-        // the last result that changed something.
-        let unchanged = match (&result, b.binding_status()) {
-            (Ok(o), Some(old)) => {
-                succeeded
-                    && !spec_patched
-                    && patch_err.is_none()
-                    && old.conditions == conditions
-                    && old.scheduler_observed_generation == generation
-                    && old.scheduler_observed_affinity_name
-                        == o.affinity_name.as_deref().unwrap_or_default()
-            }
-            _ => false,
-        };
-        if unchanged {
-            tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "schedule result unchanged; nothing written");
+        let generation = spec_write.generation;
+        let (namespace, name) = namespace_and_name(b);
+        if succeeded && result_unchanged(b, &result, &spec_write, &conditions) {
+            tracing::debug!(kind = %B::kind(&()), namespace = %namespace, name = %name, "schedule result unchanged; nothing written");
             return Ok(generation);
         }
-        let mut status_patch = json!({"conditions": conditions});
-        if succeeded {
-            status_patch["schedulerObservedGeneration"] = json!(generation);
-            status_patch["lastScheduledTime"] = json!(now);
-            if let Ok(o) = &result {
-                status_patch["schedulerObservingAffinityName"] = match &o.affinity_name {
-                    Some(n) => json!(n),
-                    None => serde_json::Value::Null,
-                };
-            }
-        }
+        let status = status_patch(&result, succeeded, conditions, generation, now);
         self.patch_status::<B>(
             &namespace,
             &name,
-            &json!({"metadata": {"resourceVersion": resource_version}, "status": status_patch}),
+            &json!({"metadata": {"resourceVersion": spec_write.resource_version}, "status": status}),
         )
         .await?;
-        let template = template_reference(spec);
-        let binding_ref = karmada_controllers_common::events::reference_of(b);
-        let recorder = &self.inner.recorder;
-        match (&result, succeeded) {
-            (Ok(o), true) => {
-                let msg = scheduler::success_event_message(&o.clusters, namespace.is_empty());
-                recorder
-                    .record(
-                        &binding_ref,
-                        EventType::Normal,
-                        event_reasons::SCHEDULE_BINDING_SUCCEED,
-                        msg.clone(),
-                    )
-                    .await;
-                recorder
-                    .record(
-                        &template,
-                        EventType::Normal,
-                        event_reasons::SCHEDULE_BINDING_SUCCEED,
-                        msg,
-                    )
-                    .await;
-                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = ?o.clusters.iter().map(|c| (c.name.as_str(), c.replicas)).collect::<Vec<_>>(), "scheduled binding");
-            }
-            _ => {
-                recorder
-                    .record(
-                        &binding_ref,
-                        EventType::Warning,
-                        event_reasons::SCHEDULE_BINDING_FAILED,
-                        message.clone(),
-                    )
-                    .await;
-                recorder
-                    .record(
-                        &template,
-                        EventType::Warning,
-                        event_reasons::SCHEDULE_BINDING_FAILED,
-                        message.clone(),
-                    )
-                    .await;
-                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, message = %message, "scheduling failed");
-            }
-        }
-        if let Some(e) = patch_err {
+        self.announce_result(b, &result, succeeded, &message).await;
+        if let Some(e) = spec_write.error {
             return Err(e);
         }
         match result {
             Ok(_) => Ok(generation),
             Err(e) if !e.should_retry() => Ok(generation),
-            Err(source) => Err(SchedulerError::Schedule { kind, key, source }),
+            Err(source) => Err(SchedulerError::Schedule {
+                kind: B::kind(&()).into_owned(),
+                key: key_of(b),
+                source,
+            }),
+        }
+    }
+
+    /// Patches `spec.clusters` and the applied-placement annotation when the result changes them
+    /// (a fit error clears the clusters, as in Karmada; other errors leave them). The patch
+    /// carries the resourceVersion the result was computed from: a binding that changed meanwhile
+    /// (another controller wrote its status) conflicts and is scheduled again from the fresh copy
+    /// instead of being overwritten with stale conditions.
+    async fn write_clusters<B: BindingObject>(
+        &self,
+        b: &B,
+        result: &Result<ScheduleResult, ScheduleError>,
+    ) -> SpecWrite {
+        let meta = b.meta();
+        let spec = b.binding_spec();
+        let mut written = SpecWrite {
+            generation: meta.generation.unwrap_or_default(),
+            resource_version: meta.resource_version.clone(),
+            patched: false,
+            error: None,
+        };
+        let new_targets: Option<Vec<TargetCluster>> = match result {
+            Ok(o) => Some(o.clusters.clone()),
+            Err(e) if e.clears_clusters() => Some(Vec::new()),
+            Err(_) => None,
+        };
+        let (Some(targets), Some(placement)) = (&new_targets, spec.placement.as_ref()) else {
+            return written;
+        };
+        let placement_json = scheduler::applied_placement_annotation(placement);
+        let applied = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(POLICY_PLACEMENT_ANNOTATION));
+        if *targets == spec.clusters && applied == Some(&placement_json) {
+            return written;
+        }
+        let clusters = if targets.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::to_value(targets).unwrap_or(serde_json::Value::Null)
+        };
+        let patch = json!({
+            "metadata": {
+                "annotations": {POLICY_PLACEMENT_ANNOTATION: placement_json},
+                "resourceVersion": written.resource_version,
+            },
+            "spec": {"clusters": clusters},
+        });
+        let (namespace, name) = namespace_and_name(b);
+        match B::api(self.inner.client.clone(), &namespace)
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(updated) => {
+                written.generation = updated.meta().generation.unwrap_or(written.generation);
+                written.resource_version = updated.meta().resource_version.clone();
+                written.patched = true;
+            }
+            Err(e) => {
+                written.error = Some(SchedulerError::from(ApiError::new(
+                    "patch schedule result of",
+                    B::kind(&()),
+                    key_of(b),
+                    e,
+                )));
+            }
+        }
+        written
+    }
+
+    /// Records the result as Events on the binding and on its template (both, as Karmada does) and
+    /// logs it.
+    async fn announce_result<B: BindingObject>(
+        &self,
+        b: &B,
+        result: &Result<ScheduleResult, ScheduleError>,
+        succeeded: bool,
+        message: &str,
+    ) {
+        let kind = B::kind(&());
+        let (namespace, name) = namespace_and_name(b);
+        let success = match (result, succeeded) {
+            (Ok(o), true) => Some(o),
+            _ => None,
+        };
+        let (event_type, reason, event_message) = match success {
+            Some(o) => (
+                EventType::Normal,
+                event_reasons::SCHEDULE_BINDING_SUCCEED,
+                scheduler::success_event_message(&o.clusters, namespace.is_empty()),
+            ),
+            None => (
+                EventType::Warning,
+                event_reasons::SCHEDULE_BINDING_FAILED,
+                message.to_owned(),
+            ),
+        };
+        let recorder = &self.inner.recorder;
+        recorder
+            .record(
+                &karmada_controllers_common::events::reference_of(b),
+                event_type,
+                reason,
+                event_message.clone(),
+            )
+            .await;
+        recorder
+            .record(
+                &template_reference(b.binding_spec()),
+                event_type,
+                reason,
+                event_message,
+            )
+            .await;
+        match success {
+            Some(o) => {
+                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = ?o.clusters.iter().map(|c| (c.name.as_str(), c.replicas)).collect::<Vec<_>>(), "scheduled binding")
+            }
+            None => {
+                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, message = %message, "scheduling failed")
+            }
         }
     }
 
@@ -650,13 +615,86 @@ impl Scheduler {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
             .await
             .map(|_| ())
-            .map_err(|e| SchedulerError::Api {
-                action: "patch status of",
-                kind: B::kind(&()).into_owned(),
-                key: karmada_apis::names::namespaced_key(namespace, name),
-                source: Box::new(e),
+            .map_err(|e| {
+                ApiError::new(
+                    "patch status of",
+                    B::kind(&()),
+                    karmada_apis::names::namespaced_key(namespace, name),
+                    e,
+                )
+                .into()
             })
     }
+}
+
+/// What writing the result into the binding's spec left: the generation and resourceVersion the
+/// status write must carry, and whether (or why not) the spec was patched.
+struct SpecWrite {
+    generation: i64,
+    resource_version: Option<String>,
+    patched: bool,
+    /// The patch failed; the status still records the failure.
+    error: Option<SchedulerError>,
+}
+
+/// The binding's namespace (empty for a ClusterResourceBinding) and name.
+fn namespace_and_name<B: BindingObject>(b: &B) -> (String, String) {
+    let meta = b.meta();
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// `namespace/name` or `name` of a binding.
+fn key_of<B: BindingObject>(b: &B) -> String {
+    let (namespace, name) = namespace_and_name(b);
+    karmada_apis::names::namespaced_key(&namespace, &name)
+}
+
+/// Whether a successful result is the one already recorded (a Duplicated binding re-evaluated
+/// after a restart or a template change): then nothing is written and nothing announced, and
+/// `lastScheduledTime` keeps the time of the last result that changed something.
+fn result_unchanged<B: BindingObject>(
+    b: &B,
+    result: &Result<ScheduleResult, ScheduleError>,
+    spec_write: &SpecWrite,
+    conditions: &[Condition],
+) -> bool {
+    match (result, b.binding_status()) {
+        (Ok(o), Some(old)) => {
+            !spec_write.patched
+                && spec_write.error.is_none()
+                && old.conditions == conditions
+                && old.scheduler_observed_generation == spec_write.generation
+                && old.scheduler_observed_affinity_name
+                    == o.affinity_name.as_deref().unwrap_or_default()
+        }
+        _ => false,
+    }
+}
+
+/// The status merge patch of a result: the conditions always; on success also the observed
+/// generation, `lastScheduledTime` and the observed affinity name.
+fn status_patch(
+    result: &Result<ScheduleResult, ScheduleError>,
+    succeeded: bool,
+    conditions: Vec<Condition>,
+    generation: i64,
+    now: Time,
+) -> serde_json::Value {
+    let mut patch = json!({"conditions": conditions});
+    if succeeded {
+        patch["schedulerObservedGeneration"] = json!(generation);
+        patch["lastScheduledTime"] = json!(now);
+        if let Ok(o) = result {
+            patch["schedulerObservingAffinityName"] = match &o.affinity_name {
+                Some(n) => json!(n),
+                None => serde_json::Value::Null,
+            };
+        }
+    }
+    patch
 }
 
 /// Starts the scheduler controller on `ctx`.

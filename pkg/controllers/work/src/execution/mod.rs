@@ -88,6 +88,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
+use karmada_controllers_common::handlers::register;
 use karmada_controllers_common::members::MemberEvent;
 use karmada_controllers_common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
@@ -389,26 +390,22 @@ impl ExecutionController {
         let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
-        let this = self.clone();
-        inner.clusters.register_handler(
+        register(
+            &inner.clusters,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Cluster>>| {
-                let this = this.clone();
-                async move {
-                    this.cluster_changed(&k, o.as_deref());
-                    HandlerResult::Success
-                }
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                this.cluster_changed(&k, o.as_deref());
+                HandlerResult::Success
             },
         );
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             NAME,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o).await }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
         let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());

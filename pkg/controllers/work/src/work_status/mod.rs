@@ -41,6 +41,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::handlers::{register, shared_controller};
 use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, text};
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
@@ -67,27 +69,11 @@ pub const CONFLICT_RETRIES: usize = 5;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkStatusError {
     /// An API request failed.
-    #[error("{action} {kind} {key}: {source}")]
-    Api {
-        /// What was attempted.
-        action: &'static str,
-        /// Kind of the object.
-        kind: String,
-        /// `namespace/name` or `name`.
-        key: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] ApiError),
     /// The framework could not provide a controller, cache or client.
-    #[error("{what}: {source}")]
-    Framework {
-        /// What was being set up.
-        what: String,
-        /// The framework error.
-        #[source]
-        source: Box<lariat::Error>,
-    },
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
     /// A member object's Work has no manifest for it.
     #[error("Work {work}: no manifest for {kind} {key} of cluster {cluster}")]
     NoManifest {
@@ -177,17 +163,8 @@ impl WorkStatusController {
         let client = cp
             .clients()
             .client_for_controller(WORK_HANDLER)
-            .map_err(|source| WorkStatusError::Framework {
-                what: "work-status client".into(),
-                source: Box::new(source),
-            })?;
-        let works =
-            cp.controllers()
-                .for_kind::<Work>()
-                .map_err(|source| WorkStatusError::Framework {
-                    what: "Work controller".into(),
-                    source: Box::new(source),
-                })?;
+            .map_err(framework("work-status client"))?;
+        let works = shared_controller::<Work>(cp)?;
         let cancel = ctx.cancel.child_token();
         Ok(WorkStatusController {
             inner: Arc::new(Inner {
@@ -205,14 +182,12 @@ impl WorkStatusController {
     /// the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let this = self.clone();
-        inner.works.register_handler(
+        register(
+            &inner.works,
             WORK_HANDLER,
-            inner.cancel.clone(),
-            move |k: ObjectKey, o: Option<Arc<Work>>| {
-                let this = this.clone();
-                async move { this.handle_work(k, o).await }
-            },
+            &inner.cancel,
+            &self,
+            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
@@ -316,19 +291,15 @@ impl WorkStatusController {
         member: &lariat::Cluster,
         gvk: &GroupVersionKind,
     ) -> Result<SharedController<DynamicObject>, WorkStatusError> {
-        let ctrl =
-            member
-                .controllers()
-                .for_gvk(gvk)
-                .map_err(|source| WorkStatusError::Framework {
-                    what: format!(
-                        "controller for {}.{} in cluster {}",
-                        gvk.kind,
-                        gvk.group,
-                        member.name()
-                    ),
-                    source: Box::new(source),
-                })?;
+        let ctrl = member
+            .controllers()
+            .for_gvk(gvk)
+            .map_err(framework(format!(
+                "controller for {}.{} in cluster {}",
+                gvk.kind,
+                gvk.group,
+                member.name()
+            )))?;
         let _guard = self.inner.registering.lock();
         if ctrl.handler_names().iter().any(|n| n == MEMBER_HANDLER) {
             return Ok(ctrl);
@@ -530,12 +501,7 @@ impl WorkStatusController {
                     Ok(())
                 }
                 Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-                Err(source) => Err(WorkStatusError::Api {
-                    action: "update status of",
-                    kind: "Work".into(),
-                    key,
-                    source: Box::new(source),
-                }),
+                Err(source) => Err(ApiError::new("update status of", "Work", key, source).into()),
             };
         }
         let mut current = cached.clone();
@@ -565,12 +531,7 @@ impl WorkStatusController {
                         Ok(w) => w,
                         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                         Err(source) => {
-                            return Err(WorkStatusError::Api {
-                                action: "get",
-                                kind: "Work".into(),
-                                key,
-                                source: Box::new(source),
-                            });
+                            return Err(ApiError::new("get", "Work", key, source).into());
                         }
                     };
                     if current.metadata.deletion_timestamp.is_some() {
@@ -579,12 +540,7 @@ impl WorkStatusController {
                 }
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                 Err(source) => {
-                    return Err(WorkStatusError::Api {
-                        action: "update status of",
-                        kind: "Work".into(),
-                        key,
-                        source: Box::new(source),
-                    });
+                    return Err(ApiError::new("update status of", "Work", key, source).into());
                 }
             }
         }

@@ -1,0 +1,52 @@
+//! The start-up steps every controller takes: getting the shared controllers it watches,
+//! registering its handlers on them, then reporting its caches synced and serving until it is
+//! cancelled.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use lariat::cache::CacheObject;
+use lariat::{HandlerResult, ObjectKey, SharedController};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::SyncReporter;
+use crate::error::{FrameworkError, framework};
+
+/// Registers `handle` on `controller` as `name` until `cancel` fires. Each event gets its own
+/// clone of `this` (a controller is cheap to clone), so the handler's future owns what it uses.
+pub fn register<K, T, F, Fut>(
+    controller: &SharedController<K>,
+    name: &str,
+    cancel: &CancellationToken,
+    this: &T,
+    handle: F,
+) where
+    K: CacheObject,
+    T: Clone + Send + Sync + 'static,
+    F: Fn(T, ObjectKey, Option<Arc<K>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult<K>> + Send + 'static,
+{
+    let this = this.clone();
+    controller.register_handler(name, cancel.clone(), move |k, o| handle(this.clone(), k, o));
+}
+
+/// Reports the controller's caches synced (readiness waits for it), then waits for `cancel`;
+/// `what` names the controller in the two log lines.
+pub async fn serve_until_cancelled(synced: &SyncReporter, cancel: &CancellationToken, what: &str) {
+    synced.synced();
+    tracing::info!("{what} synced");
+    cancel.cancelled().await;
+    tracing::info!("{what} stopped");
+}
+
+/// The control plane's shared controller of kind `K`; the error names it (`"<Kind> controller"`).
+pub fn shared_controller<K>(cp: &lariat::Cluster) -> Result<SharedController<K>, FrameworkError>
+where
+    K: CacheObject,
+    K::DynamicType: Default,
+{
+    cp.controllers().for_kind::<K>().map_err(framework(format!(
+        "{} controller",
+        K::kind(&K::DynamicType::default())
+    )))
+}
