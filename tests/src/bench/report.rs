@@ -420,7 +420,7 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "| workload | templates × members | converged (s) | FullyApplied (s) | arrival p99 (ms) | CPU (s) | peak RSS (MiB) | host writes / template | host API server CPU (s) |"
+            "| burst | templates × members | converged (s) | FullyApplied (s) | arrival p99 (ms) | CPU (s) | peak RSS (MiB) | host writes / template | host API server CPU (s) |"
         );
         let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
         for (ours, peer) in &pairs {
@@ -430,7 +430,7 @@ impl Report {
             let per = |x: &BurstResult| x.host_writes as f64 / x.templates.max(1) as f64;
             let _ = writeln!(
                 o,
-                "| burst, {} | {} × {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} × {} | {} | {} | {} | {} | {} | {} | {} |",
                 base(ours),
                 a.templates,
                 a.members,
@@ -443,37 +443,67 @@ impl Report {
                 cell(a.server_cpu.host_apiserver, b.server_cpu.host_apiserver, 1),
             );
         }
-        for (ours, peer) in &pairs {
-            let (Some(a), Some(b)) = (&ours.steady, &peer.steady) else {
-                continue;
-            };
+        let steady: Vec<_> = pairs
+            .iter()
+            .filter_map(|(ours, peer)| Some((*ours, ours.steady.as_ref()?, peer.steady.as_ref()?)))
+            .collect();
+        if !steady.is_empty() {
             let _ = writeln!(
                 o,
-                "| steady {:.0}/s, {} | {} × {} | | | {} | {} | | | |",
-                a.rate,
-                base(ours),
-                a.templates,
-                ours.members,
-                cell(a.latency.p99_ms, b.latency.p99_ms, 0),
-                cell(a.cpu_seconds, b.cpu_seconds, 1),
+                "\n| steady | rate (/s) | templates × members | latency p50 (ms) | latency p99 (ms) | CPU (s) |\n|---|---|---|---|---|---|"
             );
+            for (ours, a, b) in steady {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.0} | {} × {} | {} | {} | {} |",
+                    base(ours),
+                    a.rate,
+                    a.templates,
+                    ours.members,
+                    cell(a.latency.p50_ms, b.latency.p50_ms, 0),
+                    cell(a.latency.p99_ms, b.latency.p99_ms, 0),
+                    cell(a.cpu_seconds, b.cpu_seconds, 1),
+                );
+            }
         }
-        for (ours, peer) in &pairs {
-            let (Some(a), Some(b)) = (&ours.restart, &peer.restart) else {
-                continue;
-            };
+        let restart: Vec<_> = pairs
+            .iter()
+            .filter_map(|(ours, peer)| {
+                Some((*ours, ours.restart.as_ref()?, peer.restart.as_ref()?))
+            })
+            .collect();
+        if !restart.is_empty() {
             let _ = writeln!(
                 o,
-                "| restart (ready {} s; fresh template max {} ms), {} | {} × {} | {} | | | {} | {} | | |",
-                cell(a.ready_seconds, b.ready_seconds, 1),
-                cell(a.fresh_latency.max_ms, b.fresh_latency.max_ms, 0),
-                base(ours),
-                a.templates,
-                ours.members,
-                cell(a.settled_seconds, b.settled_seconds, 1),
-                cell(a.cpu_seconds, b.cpu_seconds, 1),
-                cell(a.peak_rss_mib, b.peak_rss_mib, 0),
+                "\n| restart | templates × members | ready (s) | settled (s) | fresh template max (ms) | host writes | member writes | host objects changed | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|---|---|"
             );
+            let changed = |x: &RestartResult| -> f64 {
+                x.changes
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("host"))
+                    .map(|(_, c)| f64::from(c.total()))
+                    .sum()
+            };
+            let writes = |x: &RestartResult, target: &str| {
+                super::process::writes(&x.requests, target) as f64
+            };
+            for (ours, a, b) in restart {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    base(ours),
+                    a.templates,
+                    ours.members,
+                    cell(a.ready_seconds, b.ready_seconds, 1),
+                    cell(a.settled_seconds, b.settled_seconds, 1),
+                    cell(a.fresh_latency.max_ms, b.fresh_latency.max_ms, 0),
+                    cell(writes(a, "host"), writes(b, "host"), 0),
+                    cell(writes(a, "members"), writes(b, "members"), 0),
+                    cell(changed(a), changed(b), 0),
+                    cell(a.cpu_seconds, b.cpu_seconds, 1),
+                    cell(a.peak_rss_mib, b.peak_rss_mib, 0),
+                );
+            }
         }
         let _ = writeln!(o);
     }
