@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
+use karmada_e2e::bench::process::parse_metrics;
 use karmada_e2e::bench::scenarios;
 use karmada_e2e::bench::session::{Impl, Qps, Session};
 use karmada_e2e::bench::workload::{Kind, Template, create};
@@ -152,6 +153,25 @@ async fn karmada_go_trio_propagates_a_deployment_and_the_bench_measures_it() {
             "work queue {q} in {queues:?}"
         );
     }
+    // The webhook keeps serving across a restart of the other two; its counters stay out of the
+    // restart's writes because it writes nothing.
+    let webhook = s
+        .karmada
+        .as_ref()
+        .expect("a Karmada session")
+        .webhook
+        .metrics();
+    let webhook_writes: f64 = parse_metrics(&webhook.unwrap_or_default())
+        .iter()
+        .filter(|m| m.name == "rest_client_requests_total")
+        .filter(|m| {
+            m.labels
+                .get("method")
+                .is_some_and(|v| matches!(v.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
+        })
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(webhook_writes, 0.0, "karmada-webhook writes nothing");
     assert_eq!(burst.arrival.count, 6, "{burst:?}");
     assert!(
         burst.member_writes >= 6,

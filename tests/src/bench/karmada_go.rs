@@ -205,8 +205,8 @@ impl KarmadaGo {
     }
 
     /// Stops the controller-manager and the scheduler with SIGTERM (each must exit within 30 s) and
-    /// starts them again with the same flags; the webhook keeps serving. Returns when both are
-    /// spawned.
+    /// starts them again with the same flags; the webhook keeps serving (so its request counters,
+    /// reads only, still count from the session's start). Returns when both are spawned.
     pub async fn restart(&mut self) -> anyhow::Result<Instant> {
         for (name, p) in [
             ("karmada-controller-manager", &mut self.controller_manager),
@@ -301,73 +301,50 @@ async fn install_missing_crds(client: &Client, scratch: &Path) -> anyhow::Result
     Ok(())
 }
 
-/// One webhook of Karmada's chart: name, path, API group, resource, operations, scope.
+/// One webhook name of Karmada's chart: served at `/mutate-<path>` when `mutate` lists operations and
+/// at `/validate-<path>` when `validate` does, for `resource` of `group` in `scope`.
 struct Hook {
     name: &'static str,
     path: &'static str,
     group: &'static str,
     resource: &'static str,
-    operations: &'static [&'static str],
     scope: &'static str,
-}
-
-const fn hook(
-    name: &'static str,
-    path: &'static str,
-    group: &'static str,
-    resource: &'static str,
-    operations: &'static [&'static str],
-    scope: &'static str,
-) -> Hook {
-    Hook {
-        name,
-        path,
-        group,
-        resource,
-        operations,
-        scope,
-    }
+    mutate: &'static [&'static str],
+    validate: &'static [&'static str],
 }
 
 const CU: &[&str] = &["CREATE", "UPDATE"];
 const C: &[&str] = &["CREATE"];
+const NO: &[&str] = &[];
 const POLICY: &str = "policy.karmada.io";
 const WORK: &str = "work.karmada.io";
+const CONFIG: &str = "config.karmada.io";
+const NET: &str = "networking.karmada.io";
 const NS: &str = "Namespaced";
 const CLUSTER: &str = "Cluster";
 
-/// The mutating webhooks Karmada's chart registers.
+/// The webhooks Karmada's chart registers (deletion protection is added apart: it has an object
+/// selector): name, path, group, resource, scope, mutating operations, validating operations.
 #[rustfmt::skip]
-const MUTATING: &[Hook] = &[
-    hook("propagationpolicy.karmada.io", "/mutate-propagationpolicy", POLICY, "propagationpolicies", CU, NS),
-    hook("clusterpropagationpolicy.karmada.io", "/mutate-clusterpropagationpolicy", POLICY, "clusterpropagationpolicies", CU, CLUSTER),
-    hook("overridepolicy.karmada.io", "/mutate-overridepolicy", POLICY, "overridepolicies", CU, NS),
-    hook("resourcebinding.karmada.io", "/mutate-resourcebinding", WORK, "resourcebindings", C, NS),
-    hook("clusterresourcebinding.karmada.io", "/mutate-clusterresourcebinding", WORK, "clusterresourcebindings", C, CLUSTER),
-    hook("work.karmada.io", "/mutate-work", WORK, "works", CU, NS),
-    hook("autoscaling.karmada.io", "/mutate-federatedhpa", "autoscaling.karmada.io", "federatedhpas", CU, NS),
-    hook("multiclusterservice.karmada.io", "/mutate-multiclusterservice", "networking.karmada.io", "multiclusterservices", CU, NS),
+const HOOKS: &[Hook] = &[
+    Hook { name: "propagationpolicy.karmada.io", path: "propagationpolicy", group: POLICY, resource: "propagationpolicies", scope: NS, mutate: CU, validate: CU },
+    Hook { name: "clusterpropagationpolicy.karmada.io", path: "clusterpropagationpolicy", group: POLICY, resource: "clusterpropagationpolicies", scope: CLUSTER, mutate: CU, validate: CU },
+    Hook { name: "overridepolicy.karmada.io", path: "overridepolicy", group: POLICY, resource: "overridepolicies", scope: NS, mutate: CU, validate: CU },
+    Hook { name: "clusteroverridepolicy.karmada.io", path: "clusteroverridepolicy", group: POLICY, resource: "clusteroverridepolicies", scope: CLUSTER, mutate: NO, validate: CU },
+    Hook { name: "resourcebinding.karmada.io", path: "resourcebinding", group: WORK, resource: "resourcebindings", scope: NS, mutate: C, validate: CU },
+    Hook { name: "clusterresourcebinding.karmada.io", path: "clusterresourcebinding", group: WORK, resource: "clusterresourcebindings", scope: CLUSTER, mutate: C, validate: NO },
+    Hook { name: "work.karmada.io", path: "work", group: WORK, resource: "works", scope: NS, mutate: CU, validate: NO },
+    Hook { name: "autoscaling.karmada.io", path: "federatedhpa", group: "autoscaling.karmada.io", resource: "federatedhpas", scope: NS, mutate: CU, validate: NO },
+    Hook { name: "multiclusterservice.karmada.io", path: "multiclusterservice", group: NET, resource: "multiclusterservices", scope: NS, mutate: CU, validate: CU },
+    Hook { name: "multiclusteringress.karmada.io", path: "multiclusteringress", group: NET, resource: "multiclusteringresses", scope: NS, mutate: NO, validate: CU },
+    Hook { name: "config.karmada.io", path: "resourceinterpreterwebhookconfiguration", group: CONFIG, resource: "resourceinterpreterwebhookconfigurations", scope: CLUSTER, mutate: NO, validate: CU },
+    Hook { name: "resourceinterpretercustomization.karmada.io", path: "resourceinterpretercustomization", group: CONFIG, resource: "resourceinterpretercustomizations", scope: CLUSTER, mutate: NO, validate: CU },
+    Hook { name: "federatedresourcequota.karmada.io", path: "federatedresourcequota", group: POLICY, resource: "federatedresourcequotas", scope: NS, mutate: NO, validate: CU },
 ];
 
-/// The validating webhooks Karmada's chart registers (deletion protection is added apart: it has an
-/// object selector).
-#[rustfmt::skip]
-const VALIDATING: &[Hook] = &[
-    hook("propagationpolicy.karmada.io", "/validate-propagationpolicy", POLICY, "propagationpolicies", CU, NS),
-    hook("clusterpropagationpolicy.karmada.io", "/validate-clusterpropagationpolicy", POLICY, "clusterpropagationpolicies", CU, CLUSTER),
-    hook("overridepolicy.karmada.io", "/validate-overridepolicy", POLICY, "overridepolicies", CU, NS),
-    hook("clusteroverridepolicy.karmada.io", "/validate-clusteroverridepolicy", POLICY, "clusteroverridepolicies", CU, CLUSTER),
-    hook("config.karmada.io", "/validate-resourceinterpreterwebhookconfiguration", "config.karmada.io", "resourceinterpreterwebhookconfigurations", CU, CLUSTER),
-    hook("resourceinterpretercustomization.karmada.io", "/validate-resourceinterpretercustomization", "config.karmada.io", "resourceinterpretercustomizations", CU, CLUSTER),
-    hook("federatedresourcequota.karmada.io", "/validate-federatedresourcequota", POLICY, "federatedresourcequotas", CU, NS),
-    hook("multiclusteringress.karmada.io", "/validate-multiclusteringress", "networking.karmada.io", "multiclusteringresses", CU, NS),
-    hook("multiclusterservice.karmada.io", "/validate-multiclusterservice", "networking.karmada.io", "multiclusterservices", CU, NS),
-    hook("resourcebinding.karmada.io", "/validate-resourcebinding", WORK, "resourcebindings", CU, NS),
-];
-
-fn rules(h: &Hook) -> Vec<RuleWithOperations> {
+fn rules(h: &Hook, operations: &[&str]) -> Vec<RuleWithOperations> {
     vec![RuleWithOperations {
-        operations: Some(h.operations.iter().map(|o| o.to_string()).collect()),
+        operations: Some(operations.iter().map(|o| o.to_string()).collect()),
         api_groups: Some(vec![h.group.to_string()]),
         api_versions: Some(vec!["*".to_string()]),
         resources: Some(vec![h.resource.to_string()]),
@@ -393,12 +370,13 @@ async fn register_webhooks(client: &Client, port: u16, ca: &[u8]) -> anyhow::Res
             ..ObjectMeta::default()
         },
         webhooks: Some(
-            MUTATING
+            HOOKS
                 .iter()
+                .filter(|h| !h.mutate.is_empty())
                 .map(|h| MutatingWebhook {
                     name: h.name.to_string(),
-                    rules: Some(rules(h)),
-                    client_config: client_config(port, h.path, ca),
+                    rules: Some(rules(h, h.mutate)),
+                    client_config: client_config(port, &format!("/mutate-{}", h.path), ca),
                     failure_policy: Some("Fail".to_string()),
                     side_effects: "None".to_string(),
                     admission_review_versions: v1(),
@@ -408,12 +386,13 @@ async fn register_webhooks(client: &Client, port: u16, ca: &[u8]) -> anyhow::Res
                 .collect(),
         ),
     };
-    let mut validating: Vec<ValidatingWebhook> = VALIDATING
+    let mut validating: Vec<ValidatingWebhook> = HOOKS
         .iter()
+        .filter(|h| !h.validate.is_empty())
         .map(|h| ValidatingWebhook {
             name: h.name.to_string(),
-            rules: Some(rules(h)),
-            client_config: client_config(port, h.path, ca),
+            rules: Some(rules(h, h.validate)),
+            client_config: client_config(port, &format!("/validate-{}", h.path), ca),
             failure_policy: Some("Fail".to_string()),
             side_effects: if h.resource == "resourcebindings" {
                 "NoneOnDryRun"
@@ -473,28 +452,63 @@ async fn register_webhooks(client: &Client, port: u16, ca: &[u8]) -> anyhow::Res
     Ok(())
 }
 
-/// Waits until the webhook accepts TCP connections on `port`; an error if it exits or after `timeout`.
+/// Waits until the webhook accepts TCP connections on `port`.
 async fn wait_port(p: &mut Kcm, port: u16, timeout: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
+    let what = format!("listen on 127.0.0.1:{port}");
+    wait_process("karmada-webhook", p, &what, timeout, move || async move {
         let connect = tokio::time::timeout(
             Duration::from_secs(1),
             tokio::net::TcpStream::connect(("127.0.0.1", port)),
         )
         .await;
-        if matches!(connect, Ok(Ok(_))) {
+        matches!(connect, Ok(Ok(_)))
+    })
+    .await
+}
+
+/// Waits until `p` answers `/healthz` with 200.
+async fn wait_healthy(name: &str, p: &mut Kcm, timeout: Duration) -> anyhow::Result<()> {
+    let port = p.probe_port;
+    wait_process(name, p, "answer /healthz", timeout, move || async move {
+        tokio::task::spawn_blocking(move || {
+            crate::controller_manager::http_get(port, "/healthz").map(|(c, _)| c)
+        })
+        .await
+        .ok()
+        .flatten()
+            == Some(200)
+    })
+    .await
+}
+
+/// Polls `up` every 100 ms until it holds; an error naming process `name`, `what` it was to do and
+/// its log tail when it exits first or `timeout` passes.
+async fn wait_process<F, Fut>(
+    name: &str,
+    p: &mut Kcm,
+    what: &str,
+    timeout: Duration,
+    mut up: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if up().await {
             return Ok(());
         }
         if let Some(status) = p.try_exit() {
             bail!(
-                "karmada-webhook exited ({status}) before serving; log tail:\n{}",
-                tail(&p.log(), 40)
+                "{name} exited ({status}) before it could {what}; log tail:\n{}",
+                tail(&p.log(), 60)
             );
         }
         if Instant::now() > deadline {
             bail!(
-                "karmada-webhook did not listen on 127.0.0.1:{port} within {timeout:?}; log tail:\n{}",
-                tail(&p.log(), 40)
+                "{name} did not {what} within {timeout:?}; log tail:\n{}",
+                tail(&p.log(), 60)
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -541,35 +555,5 @@ async fn wait_admitting(client: &Client, webhook: &Kcm, timeout: Duration) -> an
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Waits until `p` answers `/healthz` with 200; an error if it exits or after `timeout`.
-async fn wait_healthy(name: &str, p: &mut Kcm, timeout: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let port = p.probe_port;
-        let code = tokio::task::spawn_blocking(move || {
-            crate::controller_manager::http_get(port, "/healthz").map(|(c, _)| c)
-        })
-        .await
-        .ok()
-        .flatten();
-        if code == Some(200) {
-            return Ok(());
-        }
-        if let Some(status) = p.try_exit() {
-            bail!(
-                "{name} exited ({status}) while starting; log tail:\n{}",
-                tail(&p.log(), 60)
-            );
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{name} did not answer /healthz within {timeout:?}; log tail:\n{}",
-                tail(&p.log(), 60)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -177,6 +177,18 @@ pub struct Report {
     pub wall_seconds: f64,
 }
 
+/// For each (ours, peer) pair of runs in which `f` finds a result on both sides: (ours, its result,
+/// the peer's).
+fn paired<'a, T>(
+    pairs: &[(&'a Run, &'a Run)],
+    f: impl Fn(&'a Run) -> Option<&'a T>,
+) -> Vec<(&'a Run, &'a T, &'a T)> {
+    pairs
+        .iter()
+        .filter_map(|&(ours, peer)| Some((ours, f(ours)?, f(peer)?)))
+        .collect()
+}
+
 fn requests_cell(r: &RequestCounts, target: &str) -> String {
     r.get(target)
         .map(|m| {
@@ -443,10 +455,7 @@ impl Report {
                 cell(a.server_cpu.host_apiserver, b.server_cpu.host_apiserver, 1),
             );
         }
-        let steady: Vec<_> = pairs
-            .iter()
-            .filter_map(|(ours, peer)| Some((*ours, ours.steady.as_ref()?, peer.steady.as_ref()?)))
-            .collect();
+        let steady = paired(&pairs, |r| r.steady.as_ref());
         if !steady.is_empty() {
             let _ = writeln!(
                 o,
@@ -466,12 +475,7 @@ impl Report {
                 );
             }
         }
-        let restart: Vec<_> = pairs
-            .iter()
-            .filter_map(|(ours, peer)| {
-                Some((*ours, ours.restart.as_ref()?, peer.restart.as_ref()?))
-            })
-            .collect();
+        let restart = paired(&pairs, |r| r.restart.as_ref());
         if !restart.is_empty() {
             let _ = writeln!(
                 o,
