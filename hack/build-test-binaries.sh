@@ -4,6 +4,11 @@
 #   ${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}/test-binaries/k8s-<v>_etcd-<v>_kwok-<v>/
 # A binary already present in $KUBEBUILDER_ASSETS is used from there and not built.
 # Prints the cache folder on stdout; progress goes to stderr.
+#
+# `hack/build-test-binaries.sh karmada` instead builds Karmada's own Go controller-manager, scheduler and
+# webhook (the peer the benchmark measures against; `make karmada-binaries`) from hack/tools/karmada into
+#   .../test-binaries/karmada-<v>/
+# and prints that folder. Plain `make test` never builds them.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,12 +25,19 @@ check_pin() { # module-dir module version
 check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
+check_pin karmada github.com/karmada-io/karmada "$KARMADA_VERSION"
 
 cache=${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}
 out="$cache/test-binaries/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+# Where an already-built binary may be found instead (Karmada's are never in an envtest folder).
+assets=${KUBEBUILDER_ASSETS:-}
+if [ "${1:-}" = karmada ]; then
+  out="$cache/test-binaries/karmada-${KARMADA_VERSION}"
+  assets=""
+fi
 mkdir -p "$out"
 
-have() { [ -x "$out/$1" ] || { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/$1" ]; }; }
+have() { [ -x "$out/$1" ] || { [ -n "$assets" ] && [ -x "$assets/$1" ]; }; }
 
 # module-dir name=package... : builds, from hack/tools/<module-dir>, each named binary that is missing.
 build() {
@@ -45,13 +57,34 @@ build() {
   echo "build-test-binaries: building ${names[*]} from hack/tools/$dir (first time only; cached in $out)" >&2
   local start=$SECONDS i
   for i in "${!pkgs[@]}"; do
-    (cd "$root/hack/tools/$dir" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/${names[$i]}" "${pkgs[$i]}") ||
+    (cd "$root/hack/tools/$dir" && go build -mod=readonly -trimpath -ldflags "-s -w ${karmada_ldflags:-}" -o "$tmp/${names[$i]}" "${pkgs[$i]}") ||
       { rm -rf "$tmp"; die "building ${names[$i]} (${pkgs[$i]}) in hack/tools/$dir failed: see the Go errors above"; }
   done
   mv "$tmp"/* "$out/"
   rmdir "$tmp"
   echo "build-test-binaries: built ${names[*]} in $((SECONDS - start))s" >&2
 }
+
+if [ "${1:-}" = karmada ]; then
+  # The version stamp Karmada's own release build sets, so the binaries' logs and --version say what they are.
+  karmada_ldflags="-X github.com/karmada-io/karmada/pkg/version.gitVersion=$KARMADA_VERSION"
+  build karmada \
+    karmada-controller-manager=github.com/karmada-io/karmada/cmd/controller-manager \
+    karmada-scheduler=github.com/karmada-io/karmada/cmd/scheduler \
+    karmada-webhook=github.com/karmada-io/karmada/cmd/webhook
+  # Karmada's own CRDs, as its chart installs them: the peer's harness adds those our crds/ lack (the
+  # Go controllers and webhook watch some of them, e.g. config.karmada.io's interpreter customizations).
+  if [ ! -d "$out/crds" ]; then
+    karmada_src=$(cd "$root/hack/tools/karmada" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada) ||
+      die "cannot find the github.com/karmada-io/karmada module source (go list -m failed)"
+    tmp=$(mktemp -d "$out/.crds.XXXXXX")
+    cp "$karmada_src"/charts/karmada/_crds/bases/*/*.yaml "$tmp/"
+    chmod u+w "$tmp"/*
+    mv "$tmp" "$out/crds"
+  fi
+  echo "$out"
+  exit 0
+fi
 
 build kubernetes \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \

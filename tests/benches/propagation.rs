@@ -7,8 +7,20 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+use karmada_e2e::bench::session::Impl;
 use karmada_e2e::bench::{BenchConfig, run};
+
+/// Whose controllers the benchmark measures.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Which {
+    /// karmada-rs's controller-manager.
+    Rust,
+    /// Karmada's Go controller-manager, scheduler and webhook (`make karmada-binaries` builds them).
+    Karmada,
+    /// Both, each on its own fresh environments, side by side in the report.
+    Both,
+}
 
 #[derive(Parser, Debug)]
 #[command(about = "Propagation benchmark against real API servers and the real controller-manager")]
@@ -40,6 +52,9 @@ struct Args {
     /// Skip the minimal-writes floor.
     #[arg(long)]
     no_floor: bool,
+    /// Whose controllers to measure.
+    #[arg(long = "impl", value_enum, default_value = "rust")]
+    implementation: Which,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
     out: PathBuf,
@@ -76,6 +91,11 @@ fn main() -> anyhow::Result<()> {
     }
     config.karmada_default_qps &= !args.no_default_qps;
     config.floor &= !args.no_floor;
+    config.impls = match args.implementation {
+        Which::Rust => vec![Impl::Rust],
+        Which::Karmada => vec![Impl::Karmada],
+        Which::Both => vec![Impl::Rust, Impl::Karmada],
+    };
     let rt = tokio::runtime::Runtime::new().context("start a tokio runtime")?;
     let report = rt.block_on(run(&config, |step| eprintln!("bench: {step}")))?;
     let markdown = report.markdown();

@@ -184,13 +184,23 @@ pub fn run_to_exit(args: &[&str], timeout: Duration) -> (Option<i32>, String, St
 impl Kcm {
     /// Starts the binary with probe and metrics on fresh local ports plus `args`; `env` adds variables.
     pub fn start(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> Kcm {
+        Kcm::start_program(binary(), kubeconfig, args, env)
+    }
+
+    /// [`start`](Self::start) for another program that takes the same `--kubeconfig`,
+    /// `--health-probe-bind-address` and `--metrics-bind-address` flags (Karmada's Go components).
+    pub fn start_program(
+        binary: &Path,
+        kubeconfig: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Kcm {
         let probe_port = free_port();
         let metrics_port = free_port();
         let dir = tempfile_dir::TempDir::new("kcm");
         let log = dir.path().join("kcm.log");
         let out = File::create(&log).expect("create log");
         let err = out.try_clone().expect("clone log");
-        let binary = binary();
         let mut cmd = Command::new(binary);
         cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!(
@@ -212,7 +222,9 @@ impl Kcm {
                 Ok(())
             });
         }
-        let child = cmd.spawn().expect("spawn karmada-controller-manager");
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary.display()));
         Kcm {
             child,
             log,

@@ -91,3 +91,29 @@ pub fn kwok_stages() -> Result<Vec<PathBuf>, Error> {
             .join(", "),
     })
 }
+
+/// The Karmada version whose Go controller-manager, scheduler and webhook the benchmark runs as a peer
+/// (e.g. `v1.16.0`).
+pub fn karmada_version() -> &'static str {
+    version("KARMADA_VERSION")
+}
+
+/// The folder `hack/build-test-binaries.sh karmada` (`make karmada-binaries`) writes Karmada's Go
+/// binaries and Karmada's own CRDs (`crds/`) to, beside the other test binaries.
+pub fn karmada_dir() -> PathBuf {
+    cache_dir().with_file_name(format!("karmada-{}", karmada_version()))
+}
+
+/// Locates Karmada's Go executable `name` (`karmada-controller-manager`, `karmada-scheduler`,
+/// `karmada-webhook`); the error says to run `make karmada-binaries`. Never found in
+/// `$KUBEBUILDER_ASSETS`: our own controller-manager has the same name.
+pub fn locate_karmada(name: &str) -> Result<PathBuf, Error> {
+    let p = karmada_dir().join(name);
+    if p.is_file() {
+        return Ok(p);
+    }
+    Err(Error::MissingKarmadaBinary {
+        name: format!("{name} ({})", karmada_version()),
+        searched: p.display().to_string(),
+    })
+}

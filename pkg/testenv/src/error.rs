@@ -11,6 +11,12 @@ pub enum Error {
          to a folder that has it"
     )]
     MissingBinary { name: String, searched: String },
+    #[error(
+        "Karmada's Go binary {name} not found (looked in: {searched}); build Karmada's controller-manager, \
+         scheduler and webhook from the pinned Go module with `make karmada-binaries` (runs \
+         `hack/build-test-binaries.sh karmada`; needs Go >= 1.26)"
+    )]
+    MissingKarmadaBinary { name: String, searched: String },
     #[error("{path}: {source}")]
     Io {
         path: String,

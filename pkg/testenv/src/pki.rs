@@ -106,6 +106,25 @@ impl ClusterPki {
         Ok(pki)
     }
 
+    /// Issues a serving certificate for `cn`, valid for the host names and IP addresses in `sans`,
+    /// signed by this cluster's CA, and writes it as `<dir>/<cn>.crt` and `<dir>/<cn>.key`: for a
+    /// server the API server calls back (an admission webhook on loopback), which trusts this CA.
+    /// Returns (certificate, key) paths.
+    pub fn issue_serving(
+        &self,
+        cn: &str,
+        sans: &[&str],
+        dir: &Path,
+    ) -> Result<(PathBuf, PathBuf), Error> {
+        let pki_err = |e: rcgen::Error| Error::Pki(format!("serving certificate {cn}: {e}"));
+        let mut params =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map_err(pki_err)?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        self.sign(cn, params, dir, pki_err)
+    }
+
     /// Issues a client certificate for user `cn` in the groups `orgs`, signed by this cluster's CA, and
     /// writes it as `<dir>/<cn>.crt` and `<dir>/<cn>.key`. Returns (certificate, key) paths.
     pub fn issue_client(
@@ -115,10 +134,6 @@ impl ClusterPki {
         dir: &Path,
     ) -> Result<(PathBuf, PathBuf), Error> {
         let pki_err = |e: rcgen::Error| Error::Pki(format!("client certificate {cn}: {e}"));
-        let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| Error::io(p, e));
-        let ca_key = KeyPair::from_pem(&read(&self.ca_key)?).map_err(pki_err)?;
-        let issuer = Issuer::new(ca_params(&self.name).map_err(pki_err)?, ca_key);
-        let key = KeyPair::generate().map_err(pki_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
         params.distinguished_name.push(DnType::CommonName, cn);
         for org in orgs {
@@ -127,8 +142,26 @@ impl ClusterPki {
                 .push(DnType::OrganizationName, *org);
         }
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let cert = params.signed_by(&key, &issuer).map_err(pki_err)?;
-        let (cert_path, key_path) = (dir.join(format!("{cn}.crt")), dir.join(format!("{cn}.key")));
+        self.sign(cn, params, dir, pki_err)
+    }
+
+    /// Signs `params` with a fresh key and this CA, and writes `<dir>/<name>.crt` and `<dir>/<name>.key`.
+    fn sign(
+        &self,
+        name: &str,
+        params: CertificateParams,
+        dir: &Path,
+        pki_err: impl Fn(rcgen::Error) -> Error,
+    ) -> Result<(PathBuf, PathBuf), Error> {
+        let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| Error::io(p, e));
+        let ca_key = KeyPair::from_pem(&read(&self.ca_key)?).map_err(&pki_err)?;
+        let issuer = Issuer::new(ca_params(&self.name).map_err(&pki_err)?, ca_key);
+        let key = KeyPair::generate().map_err(&pki_err)?;
+        let cert = params.signed_by(&key, &issuer).map_err(&pki_err)?;
+        let (cert_path, key_path) = (
+            dir.join(format!("{name}.crt")),
+            dir.join(format!("{name}.key")),
+        );
         for (path, pem) in [(&cert_path, cert.pem()), (&key_path, key.serialize_pem())] {
             std::fs::write(path, pem).map_err(|e| Error::io(path, e))?;
         }

@@ -8,6 +8,7 @@
 //! cannot rot. Results: `docs/benchmarks.md`.
 
 pub mod floor;
+pub mod karmada_go;
 pub mod observer;
 pub mod process;
 pub mod report;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use report::{Machine, Report, Run};
-use session::{Qps, Session};
+use session::{Impl, Qps, Session};
 
 /// Sizes and switches.
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +53,9 @@ pub struct BenchConfig {
     pub floor_syncs: usize,
     /// Longest wait for any one convergence (s).
     pub timeout_seconds: f64,
+    /// The implementations measured, each on its own fresh environments with the same flags (`Karmada`
+    /// needs `make karmada-binaries`).
+    pub impls: Vec<Impl>,
 }
 
 impl BenchConfig {
@@ -72,6 +76,7 @@ impl BenchConfig {
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 1800.0,
+            impls: vec![Impl::Rust],
         }
     }
 
@@ -91,6 +96,7 @@ impl BenchConfig {
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 180.0,
+            impls: vec![Impl::Rust],
         }
     }
 
@@ -100,7 +106,7 @@ impl BenchConfig {
 }
 
 /// Runs every scenario `config` asks for, each controller-manager configuration on a fresh
-/// environment, reporting progress through `progress`.
+/// environment (per implementation, one after the other), reporting progress through `progress`.
 pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Result<Report> {
     let started = Instant::now();
     let timeout = config.timeout();
@@ -123,14 +129,20 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
     for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
         plans.push((Qps::Raised, k, full, false, false));
     }
-    for (qps, members, (deployments, configmaps), with_restart, with_steady) in plans {
-        let label = format!(
+    let runs_of = plans
+        .into_iter()
+        .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)));
+    for (imp, (qps, members, (deployments, configmaps), with_restart, with_steady)) in runs_of {
+        let mut label = format!(
             "{}, {members} member{}",
             qps.label(),
             if members == 1 { "" } else { "s" }
         );
+        if config.impls != [Impl::Rust] {
+            label = format!("{}, {label}", imp.label());
+        }
         progress(&format!("{label}: starting a fresh environment"));
-        let mut s = Session::start(members, config.namespaces, Some(qps)).await?;
+        let mut s = Session::start_impl(imp, members, config.namespaces, Some(qps), &[]).await?;
         progress(&format!(
             "{label}: burst of {} templates",
             deployments + configmaps
@@ -170,6 +182,8 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         };
         runs.push(Run {
             label,
+            implementation: imp,
+            qps,
             members,
             burst: Some(burst),
             restart,

@@ -10,6 +10,7 @@ use super::floor::FloorResult;
 use super::observer::{ObjectKey, Sightings};
 use super::process::RequestCounts;
 use super::scenarios::{BurstResult, RestartResult, SteadyResult};
+use super::session::{Impl, Qps};
 
 /// Nearest-rank percentiles of a set of durations, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -145,8 +146,12 @@ impl Machine {
 /// One controller-manager configuration measured on one fresh environment.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
-    /// What it is, e.g. `QPS 1000, 3 members`.
+    /// What it is, e.g. `QPS 1000, 3 members` (prefixed with the implementation when several ran).
     pub label: String,
+    /// Whose controllers ran.
+    pub implementation: super::session::Impl,
+    /// With which client rate limits.
+    pub qps: super::session::Qps,
     /// Member clusters.
     pub members: usize,
     /// The burst.
@@ -170,6 +175,18 @@ pub struct Report {
     pub floor: Option<FloorResult>,
     /// Total wall time of the benchmark (s).
     pub wall_seconds: f64,
+}
+
+/// For each (ours, peer) pair of runs in which `f` finds a result on both sides: (ours, its result,
+/// the peer's).
+fn paired<'a, T>(
+    pairs: &[(&'a Run, &'a Run)],
+    f: impl Fn(&'a Run) -> Option<&'a T>,
+) -> Vec<(&'a Run, &'a T, &'a T)> {
+    pairs
+        .iter()
+        .filter_map(|&(ours, peer)| Some((ours, f(ours)?, f(peer)?)))
+        .collect()
 }
 
 fn requests_cell(r: &RequestCounts, target: &str) -> String {
@@ -340,6 +357,7 @@ impl Report {
             }
             let _ = writeln!(o);
         }
+        self.side_by_side(&mut o);
         if let Some(f) = &self.floor {
             let _ = writeln!(o, "#### Minimal-writes floor\n");
             let _ = writeln!(
@@ -350,7 +368,8 @@ impl Report {
             let ours = bursts
                 .iter()
                 .find(|(r, b)| {
-                    r.label.starts_with("QPS 1000")
+                    r.implementation == Impl::Rust
+                        && r.qps == Qps::Raised
                         && b.members == f.members
                         && b.templates == f.templates
                 })
@@ -372,6 +391,125 @@ impl Report {
             );
         }
         o
+    }
+
+    /// Ours and Karmada's Go peer on the same workload (same QPS and member count), with the ratio
+    /// Karmada ÷ ours: written only when both ran.
+    fn side_by_side(&self, o: &mut String) {
+        let pairs: Vec<(&Run, &Run)> = self
+            .runs
+            .iter()
+            .filter(|r| r.implementation == Impl::Rust)
+            .filter_map(|ours| {
+                let peer = self.runs.iter().find(|p| {
+                    p.implementation == Impl::Karmada
+                        && p.qps == ours.qps
+                        && p.members == ours.members
+                })?;
+                Some((ours, peer))
+            })
+            .collect();
+        if pairs.is_empty() {
+            return;
+        }
+        let base = |r: &Run| -> String {
+            let prefix = format!("{}, ", Impl::Rust.label());
+            r.label.trim_start_matches(prefix.as_str()).to_string()
+        };
+        let cell = |ours: f64, peer: f64, digits: usize| {
+            format!(
+                "{ours:.digits$} / {peer:.digits$} / {}",
+                if ours > 0.0 {
+                    format!("{:.2}×", peer / ours)
+                } else {
+                    "n/a".to_string()
+                }
+            )
+        };
+        let _ = writeln!(
+            o,
+            "#### karmada-rs and Karmada Go side by side\n\nEach cell: karmada-rs / Karmada Go (controller-manager + scheduler + webhook) / ratio Karmada ÷ karmada-rs.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| burst | templates × members | converged (s) | FullyApplied (s) | arrival p99 (ms) | CPU (s) | peak RSS (MiB) | host writes / template | host API server CPU (s) |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
+        for (ours, peer) in &pairs {
+            let (Some(a), Some(b)) = (&ours.burst, &peer.burst) else {
+                continue;
+            };
+            let per = |x: &BurstResult| x.host_writes as f64 / x.templates.max(1) as f64;
+            let _ = writeln!(
+                o,
+                "| {} | {} × {} | {} | {} | {} | {} | {} | {} | {} |",
+                base(ours),
+                a.templates,
+                a.members,
+                cell(a.converged_seconds, b.converged_seconds, 1),
+                cell(a.fully_applied_seconds, b.fully_applied_seconds, 1),
+                cell(a.arrival.p99_ms, b.arrival.p99_ms, 0),
+                cell(a.cpu_seconds, b.cpu_seconds, 1),
+                cell(a.peak_rss_mib, b.peak_rss_mib, 0),
+                cell(per(a), per(b), 1),
+                cell(a.server_cpu.host_apiserver, b.server_cpu.host_apiserver, 1),
+            );
+        }
+        let steady = paired(&pairs, |r| r.steady.as_ref());
+        if !steady.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n| steady | rate (/s) | templates × members | latency p50 (ms) | latency p99 (ms) | CPU (s) |\n|---|---|---|---|---|---|"
+            );
+            for (ours, a, b) in steady {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.0} | {} × {} | {} | {} | {} |",
+                    base(ours),
+                    a.rate,
+                    a.templates,
+                    ours.members,
+                    cell(a.latency.p50_ms, b.latency.p50_ms, 0),
+                    cell(a.latency.p99_ms, b.latency.p99_ms, 0),
+                    cell(a.cpu_seconds, b.cpu_seconds, 1),
+                );
+            }
+        }
+        let restart = paired(&pairs, |r| r.restart.as_ref());
+        if !restart.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n| restart | templates × members | ready (s) | settled (s) | fresh template max (ms) | host writes | member writes | host objects changed | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|---|---|---|---|---|"
+            );
+            let changed = |x: &RestartResult| -> f64 {
+                x.changes
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("host"))
+                    .map(|(_, c)| f64::from(c.total()))
+                    .sum()
+            };
+            let writes = |x: &RestartResult, target: &str| {
+                super::process::writes(&x.requests, target) as f64
+            };
+            for (ours, a, b) in restart {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    base(ours),
+                    a.templates,
+                    ours.members,
+                    cell(a.ready_seconds, b.ready_seconds, 1),
+                    cell(a.settled_seconds, b.settled_seconds, 1),
+                    cell(a.fresh_latency.max_ms, b.fresh_latency.max_ms, 0),
+                    cell(writes(a, "host"), writes(b, "host"), 0),
+                    cell(writes(a, "members"), writes(b, "members"), 0),
+                    cell(changed(a), changed(b), 0),
+                    cell(a.cpu_seconds, b.cpu_seconds, 1),
+                    cell(a.peak_rss_mib, b.peak_rss_mib, 0),
+                );
+            }
+        }
+        let _ = writeln!(o);
     }
 }
 

@@ -11,7 +11,7 @@ use super::process::{
     RequestCounts, count_delta, event_writes, request_counts, request_delta, total, writes,
 };
 use super::report::{Changes, Percentiles, change_counts};
-use super::session::{ServerCpu, Session, wait_ready};
+use super::session::{ServerCpu, Session};
 use super::workload::{Created, Kind, Template, create, create_all, create_at_rate, templates};
 
 /// What a burst cost and how long it took.
@@ -277,7 +277,7 @@ pub async fn restart(s: &mut Session, timeout: Duration) -> anyhow::Result<Resta
             create(&host, &fresh).await.map(|()| (fresh, at))
         })
     };
-    wait_ready(s.kcm()?, timeout).await?;
+    s.wait_ready(timeout).await?;
     let ready_seconds = spawned.elapsed().as_secs_f64();
     let created = fresh_create.await??;
     let fresh_conv =

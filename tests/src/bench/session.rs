@@ -1,6 +1,6 @@
 //! One benchmark environment: a fresh host + members from `testenv`, the real controller-manager with
 //! the members joined through `karmadactl join`, the benchmark's namespaces and policies, and the
-//! observer's watches.
+//! observer's watches. The controllers are ours or Karmada's Go peer ([`Impl`]).
 
 use std::time::{Duration, Instant};
 
@@ -11,10 +11,30 @@ use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use testenv::{EnvOptions, TestEnv};
 
+use super::karmada_go::KarmadaGo;
 use super::observer::Observer;
 use super::process::{ProcessSample, Sample, parse_metrics};
 use super::workload::{create_namespace, policy};
 use crate::controller_manager::Kcm;
+
+/// Which implementation of Karmada's controllers a session runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Impl {
+    /// This project's `karmada-controller-manager`.
+    Rust,
+    /// Karmada's own Go controller-manager, scheduler and webhook ([`KarmadaGo`]).
+    Karmada,
+}
+
+impl Impl {
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Impl::Rust => "karmada-rs",
+            Impl::Karmada => "Karmada Go",
+        }
+    }
+}
 
 /// Client rate limits the controller-manager runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -26,7 +46,8 @@ pub enum Qps {
 }
 
 impl Qps {
-    fn args(self) -> &'static [&'static str] {
+    /// The controller-manager flags (Karmada's names, so both implementations take them).
+    pub fn args(self) -> &'static [&'static str] {
         match self {
             Qps::Raised => &[
                 "--kube-api-qps=1000",
@@ -79,8 +100,10 @@ pub struct Session {
     pub members: Vec<(String, Client)>,
     /// The benchmark's namespaces.
     pub namespaces: Vec<String>,
-    /// The controller-manager, when this session runs one.
+    /// The controller-manager, when this session runs ours.
     pub kcm: Option<Kcm>,
+    /// Karmada's Go trio, when this session runs it.
+    pub karmada: Option<KarmadaGo>,
     qps: Qps,
     extra_args: Vec<String>,
     /// Watches on host and members.
@@ -107,6 +130,22 @@ impl Session {
         qps: Option<Qps>,
         extra_args: &[&str],
     ) -> anyhow::Result<Session> {
+        Session::start_impl(Impl::Rust, members, namespaces, qps, extra_args).await
+    }
+
+    /// [`start_with`](Self::start_with) running the controllers of `imp` (with `qps`; without,
+    /// none run and `imp` does not matter).
+    pub async fn start_impl(
+        imp: Impl,
+        members: usize,
+        namespaces: usize,
+        qps: Option<Qps>,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Session> {
+        if imp == Impl::Karmada && qps.is_some() {
+            // Fail before any environment starts when Karmada's binaries are not built.
+            super::karmada_go::binaries()?;
+        }
         let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
         let env = TestEnv::start(EnvOptions {
             members,
@@ -123,8 +162,14 @@ impl Session {
         let member_names: Vec<String> = member_clients.iter().map(|(n, _)| n.clone()).collect();
         let namespaces: Vec<String> = (0..namespaces).map(|i| format!("bench-{i}")).collect();
         let mut kcm = None;
+        let mut karmada = None;
         if let Some(qps) = qps {
-            kcm = Some(start_kcm(&env, qps, &extra_args).await?);
+            match imp {
+                Impl::Rust => kcm = Some(start_kcm(&env, qps, &extra_args).await?),
+                Impl::Karmada => {
+                    karmada = Some(KarmadaGo::start(&env, qps.args(), &extra_args).await?)
+                }
+            }
             // API-server-only members run no token controller: do not wait for one.
             futures::future::try_join_all(
                 env.members()
@@ -165,6 +210,7 @@ impl Session {
             members: member_clients,
             namespaces,
             kcm,
+            karmada,
             qps: qps.unwrap_or(Qps::Raised),
             extra_args,
             observer,
@@ -184,8 +230,11 @@ impl Session {
             .context("this session runs no controller-manager")
     }
 
-    /// CPU and memory of the controller-manager now.
+    /// CPU and memory of the controller-manager now (Karmada's: of its three processes together).
     pub fn sample(&self) -> anyhow::Result<ProcessSample> {
+        if let Some(k) = &self.karmada {
+            return k.sample();
+        }
         let kcm = self.kcm()?;
         ProcessSample::read(kcm.pid()).context("read the controller-manager's /proc entry")
     }
@@ -203,8 +252,11 @@ impl Session {
         }
     }
 
-    /// The controller-manager's metrics now.
+    /// The controller-manager's metrics now (Karmada's: of its three processes together).
     pub fn metrics(&self) -> anyhow::Result<Vec<Sample>> {
+        if let Some(k) = &self.karmada {
+            return k.metrics();
+        }
         let text = self
             .kcm()?
             .metrics()
@@ -226,8 +278,12 @@ impl Session {
     }
 
     /// Stops the controller-manager with SIGTERM (it must exit within 30 s) and starts a new one with
-    /// the same flags. Returns when the new process is spawned.
+    /// the same flags (Karmada's: its controller-manager and scheduler). Returns when the new process
+    /// is spawned.
     pub async fn restart_kcm(&mut self) -> anyhow::Result<Instant> {
+        if let Some(k) = &mut self.karmada {
+            return k.restart().await;
+        }
         let Some(mut old) = self.kcm.take() else {
             bail!("this session runs no controller-manager")
         };
@@ -244,8 +300,19 @@ impl Session {
         Ok(spawned)
     }
 
+    /// Waits until the controllers are ready again (after [`restart_kcm`](Self::restart_kcm)).
+    pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        if let Some(k) = &mut self.karmada {
+            return k.wait_ready(timeout).await;
+        }
+        wait_ready(self.kcm()?, timeout).await
+    }
+
     /// The tail of the controller-manager's log, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
+        if let Some(k) = &self.karmada {
+            return k.log_tail(lines);
+        }
         let log = self.kcm.as_ref().map(Kcm::log).unwrap_or_default();
         let all: Vec<&str> = log.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
