@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apimachinery::is_not_found;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -50,8 +51,7 @@ use karmada_apis::{
 };
 use karmada_interpreter::{GroupKind, Interpreter, Operation};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::{Resource, ResourceExt};
 use lariat::{HandlerResult, ObjectKey, SharedController};
@@ -142,10 +142,6 @@ fn api_err(
         key,
         source: Box::new(source),
     }
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
 /// Result of one binding sync.
@@ -300,14 +296,6 @@ fn template_reference(spec: &ResourceBindingSpec) -> ObjectReference {
 
 fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
     crate::common::events::reference_of(b)
-}
-
-fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    };
-    GroupVersionKind::gvk(group, version, kind)
 }
 
 impl BindingController {
@@ -637,7 +625,7 @@ impl BindingController {
         spec: &ResourceBindingSpec,
     ) -> Result<Option<Value>, BindingError> {
         let r = &spec.resource;
-        let gvk = gvk_of(&r.api_version, &r.kind);
+        let gvk = apimachinery::gvk_of(&r.api_version, &r.kind);
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let cp = &self.inner.ctx.control_plane;
         let (ar, caps): (ApiResource, _) =
@@ -787,11 +775,7 @@ impl BindingController {
         let targets = target_clusters(spec);
         let r = &spec.resource;
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
-        let group = r
-            .api_version
-            .split_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or_default();
+        let (group, _) = apimachinery::split_api_version(&r.api_version);
         let gk = GroupKind::new(group, r.kind.as_str());
         let revise = spec.is_workload()
             && inner

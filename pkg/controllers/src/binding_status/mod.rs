@@ -48,9 +48,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::binding::BindingObject;
 use crate::common::events::{EventRecorder, EventType};
-use crate::common::manifest::{manifest_index, split_api_version};
+use crate::common::manifest::manifest_index;
 use crate::common::patch::merge_diff;
+use crate::common::set_condition;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use apimachinery::split_api_version;
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -277,11 +279,6 @@ pub fn aggregated_item(
         item.health = ms.health.clone();
     }
     Ok(Some(item))
-}
-
-/// Sets a condition like apimachinery's `meta.SetStatusCondition`.
-fn set_condition(conditions: &mut Vec<Condition>, new: Condition) {
-    crate::common::set_condition(conditions, new);
 }
 
 fn now() -> Time {

@@ -15,7 +15,6 @@
 pub mod conditions;
 pub mod discovery;
 pub mod metrics;
-pub mod quantity;
 pub mod summary;
 
 use std::collections::HashMap;

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::{is_already_exists, is_conflict};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use karmada_apis::Work;
 use karmada_apis::well_known::{
@@ -241,14 +242,6 @@ fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -
         },
         status: existing.and_then(|w| w.status.clone()),
     }
-}
-
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict")
-}
-
-fn is_already_exists(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.reason == "AlreadyExists")
 }
 
 /// Creates the Work `target` holding `workload`, or updates it when it exists and differs; nothing

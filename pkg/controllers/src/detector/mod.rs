@@ -44,8 +44,8 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::events;
-use crate::common::manifest::split_api_version;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use apimachinery::split_api_version;
 pub use error::DetectorError;
 use events::EventRecorder;
 use skip::SkippedResources;

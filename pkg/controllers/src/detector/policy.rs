@@ -25,7 +25,7 @@ use serde_json::json;
 
 use super::binding::BindingObject;
 use super::claim::{PolicyKind, PolicyRef, claim};
-use super::error::{DetectorError, aggregate, is_not_found};
+use super::error::{DetectorError, aggregate};
 use super::metrics::count_preemption;
 use super::template::{template_api, template_patch};
 use super::{
@@ -33,7 +33,8 @@ use super::{
     template_reference,
 };
 use crate::common::events::EventType;
-use crate::common::manifest::split_api_version;
+use apimachinery::is_not_found;
+use apimachinery::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
 struct PolicyView<'a> {

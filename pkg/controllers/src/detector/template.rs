@@ -29,7 +29,7 @@ use super::binding::{
     kube_priority_class, merge_into,
 };
 use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, remove_claim};
-use super::error::{DetectorError, is_conflict, is_not_found};
+use super::error::{DetectorError, is_conflict};
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
 use super::skip::is_ignored_object;
@@ -38,6 +38,7 @@ use super::{
     WatchedKind, handler_result, template_reference,
 };
 use crate::common::events::EventType;
+use apimachinery::is_not_found;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);

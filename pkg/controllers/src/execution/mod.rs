@@ -60,6 +60,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
+use apimachinery::set_status_condition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
@@ -79,8 +80,7 @@ use karmada_apis::{Cluster, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-    PropagationPolicy,
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
 };
 use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
@@ -234,14 +234,6 @@ pub struct ExecutionController {
     inner: Arc<Inner>,
 }
 
-fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    };
-    GroupVersionKind::gvk(group, version, kind)
-}
-
 /// The identifying fields of a manifest.
 struct Ident {
     api_version: String,
@@ -307,24 +299,6 @@ impl Target {
 
 /// Sets a condition like apimachinery's `meta.SetStatusCondition`; returns whether it changed
 /// (status, reason or message).
-fn put_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
-    if let Some(c) = conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        if c.status == new.status && c.reason == new.reason && c.message == new.message {
-            return false;
-        }
-        let keep_time = c.status == new.status;
-        let time = c.last_transition_time.clone();
-        *c = new;
-        if keep_time {
-            c.last_transition_time = time;
-        }
-        true
-    } else {
-        conditions.push(new);
-        true
-    }
-}
-
 fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
     Condition {
         type_: type_.to_owned(),
@@ -690,7 +664,7 @@ impl ExecutionController {
         manifest: &Value,
     ) -> Result<Target, ApplyError> {
         let id = Ident::of(manifest)?;
-        let gvk = gvk_of(&id.api_version, &id.kind);
+        let gvk = apimachinery::gvk_of(&id.api_version, &id.kind);
         let (ar, caps) = member.clients().resolve(&gvk).await?;
         let client = member.clients().client_for_controller(CONTROLLER_NAME)?;
         let api = if caps.scope == kube::discovery::Scope::Namespaced {
@@ -1092,7 +1066,7 @@ impl ExecutionController {
             .unwrap_or_default();
         let mut changed = false;
         for c in conditions {
-            changed |= put_condition(&mut merged, c);
+            changed |= set_status_condition(&mut merged, c);
         }
         if !changed {
             // The cached Work already says so.
@@ -1165,12 +1139,15 @@ mod tests {
     #[test]
     fn conditions_change_only_when_different() {
         let mut cs = vec![];
-        assert!(put_condition(&mut cs, condition("Applied", true, "A", "m")));
-        assert!(!put_condition(
+        assert!(set_status_condition(
             &mut cs,
             condition("Applied", true, "A", "m")
         ));
-        assert!(put_condition(
+        assert!(!set_status_condition(
+            &mut cs,
+            condition("Applied", true, "A", "m")
+        ));
+        assert!(set_status_condition(
             &mut cs,
             condition("Applied", false, "B", "x")
         ));

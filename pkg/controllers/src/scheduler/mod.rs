@@ -47,10 +47,6 @@ pub const NAME: &str = "scheduler";
 /// the `source.component` of its Events, as in Karmada.
 pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
 
-/// apimachinery's `meta.SetStatusCondition` (the other controllers that write binding conditions
-/// use [`crate::common::set_condition`], the same function).
-pub use karmada_scheduler::set_condition;
-
 /// A scheduler failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -92,7 +88,7 @@ pub enum SchedulerError {
 impl SchedulerError {
     /// Whether the API server refused a write because the binding changed meanwhile (409).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, SchedulerError::Api { source, .. } if matches!(&**source, kube::Error::Api(s) if s.code == 409))
+        matches!(self, SchedulerError::Api { source, .. } if apimachinery::is_conflict(source))
     }
 }
 
@@ -554,7 +550,7 @@ impl Scheduler {
             .binding_status()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        scheduler::set_condition(&mut conditions, condition);
+        crate::common::set_condition(&mut conditions, condition);
         // The same result again (a Duplicated binding re-evaluated after a restart or a template
         // change): nothing to write and nothing to announce; `lastScheduledTime` keeps the time of
         // the last result that changed something.
