@@ -22,7 +22,7 @@ pub use gvk::split_api_version;
 pub use json::go_escape_json;
 pub use quantity::{Format, Quantity, QuantityError};
 #[cfg(feature = "client")]
-pub use retry::{Backoff, DEFAULT_RETRY, RetryError, retry_on_conflict};
+pub use retry::{Backoff, ConflictRetry, DEFAULT_RETRY, RetryError, retry_on_conflict};
 
 /// The boxed error type used where any error may flow (tasks, tower services, controller
 /// futures): one definition for the whole workspace.

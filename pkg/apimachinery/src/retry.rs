@@ -1,6 +1,7 @@
 //! client-go's `retry.RetryOnConflict` with `retry.DefaultRetry`: run a read-modify-write step
 //! again while the API server answers 409 Conflict, a few times with a short jittered pause.
 
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
@@ -24,6 +25,48 @@ pub const DEFAULT_RETRY: Backoff = Backoff {
     factor: 1.0,
     jitter: 0.1,
 };
+
+/// Paces the attempts of a read-modify-write loop by a [`Backoff`]: the loop runs
+/// `while retry.next().await { … }`, `continue`s after a conflict (having re-read what it writes
+/// if it carries the object over) and returns on anything else; when the loop ends, every attempt
+/// conflicted and [`ConflictRetry::attempts`] says how many ran. For loops that carry state from
+/// one attempt to the next, where a closure per attempt would have to own it.
+#[derive(Debug)]
+pub struct ConflictRetry {
+    backoff: Backoff,
+    attempts: u32,
+    pause: Duration,
+}
+
+impl ConflictRetry {
+    /// A fresh sequence of attempts paced by `backoff`.
+    pub fn new(backoff: Backoff) -> Self {
+        ConflictRetry {
+            backoff,
+            attempts: 0,
+            pause: backoff.duration,
+        }
+    }
+
+    /// Whether another attempt may run: at once for the first, after the backoff's pause for
+    /// the following ones, and not once `steps` attempts ran.
+    pub async fn next(&mut self) -> bool {
+        if self.attempts >= self.backoff.steps.max(1) {
+            return false;
+        }
+        if self.attempts > 0 {
+            tokio::time::sleep(jittered(self.pause, self.backoff.jitter)).await;
+            self.pause = self.pause.mul_f64(self.backoff.factor.max(0.0));
+        }
+        self.attempts += 1;
+        true
+    }
+
+    /// Attempts started so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
 
 /// Why [`retry_on_conflict`] gave up.
 #[derive(Debug, thiserror::Error)]
@@ -52,33 +95,35 @@ impl<E> RetryError<E> {
     }
 }
 
-/// Runs `attempt` (given the attempt number, from 0) until it succeeds, fails with an error that
-/// `is_conflict` does not accept, or `backoff.steps` attempts conflicted. Each attempt re-reads
-/// what it changes and keeps the deadlines of the calls it makes; between attempts the task
-/// sleeps for the backoff's pause.
-pub async fn retry_on_conflict<T, E>(
+/// client-go's `retry.RetryOnConflict`: runs `attempt` (given the attempt number, from 0), which
+/// re-reads what it changes and writes it, until it succeeds, fails with an error `is_conflict`
+/// does not accept, or `backoff.steps` attempts conflicted. Each attempt's calls keep their own
+/// deadlines; between attempts the task sleeps for the backoff's pause.
+pub async fn retry_on_conflict<T, E, F, Fut>(
     backoff: Backoff,
     is_conflict: impl Fn(&E) -> bool,
-    mut attempt: impl AsyncFnMut(u32) -> Result<T, E>,
-) -> Result<T, RetryError<E>> {
-    let steps = backoff.steps.max(1);
-    let mut pause = backoff.duration;
-    let mut n = 0;
+    mut attempt: F,
+) -> Result<T, RetryError<E>>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut retry = ConflictRetry::new(backoff);
+    // The first attempt is always allowed.
+    retry.next().await;
     loop {
-        match attempt(n).await {
+        match attempt(retry.attempts() - 1).await {
             Ok(v) => return Ok(v),
             Err(e) if !is_conflict(&e) => return Err(RetryError::Failed(e)),
-            Err(e) if n + 1 >= steps => {
-                return Err(RetryError::Conflicts {
-                    attempts: n + 1,
-                    last: e,
-                });
+            Err(last) => {
+                if !retry.next().await {
+                    return Err(RetryError::Conflicts {
+                        attempts: retry.attempts(),
+                        last,
+                    });
+                }
             }
-            Err(_) => {}
         }
-        n += 1;
-        tokio::time::sleep(jittered(pause, backoff.jitter)).await;
-        pause = pause.mul_f64(backoff.factor.max(0.0));
     }
 }
 
@@ -114,9 +159,9 @@ mod tests {
     async fn retries_conflicts_five_times_with_pauses() {
         let start = tokio::time::Instant::now();
         let mut seen = Vec::new();
-        let r: Result<(), _> = retry_on_conflict(DEFAULT_RETRY, conflict, async |n| {
+        let r: Result<(), _> = retry_on_conflict(DEFAULT_RETRY, conflict, |n| {
             seen.push(n);
-            Err(E::Conflict)
+            async { Err(E::Conflict) }
         })
         .await;
         assert_eq!(seen, [0, 1, 2, 3, 4]);
@@ -132,16 +177,28 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn paces_a_loop() {
+        let start = tokio::time::Instant::now();
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        let mut runs = 0;
+        while retry.next().await {
+            runs += 1;
+        }
+        assert_eq!((runs, retry.attempts()), (5, 5));
+        assert!(start.elapsed() >= Duration::from_millis(40));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn stops_at_success_or_another_error() {
-        let r = retry_on_conflict(DEFAULT_RETRY, conflict, async |n| {
+        let r = retry_on_conflict(DEFAULT_RETRY, conflict, |n| async move {
             if n < 2 { Err(E::Conflict) } else { Ok(n) }
         })
         .await;
         assert!(matches!(r, Ok(2)));
         let mut calls = 0;
-        let r: Result<(), _> = retry_on_conflict(DEFAULT_RETRY, conflict, async |_| {
+        let r: Result<(), _> = retry_on_conflict(DEFAULT_RETRY, conflict, |_| {
             calls += 1;
-            Err(E::Other)
+            async { Err(E::Other) }
         })
         .await;
         assert_eq!(calls, 1);

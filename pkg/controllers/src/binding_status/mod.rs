@@ -52,7 +52,7 @@ use crate::common::manifest::manifest_index;
 use crate::common::patch::merge_diff;
 use crate::common::set_condition;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use apimachinery::split_api_version;
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, split_api_version};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -66,9 +66,6 @@ pub const RB_HANDLER: &str = "resource-binding-status-controller";
 
 /// Handler name on ClusterResourceBindings (Karmada's `CRBStatusControllerName`).
 pub const CRB_HANDLER: &str = "cluster-resource-binding-status-controller";
-
-/// How many times a status write is retried after a conflict (client-go's `retry.DefaultRetry`).
-pub const CONFLICT_RETRIES: usize = 5;
 
 /// A binding-status failure; every variant names the object and the cause.
 #[derive(Debug, thiserror::Error)]
@@ -126,12 +123,14 @@ pub enum BindingStatusError {
         source: karmada_interpreter::InterpretError,
     },
     /// A status write kept conflicting.
-    #[error("update status of {kind} {key}: still conflicting after {CONFLICT_RETRIES} attempts")]
+    #[error("update status of {kind} {key}: still conflicting after {attempts} attempts")]
     Conflicts {
         /// Kind of the object.
         kind: String,
         /// `namespace/name` or `name`.
         key: String,
+        /// Attempts made.
+        attempts: u32,
     },
 }
 
@@ -593,7 +592,8 @@ impl BindingStatusController {
         let key = names::namespaced_key(&namespace, &name);
         let api = B::api(self.inner.client.clone(), &namespace);
         let mut current = cached.clone();
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let old = current.binding_status().cloned().unwrap_or_default();
             let mut new = old.clone();
             new.aggregated_status = items.to_vec();
@@ -629,7 +629,7 @@ impl BindingStatusController {
                         .await;
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 => {
+                Err(e) if is_conflict(&e) => {
                     current = match api.get(&name).await {
                         Ok(b) => b,
                         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
@@ -663,7 +663,11 @@ impl BindingStatusController {
                 }
             }
         }
-        Err(BindingStatusError::Conflicts { kind, key })
+        Err(BindingStatusError::Conflicts {
+            kind,
+            key,
+            attempts: retry.attempts(),
+        })
     }
 
     /// Aggregates `items` into the template's `.status` (read from the API server) and writes it
@@ -706,7 +710,8 @@ impl BindingStatusController {
             }
             kube::discovery::Scope::Cluster => Api::all_with(self.inner.client.clone(), &ar),
         };
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let template = match api.get(&r.name).await {
                 Ok(t) => t,
                 // The template is gone and the binding waits for garbage collection.
@@ -766,7 +771,7 @@ impl BindingStatusController {
                     .await;
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) if is_conflict(&e) => continue,
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                 Err(source) => {
                     self.record_template_event(
@@ -788,6 +793,7 @@ impl BindingStatusController {
         Err(BindingStatusError::Conflicts {
             kind: r.kind.clone(),
             key: names::namespaced_key(&r.namespace, &r.name),
+            attempts: retry.attempts(),
         })
     }
 

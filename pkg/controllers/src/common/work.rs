@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use apimachinery::{is_already_exists, is_conflict};
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_already_exists, is_conflict};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use karmada_apis::Work;
 use karmada_apis::well_known::{
@@ -29,9 +29,6 @@ const SYNC_RECORD_ANNOTATIONS: &[&str] = &[
     APPLIED_OVERRIDES_ANNOTATION,
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
 ];
-
-/// How many times a Work write is retried after a conflict.
-const CONFLICT_RETRIES: usize = 5;
 
 /// A Work could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -277,7 +274,8 @@ pub async fn create_or_update_work(
             .await
             .map_err(|e| api_err("get", e))?;
     }
-    for _ in 0..CONFLICT_RETRIES {
+    let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+    while retry.next().await {
         match existing.take() {
             None => {
                 let id = uuid::Uuid::new_v4().to_string();

@@ -60,7 +60,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use apimachinery::set_status_condition;
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, set_status_condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
@@ -101,9 +101,6 @@ use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
 pub const NAME: &str = "execution";
 /// Karmada's controller name: User-Agent suffix and Events' `source.component`.
 pub const CONTROLLER_NAME: &str = "execution-controller";
-/// How many times a member write is retried after an optimistic-lock conflict.
-const CONFLICT_RETRIES: usize = 5;
-
 /// Why one manifest could not be applied (or removed).
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -737,7 +734,8 @@ impl ExecutionController {
                 }
             }
         }
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let Some(current) = observed.take() else {
                 return Err(ApplyError::Conflicts(t.id.name.clone()));
             };
@@ -945,7 +943,8 @@ impl ExecutionController {
         work: &Work,
     ) -> Result<(), ApplyError> {
         let t = self.target(member, manifest).await?;
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let Some(current) = t.api.get_opt(&t.id.name).await? else {
                 return Ok(());
             };
@@ -999,7 +998,7 @@ impl ExecutionController {
                     tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "released member object (preserveResourcesOnDeletion)");
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" => continue,
+                Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
                     count_update(
                         false,
