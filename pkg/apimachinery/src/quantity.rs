@@ -397,18 +397,21 @@ impl Quantity {
         self.nanos = self.nanos.saturating_sub(other.nanos);
     }
 
-    /// The negated quantity (apimachinery's `Neg`).
-    #[must_use]
-    pub fn neg(self) -> Quantity {
+    /// The k8s-openapi form, in canonical notation.
+    pub fn to_k8s(&self) -> K8sQuantity {
+        K8sQuantity(self.to_string())
+    }
+}
+
+impl std::ops::Neg for Quantity {
+    type Output = Quantity;
+
+    /// The negated quantity, in the same format (apimachinery's `Neg`).
+    fn neg(self) -> Quantity {
         Quantity {
             nanos: self.nanos.saturating_neg(),
             format: self.format,
         }
-    }
-
-    /// The k8s-openapi form, in canonical notation.
-    pub fn to_k8s(&self) -> K8sQuantity {
-        K8sQuantity(self.to_string())
     }
 }
 

@@ -123,7 +123,7 @@ fn parses_like_apimachinery() {
         let want = dec(mantissa, exponent, format);
         for (text, want) in [
             (input.to_owned(), want),
-            (format!("-{input}"), want.neg()),
+            (format!("-{input}"), -want),
             (format!("+{input}"), want),
         ] {
             let got = parse(&text);
@@ -241,11 +241,7 @@ fn prints_canonical_forms() {
             );
         }
         if !q.is_zero() {
-            assert_eq!(
-                q.neg().to_string(),
-                format!("-{expect}"),
-                "negated {expect}"
-            );
+            assert_eq!((-q).to_string(), format!("-{expect}"), "negated {expect}");
         }
     }
 }
@@ -408,7 +404,7 @@ fn parses_values_past_int64() {
         };
         for (text, want, canonical) in [
             (input.to_owned(), want, canonical.to_owned()),
-            (format!("-{input}"), want.neg(), format!("-{canonical}")),
+            (format!("-{input}"), -want, format!("-{canonical}")),
         ] {
             let got = parse(&text);
             assert_eq!(got.cmp_value(&want), Ordering::Equal, "{text}: got {got}");
@@ -537,7 +533,7 @@ fn adds_and_subtracts() {
         assert_eq!(v2.to_string(), text);
         let mut v3 = parse("0");
         v3.sub(&value);
-        assert_eq!(v3.to_string(), value.neg().to_string());
+        assert_eq!(v3.to_string(), (-value).to_string());
     }
     let mut gi = parse("32Gi");
     gi.add(&parse("32Gi"));

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::is_not_found;
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -995,7 +995,8 @@ impl BindingController {
         let ns = b.namespace().unwrap_or_default();
         let name = b.name_any();
         let api = B::api(self.inner.client.clone(), &ns);
-        for _ in 0..3 {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let current = match api.get(&name).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -1037,7 +1038,7 @@ impl BindingController {
                 .await
             {
                 Ok(_) => return,
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
                     tracing::warn!(namespace = %ns, name = %name, error = %e, "cannot set binding condition");
                     return;

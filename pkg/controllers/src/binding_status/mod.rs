@@ -52,7 +52,7 @@ use crate::common::manifest::manifest_index;
 use crate::common::patch::merge_diff;
 use crate::common::set_condition;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, split_api_version};
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, split_api_version};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -632,7 +632,7 @@ impl BindingStatusController {
                 Err(e) if is_conflict(&e) => {
                     current = match api.get(&name).await {
                         Ok(b) => b,
-                        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                        Err(e) if is_not_found(&e) => return Ok(()),
                         Err(source) => {
                             return Err(BindingStatusError::Api {
                                 action: "get",
@@ -643,7 +643,7 @@ impl BindingStatusController {
                         }
                     };
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     self.inner
                         .recorder
@@ -715,7 +715,7 @@ impl BindingStatusController {
             let template = match api.get(&r.name).await {
                 Ok(t) => t,
                 // The template is gone and the binding waits for garbage collection.
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     return Err(BindingStatusError::Api {
                         action: "get",
@@ -772,7 +772,7 @@ impl BindingStatusController {
                     return Ok(());
                 }
                 Err(e) if is_conflict(&e) => continue,
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     self.record_template_event(
                         &template,

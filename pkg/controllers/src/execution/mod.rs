@@ -60,7 +60,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, set_status_condition};
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, set_status_condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
@@ -848,7 +848,7 @@ impl ExecutionController {
                 tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, changed, "updated in member");
                 Ok(Some(Applied::Updated))
             }
-            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" => Ok(None),
+            Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -924,7 +924,7 @@ impl ExecutionController {
         let r = t.api.delete(&t.id.name, &dp).await;
         let r = match r {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(ApplyError::from(e)),
         };
         count_delete(r.is_ok(), &t.id.api_version, &t.id.kind, cluster);
@@ -1078,7 +1078,7 @@ impl ExecutionController {
             .await
         {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "update status of",
                 key,
@@ -1109,7 +1109,7 @@ impl ExecutionController {
             .await
         {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "remove finalizer from",
                 key: format!("{ns}/{name}"),

@@ -28,7 +28,7 @@ pub mod drift;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict};
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Work;
 use karmada_apis::names;
@@ -530,7 +530,7 @@ impl WorkStatusController {
                     tracing::debug!(work = %key, "manifest status updated");
                     Ok(())
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(e) if is_not_found(&e) => Ok(()),
                 Err(source) => Err(WorkStatusError::Api {
                     action: "update status of",
                     kind: "Work".into(),
@@ -565,7 +565,7 @@ impl WorkStatusController {
                 Err(e) if is_conflict(&e) => {
                     current = match api.get(&name).await {
                         Ok(w) => w,
-                        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                        Err(e) if is_not_found(&e) => return Ok(()),
                         Err(source) => {
                             return Err(WorkStatusError::Api {
                                 action: "get",
@@ -579,7 +579,7 @@ impl WorkStatusController {
                         return Ok(());
                     }
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     return Err(WorkStatusError::Api {
                         action: "update status of",
