@@ -33,7 +33,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found};
+use apimachinery::{
+    ConflictRetry, DEFAULT_RETRY, find_status_condition, is_conflict, is_not_found,
+};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -976,7 +978,7 @@ impl BindingController {
     ) {
         let existing = b
             .binding_status()
-            .and_then(|s| s.conditions.iter().find(|x| x.type_ == c.type_));
+            .and_then(|s| find_status_condition(&s.conditions, c.type_));
         let (status, reason, message) = match failure {
             Some(m) => ("False", c.failed, m.to_owned()),
             None => {

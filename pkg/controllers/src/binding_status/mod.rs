@@ -52,7 +52,10 @@ use crate::common::manifest::manifest_index;
 use crate::common::patch::merge_diff;
 use crate::common::set_condition;
 use crate::context::{BoxError, ControllerContext, ControllerFuture, StartFn};
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, split_api_version};
+use apimachinery::{
+    ConflictRetry, DEFAULT_RETRY, find_status_condition, is_conflict, is_not_found,
+    split_api_version,
+};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -247,7 +250,7 @@ pub fn aggregated_item(
         })?;
     let status = work.status.as_ref();
     let (applied, applied_message) =
-        match status.and_then(|s| s.conditions.iter().find(|c| c.type_ == WORK_APPLIED)) {
+        match status.and_then(|s| find_status_condition(&s.conditions, WORK_APPLIED)) {
             Some(c) if c.status == "True" => (true, String::new()),
             Some(c) => (false, c.message.clone()),
             None => (false, String::new()),
