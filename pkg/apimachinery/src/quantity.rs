@@ -4,7 +4,7 @@
 //! A [`Quantity`] holds its value exactly in nano-units (10⁻⁹) in an `i128`, which is the precision
 //! apimachinery keeps after parsing (finer digits round up to the next nano-unit), together with
 //! its [`Format`]. Parsing follows `ParseQuantity` (the same grammar, suffixes, rounding, the
-//! `BinarySI` cap at 2⁶³−1 and the switch of tiny binary values to `DecimalSI`); [`Display`]
+//! `BinarySI` cap at 2⁶³−1 and the switch of tiny binary values to `DecimalSI`); `Display`
 //! prints apimachinery's canonical `String()` form; [`Quantity::value`] and
 //! [`Quantity::milli_value`] round away from zero like `Value()` and `MilliValue()`.
 //!
@@ -17,7 +17,7 @@
 //! - a `DecimalSI` value of 10²¹ or more prints with the `E` suffix (`1000E`) where Go prints the
 //!   bare mantissa without a suffix;
 //! - apimachinery keeps the text it parsed when it is already canonical, so `+1` or `1E3` print
-//!   as written there; [`Display`] always prints the computed canonical form (`1`, `1e3`).
+//!   as written there; `Display` always prints the computed canonical form (`1`, `1e3`).
 //!
 //! Why not the `kube_quantity` crate: checked against the cases of apimachinery's own
 //! `quantity_test.go` it does not round to nano-units (`3.001n` stays `3.001n`), does not
