@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use apimachinery::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Namespace, Node, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use karmada_apis::{Cluster, Work};
 use karmada_controllers::cluster_status::metrics::cluster_metrics;
-use karmada_controllers::cluster_status::quantity::Quantity;
 use karmada_controllers::members::MemberEvent;
 use karmada_e2e::in_process::{self, Controllers, Harness, has_series, metric_sum};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -179,7 +179,7 @@ fn sum_allocatable(nodes: &[Node], resource: &str) -> i128 {
     nodes
         .iter()
         .filter_map(|n| n.status.as_ref()?.allocatable.as_ref()?.get(resource))
-        .map(|q| Quantity::parse(&q.0).unwrap().milli)
+        .map(|q| i128::from(Quantity::from_k8s(q).unwrap().milli_value()))
         .sum()
 }
 
@@ -309,7 +309,11 @@ async fn member_cluster_lifecycle() {
     assert_eq!(ns.ready_num as usize, ready_nodes);
     let rs = status.resource_summary.clone().unwrap();
     for r in ["cpu", "memory", "pods"] {
-        let got = Quantity::parse(&rs.allocatable[r].0).unwrap().milli;
+        let got = i128::from(
+            Quantity::from_k8s(&rs.allocatable[r])
+                .unwrap()
+                .milli_value(),
+        );
         assert_eq!(got, sum_allocatable(&nodes, r), "allocatable {r}");
     }
     // Execution namespace, member-side objects, host Secret.

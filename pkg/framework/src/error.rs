@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-/// A boxed error returned by handlers.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// A boxed error returned by handlers (the workspace's one definition, from apimachinery).
+pub use apimachinery::BoxError;
 
 /// Framework errors.
 #[derive(Debug, thiserror::Error)]

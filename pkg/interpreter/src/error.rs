@@ -107,7 +107,7 @@ pub enum Cause {
         /// The quantity as written.
         value: String,
         /// What is wrong with it.
-        reason: &'static str,
+        reason: apimachinery::QuantityError,
     },
     /// A field could not be decoded into its Kubernetes type.
     #[error("field `{path}`: {source}")]

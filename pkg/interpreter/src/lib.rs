@@ -60,7 +60,6 @@ mod interpreter;
 pub mod native;
 mod object;
 mod prune;
-mod quantity;
 mod reflect;
 mod replicas;
 mod resources;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Cause;
 use crate::object::{self, CResult};
-use crate::quantity::{self, Quantity};
+use apimachinery::quantity::{Format, Quantity};
 
 const CPU: &str = "cpu";
 const MEMORY: &str = "memory";
@@ -75,26 +75,26 @@ impl Resource {
             out.insert(name.to_owned(), KubeQuantity(text));
         };
         if self.milli_cpu > 0 {
-            put(CPU, quantity::format_decimal_si(self.milli_cpu, -3));
+            put(CPU, canonical(self.milli_cpu, -3, Format::DecimalSi));
         }
         if self.memory > 0 {
-            put(MEMORY, quantity::format_binary_si(self.memory));
+            put(MEMORY, canonical(self.memory, 0, Format::BinarySi));
         }
         if self.ephemeral_storage > 0 {
             put(
                 EPHEMERAL_STORAGE,
-                quantity::format_binary_si(self.ephemeral_storage),
+                canonical(self.ephemeral_storage, 0, Format::BinarySi),
             );
         }
         if self.pods > 0 {
-            put(PODS, quantity::format_decimal_si(self.pods, 0));
+            put(PODS, canonical(self.pods, 0, Format::DecimalSi));
         }
         for (name, &value) in &self.scalars {
             if value > 0 {
                 let text = if name.starts_with(HUGE_PAGES_PREFIX) {
-                    quantity::format_binary_si(value)
+                    canonical(value, 0, Format::BinarySi)
                 } else {
-                    quantity::format_decimal_si(value, 0)
+                    canonical(value, 0, Format::DecimalSi)
                 };
                 put(name, text);
             }
@@ -158,6 +158,11 @@ fn containers(
         out.push(effective);
     }
     Ok(out)
+}
+
+/// apimachinery's canonical text of `value × 10^exponent` in `format`.
+fn canonical(value: i64, exponent: i32, format: Format) -> String {
+    Quantity::from_scaled(i128::from(value), exponent, format).to_string()
 }
 
 fn quantities(list: &Map<String, Value>, path: &[&str]) -> CResult<Vec<(String, Quantity)>> {

@@ -16,18 +16,20 @@ use karmada_apis::Cluster;
 use karmada_apis::cluster::v1alpha1::ResourceSummary;
 use karmada_apis::work::v1alpha2::ReplicaRequirements;
 
-use crate::quantity::Amount;
+use apimachinery::quantity::{Format, Quantity as Amount};
+
+/// What an unparsable quantity counts as.
+const ZERO: Amount = Amount::zero(Format::DecimalSi);
 
 /// Pods per modelled node, Kubernetes' default maximum.
 const MAX_PODS_PER_NODE: i64 = 110;
 
 fn amount(map: &BTreeMap<String, Quantity>, key: &str) -> Option<Amount> {
-    map.get(key)
-        .map(|q| Amount::from_quantity(q).unwrap_or(Amount::ZERO))
+    map.get(key).map(|q| Amount::from_k8s(q).unwrap_or(ZERO))
 }
 
 fn value_of(map: &BTreeMap<String, Quantity>, key: &str) -> i64 {
-    amount(map, key).map_or(0, Amount::value)
+    amount(map, key).map_or(0, |a| a.value())
 }
 
 /// `allocatable − allocated − allocating` pods, never negative.
@@ -73,7 +75,7 @@ fn clamp_i32(v: i64) -> i32 {
 fn replicas_by_summary(summary: &ResourceSummary, requirements: &ReplicaRequirements) -> i64 {
     let mut maximum = i64::MAX;
     for (key, request) in &requirements.resource_request {
-        let request = Amount::from_quantity(request).unwrap_or(Amount::ZERO);
+        let request = Amount::from_k8s(request).unwrap_or(ZERO);
         if request.value() <= 0 {
             continue;
         }
@@ -82,10 +84,10 @@ fn replicas_by_summary(summary: &ResourceSummary, requirements: &ReplicaRequirem
         };
         let mut available = allocatable;
         if let Some(allocated) = amount(&summary.allocated, key) {
-            available = available.saturating_sub(allocated);
+            available.sub(&allocated);
         }
         if let Some(allocating) = amount(&summary.allocating, key) {
-            available = available.saturating_sub(allocating);
+            available.sub(&allocating);
         }
         if available.value() <= 0 {
             return 0;
@@ -118,7 +120,7 @@ struct NodeResources {
 
 impl NodeResources {
     fn add(&mut self, name: &str, quantity: &Quantity) {
-        let q = Amount::from_quantity(quantity).unwrap_or(Amount::ZERO);
+        let q = Amount::from_k8s(quantity).unwrap_or(ZERO);
         match name {
             "cpu" => self.milli_cpu = self.milli_cpu.saturating_add(q.milli_value()),
             "memory" => self.memory = self.memory.saturating_add(q.value()),
@@ -138,7 +140,7 @@ impl NodeResources {
     fn max_divided(&self, request: &BTreeMap<String, Quantity>) -> i64 {
         let mut result = i64::MAX;
         for (name, quantity) in request {
-            let q = Amount::from_quantity(quantity).unwrap_or(Amount::ZERO);
+            let q = Amount::from_k8s(quantity).unwrap_or(ZERO);
             let (have, need) = match name.as_str() {
                 "cpu" => (self.milli_cpu, q.milli_value()),
                 "memory" => (self.memory, q.value()),

@@ -23,7 +23,6 @@
 pub mod divide;
 pub mod estimate;
 pub mod filter;
-pub mod quantity;
 mod spread;
 pub mod trigger;
 
@@ -47,7 +46,7 @@ use crate::spread::{ClusterDetail, compare_clusters, select_best_clusters};
 pub use crate::divide::allocate_webster_seats;
 pub use crate::trigger::{
     SUCCESS_MESSAGE, ScheduleTrigger, applied_placement_annotation, placement_changed,
-    replicas_changed, reschedule_required, schedule_trigger, scheduled_condition, set_condition,
+    replicas_changed, reschedule_required, schedule_trigger, scheduled_condition,
     success_event_message,
 };
 

@@ -1282,8 +1282,8 @@ fn conditions_and_messages() {
     );
 
     let mut conditions = vec![];
-    set_condition(&mut conditions, c.clone());
-    set_condition(
+    apimachinery::set_status_condition(&mut conditions, c.clone());
+    apimachinery::set_status_condition(
         &mut conditions,
         Condition {
             message: "again".into(),
@@ -1294,7 +1294,7 @@ fn conditions_and_messages() {
     assert_eq!(conditions.len(), 1);
     assert_eq!(conditions[0].last_transition_time, now);
     assert_eq!(conditions[0].message, "again");
-    set_condition(&mut conditions, e);
+    apimachinery::set_status_condition(&mut conditions, e);
     assert_eq!(conditions[0].last_transition_time, later);
 
     let clusters = vec![tc("m1", 2), tc("m2", 1)];

@@ -4,6 +4,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
+use apimachinery::go_escape_json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use karmada_apis::Cluster;
 use karmada_apis::policy::v1alpha1::{ClusterAffinityTerm, Placement, ReplicaSchedulingType};
@@ -11,7 +12,6 @@ use karmada_apis::well_known::{
     BINDING_REASON_SUCCESS, BINDING_SCHEDULED, POLICY_PLACEMENT_ANNOTATION,
 };
 use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus, TargetCluster};
-use karmada_policy::overrides::go_escape_json;
 use karmada_policy::selector::cluster_name;
 
 use crate::{ScheduleError, ScheduleResult};
@@ -186,7 +186,7 @@ pub fn applied_placement_annotation(placement: &Placement) -> String {
 }
 
 /// The `Scheduled` condition for a result: `True/Success` or `False/<reason>` with Karmada's
-/// message. `now` becomes the transition time (see [`set_condition`]).
+/// message. `now` becomes the transition time (see [`apimachinery::set_status_condition`]).
 pub fn scheduled_condition(result: &Result<ScheduleResult, ScheduleError>, now: Time) -> Condition {
     let (status, reason, message) = match result {
         Ok(_) => ("True", BINDING_REASON_SUCCESS, SUCCESS_MESSAGE.to_owned()),
@@ -199,23 +199,6 @@ pub fn scheduled_condition(result: &Result<ScheduleResult, ScheduleError>, now: 
         message,
         last_transition_time: now,
         observed_generation: None,
-    }
-}
-
-/// apimachinery's `meta.SetStatusCondition`: adds the condition, or updates the one of the same
-/// type, keeping its transition time unless the status changed.
-pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) {
-    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        None => conditions.push(new),
-        Some(existing) => {
-            if existing.status != new.status {
-                existing.status = new.status;
-                existing.last_transition_time = new.last_transition_time;
-            }
-            existing.reason = new.reason;
-            existing.message = new.message;
-            existing.observed_generation = new.observed_generation;
-        }
     }
 }
 

@@ -1,10 +1,10 @@
 //! Status conditions as apimachinery's `meta` helpers build them: the current time at the API
 //! server's one-second precision, a new condition stamped with it, and `meta.SetStatusCondition`
-//! (the scheduler crate's, the one implementation the controllers use).
+//! (apimachinery's `set_status_condition`, the one implementation).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-pub use karmada_scheduler::set_condition;
+pub use apimachinery::set_status_condition as set_condition;
 
 /// The current time, at the one-second precision the API server keeps.
 pub fn now() -> Time {

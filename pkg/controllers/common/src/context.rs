@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::members::MemberClusters;
 
 /// Error type a controller's run future returns.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use apimachinery::BoxError;
 
 /// A running controller: resolves when its cancel token fired and it drained, or on a fatal error.
 pub type ControllerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;

@@ -1,14 +1,10 @@
 //! Reading Works' manifests: the GVK of an unstructured manifest and the index of an object among a
 //! Work's manifests (Karmada's `GetManifestIndex`).
 
+use apimachinery::split_api_version;
 use karmada_apis::Work;
 use kube::api::GroupVersionKind;
 use serde_json::Value;
-
-/// Splits `group/version` (or `version`) into group and version.
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    api_version.split_once('/').unwrap_or(("", api_version))
-}
 
 /// The GVK of an unstructured manifest, if it has `apiVersion` and `kind`.
 pub fn manifest_gvk(manifest: &Value) -> Option<GroupVersionKind> {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_already_exists, is_conflict};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use karmada_apis::Work;
 use karmada_apis::well_known::{
@@ -28,9 +29,6 @@ const SYNC_RECORD_ANNOTATIONS: &[&str] = &[
     APPLIED_OVERRIDES_ANNOTATION,
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION,
 ];
-
-/// How many times a Work write is retried after a conflict.
-const CONFLICT_RETRIES: usize = 5;
 
 /// A Work could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -243,14 +241,6 @@ fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -
     }
 }
 
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict")
-}
-
-fn is_already_exists(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.reason == "AlreadyExists")
-}
-
 /// Creates the Work `target` holding `workload`, or updates it when it exists and differs; nothing
 /// is written when it is up to date. `cached` is the Work cache, read first; the API server is
 /// read on a miss or a conflict.
@@ -284,7 +274,8 @@ pub async fn create_or_update_work(
             .await
             .map_err(|e| api_err("get", e))?;
     }
-    for _ in 0..CONFLICT_RETRIES {
+    let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+    while retry.next().await {
         match existing.take() {
             None => {
                 let id = uuid::Uuid::new_v4().to_string();

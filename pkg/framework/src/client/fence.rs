@@ -154,7 +154,7 @@ pub struct Fence<S> {
     fence: WriteFence,
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::error::BoxError;
 
 fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)

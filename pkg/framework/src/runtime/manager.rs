@@ -31,7 +31,7 @@ use super::leader_election::{LeaderElectionConfig, LeaderElector};
 use crate::client::fence::WriteFence;
 
 /// Error type of leader-only work.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::error::BoxError;
 
 /// The leader-only work: runs until its [`LeaderContext::cancel`] token is cancelled, then drains and returns.
 pub type LeaderWork = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;

@@ -158,24 +158,6 @@ pub(crate) fn write_go_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Makes compact JSON produced by `serde_json` byte-identical to Go's `encoding/json` output for the
-/// same document: Go additionally escapes `<`, `>`, `&`, U+2028 and U+2029. Those characters can
-/// only occur inside string literals, so replacing them everywhere is safe.
-pub fn go_escape_json(serde_output: &str) -> String {
-    let mut out = String::with_capacity(serde_output.len());
-    for c in serde_output.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Nesting limit, so hostile input cannot exhaust the stack.
 const MAX_DEPTH: usize = 512;
 
@@ -456,13 +438,5 @@ mod tests {
         let v = serde_json::json!({"a": [1, 2.5, "s", null, true], "b": {"c": -3}});
         let doc = Doc::from_value(&v);
         assert_eq!(doc.to_value().unwrap(), v);
-    }
-
-    #[test]
-    fn go_escape() {
-        assert_eq!(
-            go_escape_json(r#"{"a":"<&>"}"#),
-            r#"{"a":"\u003c\u0026\u003e"}"#
-        );
     }
 }

@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-pub use doc::go_escape_json;
+use apimachinery::go_escape_json;
 
 use crate::selector::{
     ImplicitPriority, ResourceIdentity, ResourceRef, cluster_matches, cluster_name,

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::{is_already_exists, is_conflict, is_not_found};
 use k8s_openapi::api::core::v1::{Namespace, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
@@ -364,7 +365,7 @@ impl Controller {
                 tracing::info!(cluster, namespace = %ns_name, "created execution space");
                 Ok(true)
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) if is_already_exists(&e) => Ok(false),
             Err(e) => Err(Self::api_err(cluster, "creating", "Namespace", &ns_name)(e)),
         }
     }
@@ -417,7 +418,7 @@ impl Controller {
                             Ok(_) => {
                                 tracing::info!(cluster = %name, namespace = %ns_name, name = %wname, kind = "Work", "deleting work")
                             }
-                            Err(kube::Error::Api(s)) if s.code == 404 => {}
+                            Err(e) if is_not_found(&e) => {}
                             Err(e) => {
                                 return Err(Self::api_err(&name, "deleting", "Work", &key)(e));
                             }
@@ -432,7 +433,7 @@ impl Controller {
             match namespaces.delete(&ns_name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 // Already gone, or already terminating.
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+                Err(e) if is_not_found(&e) || is_conflict(&e) => {}
                 Err(e) => {
                     let err = Self::api_err(&name, "deleting", "Namespace", &ns_name)(e);
                     self.events
@@ -491,7 +492,7 @@ impl Controller {
                 tracing::info!(cluster = %name, "removed the cluster-controller finalizer");
                 Ok(HandlerResult::Updated(Arc::new(written)))
             }
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(HandlerResult::Success),
+            Err(e) if is_not_found(&e) => Ok(HandlerResult::Success),
             Err(e) => Err(Self::api_err(
                 &name,
                 "removing finalizer of",

@@ -10,11 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Cluster;
 use karmada_apis::well_known::CLUSTER_CONDITION_READY;
 
-/// The condition of `type_`, if present.
-pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conditions.iter().find(|c| c.type_ == type_)
-}
-
 #[derive(Debug, Clone)]
 struct Observed {
     status: String,
@@ -76,10 +71,9 @@ impl ConditionCache {
             );
             return observed;
         };
-        let current = cluster
-            .status
-            .as_ref()
-            .and_then(|s| find(&s.conditions, CLUSTER_CONDITION_READY));
+        let current = cluster.status.as_ref().and_then(|s| {
+            apimachinery::find_status_condition(&s.conditions, CLUSTER_CONDITION_READY)
+        });
         let Some(current) = current else {
             return observed;
         };

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use karmada_apis::Cluster;
 use prometheus::{GaugeVec, HistogramOpts, HistogramVec, Opts};
 
-use super::quantity::Quantity;
+use apimachinery::quantity::Quantity;
 
 /// The label every cluster metric carries.
 pub const MEMBER_CLUSTER_LABEL: &str = "member_cluster";
@@ -131,8 +131,8 @@ impl ClusterMetrics {
             >,
                        k: &str| {
                 m.get(k)
-                    .and_then(|q| Quantity::parse(&q.0).ok())
-                    .map(|q| q.as_f64())
+                    .and_then(|q| Quantity::from_k8s(q).ok())
+                    .map(|q| q.as_approximate_f64())
                     .unwrap_or(0.0)
             };
             if !rs.allocatable.is_empty() {

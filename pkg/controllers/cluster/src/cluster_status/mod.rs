@@ -15,13 +15,13 @@
 pub mod conditions;
 pub mod discovery;
 pub mod metrics;
-pub mod quantity;
 pub mod summary;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::cluster::v1alpha1::{
@@ -57,9 +57,6 @@ pub const CUSTOMIZED_CLUSTER_RESOURCE_MODELING: &str = "CustomizedClusterResourc
 
 /// How long one health or discovery request to a member may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How many times a conflicting status write is retried with a fresh copy.
-const STATUS_RETRIES: usize = 5;
 
 /// Errors of one status sync.
 #[derive(Debug, thiserror::Error)]
@@ -491,9 +488,11 @@ impl Controller {
         let mut read = cluster.clone();
         let mut obj = cluster.clone();
         obj.status = Some(desired);
-        let mut attempt = 0;
+        // A conflicting write is retried with a fresh copy (client-go's `retry.DefaultRetry`); the
+        // first attempt starts at once.
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        retry.next().await;
         loop {
-            attempt += 1;
             let patch = match guarded_merge_patch(&read, &obj) {
                 Ok(Some(patch)) => patch,
                 Ok(None) => return Ok(read),
@@ -512,7 +511,13 @@ impl Controller {
                     tracing::debug!(cluster = %name, "cluster status updated");
                     return Ok(updated);
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 && attempt < STATUS_RETRIES => {
+                Err(source) if is_conflict(&source) => {
+                    if !retry.next().await {
+                        return Err(SyncError::UpdateStatus {
+                            cluster: name,
+                            source,
+                        });
+                    }
                     let fresh = api
                         .get(&name)
                         .await

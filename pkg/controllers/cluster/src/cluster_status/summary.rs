@@ -15,7 +15,7 @@ use karmada_apis::cluster::v1alpha1::{
     AllocatableModeling, NodeSummary, ResourceModel, ResourceSummary,
 };
 
-use super::quantity::{Format, Quantity};
+use apimachinery::quantity::{Format, Quantity};
 
 fn slim_meta(meta: &ObjectMeta) -> ObjectMeta {
     ObjectMeta {
@@ -114,15 +114,17 @@ struct Resource {
 impl Resource {
     fn add(&mut self, list: &BTreeMap<String, K8sQuantity>) {
         for (name, q) in list {
-            let Ok(q) = Quantity::parse(&q.0) else {
+            let Ok(q) = Quantity::from_k8s(q) else {
                 continue;
             };
             match name.as_str() {
-                "cpu" => self.milli_cpu += q.milli,
-                "memory" => self.memory += q.value(),
-                "pods" => self.pods += q.value(),
-                "ephemeral-storage" => self.ephemeral_storage += q.value(),
-                n if is_scalar(n) => *self.scalars.entry(n.to_string()).or_default() += q.value(),
+                "cpu" => self.milli_cpu += i128::from(q.milli_value()),
+                "memory" => self.memory += i128::from(q.value()),
+                "pods" => self.pods += i128::from(q.value()),
+                "ephemeral-storage" => self.ephemeral_storage += i128::from(q.value()),
+                n if is_scalar(n) => {
+                    *self.scalars.entry(n.to_string()).or_default() += i128::from(q.value())
+                }
                 _ => {}
             }
         }
@@ -130,19 +132,19 @@ impl Resource {
 
     fn set_max(&mut self, list: &BTreeMap<String, K8sQuantity>) {
         for (name, q) in list {
-            let Ok(q) = Quantity::parse(&q.0) else {
+            let Ok(q) = Quantity::from_k8s(q) else {
                 continue;
             };
             match name.as_str() {
-                "cpu" => self.milli_cpu = self.milli_cpu.max(q.milli),
-                "memory" => self.memory = self.memory.max(q.value()),
-                "pods" => self.pods = self.pods.max(q.value()),
+                "cpu" => self.milli_cpu = self.milli_cpu.max(i128::from(q.milli_value())),
+                "memory" => self.memory = self.memory.max(i128::from(q.value())),
+                "pods" => self.pods = self.pods.max(i128::from(q.value())),
                 "ephemeral-storage" => {
-                    self.ephemeral_storage = self.ephemeral_storage.max(q.value())
+                    self.ephemeral_storage = self.ephemeral_storage.max(i128::from(q.value()))
                 }
                 n if is_scalar(n) => {
                     let e = self.scalars.entry(n.to_string()).or_default();
-                    *e = (*e).max(q.value());
+                    *e = (*e).max(i128::from(q.value()));
                 }
                 _ => {}
             }
@@ -259,8 +261,8 @@ pub fn allocatable_modelings(
                 .ranges
                 .iter()
                 .find(|r| r.name == *name)
-                .and_then(|r| Quantity::parse(&r.min.0).ok())
-                .map(|q| q.milli)
+                .and_then(|r| Quantity::from_k8s(&r.min).ok())
+                .map(|q| i128::from(q.milli_value()))
                 .unwrap_or(0);
             mins[i].push(min);
         }
@@ -286,7 +288,12 @@ pub fn allocatable_modelings(
             .and_then(|s| s.allocatable.as_ref())
             .into_iter()
             .flatten()
-            .filter_map(|(k, q)| Some((k.clone(), Quantity::parse(&q.0).ok()?.milli)))
+            .filter_map(|(k, q)| {
+                Some((
+                    k.clone(),
+                    i128::from(Quantity::from_k8s(q).ok()?.milli_value()),
+                ))
+            })
             .collect();
         let name = node.metadata.name.as_deref().unwrap_or_default();
         if let Some(used) = per_node.get(name) {
@@ -356,7 +363,7 @@ pub fn resource_summary(nodes: &[Arc<Node>], pods: &[Arc<Pod>]) -> ResourceSumma
             .into_iter()
             .flatten()
         {
-            let Ok(q) = Quantity::parse(&q.0) else {
+            let Ok(q) = Quantity::from_k8s(q) else {
                 continue;
             };
             allocatable

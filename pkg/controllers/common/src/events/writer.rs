@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use apimachinery::{is_already_exists, is_not_found};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -136,7 +137,7 @@ async fn write(client: &Client, write: EventWrite) {
                 .await
             {
                 Ok(_) => Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 404 => {
+                Err(e) if is_not_found(&e) => {
                     event.metadata.resource_version = None;
                     create(&api, &event).await
                 }
@@ -160,7 +161,7 @@ async fn write(client: &Client, write: EventWrite) {
 async fn create(api: &Api<Event>, event: &Event) -> Result<(), (Event, kube::Error)> {
     match api.create(&PostParams::default(), event).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => {
+        Err(e) if is_already_exists(&e) => {
             tracing::debug!(
                 name = event.metadata.name.as_deref().unwrap_or_default(),
                 "event already exists; dropped"

@@ -33,6 +33,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apimachinery::{
+    ConflictRetry, DEFAULT_RETRY, find_status_condition, is_conflict, is_not_found,
+};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -52,8 +55,7 @@ use karmada_apis::{
 };
 use karmada_interpreter::{GroupKind, Interpreter, Operation};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::{Resource, ResourceExt};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
@@ -124,10 +126,6 @@ fn api_err(
     let kind = kind.to_owned();
     let key = key.to_owned();
     move |source| ApiError::new(action, kind, key, source).into()
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
 /// Result of one binding sync.
@@ -462,14 +460,6 @@ fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
     karmada_controllers_common::events::reference_of(b)
 }
 
-fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    };
-    GroupVersionKind::gvk(group, version, kind)
-}
-
 impl BindingController {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingError> {
@@ -780,7 +770,7 @@ impl BindingController {
         spec: &ResourceBindingSpec,
     ) -> Result<Option<Value>, BindingError> {
         let r = &spec.resource;
-        let gvk = gvk_of(&r.api_version, &r.kind);
+        let gvk = apimachinery::gvk_of(&r.api_version, &r.kind);
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let cp = &self.inner.ctx.control_plane;
         let (ar, caps): (ApiResource, _) = cp
@@ -972,11 +962,7 @@ impl BindingController {
         let spec = b.binding_spec();
         let r = &spec.resource;
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
-        let group = r
-            .api_version
-            .split_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or_default();
+        let (group, _) = apimachinery::split_api_version(&r.api_version);
         let gk = GroupKind::new(group, r.kind.as_str());
         let revise = spec.is_workload()
             && inner
@@ -1063,7 +1049,7 @@ impl BindingController {
     ) {
         let existing = b
             .binding_status()
-            .and_then(|s| s.conditions.iter().find(|x| x.type_ == c.type_));
+            .and_then(|s| find_status_condition(&s.conditions, c.type_));
         let (status, reason, message) = match failure {
             Some(m) => ("False", c.failed, m.to_owned()),
             None => {
@@ -1082,7 +1068,8 @@ impl BindingController {
         let ns = b.namespace().unwrap_or_default();
         let name = b.name_any();
         let api = B::api(self.inner.client.clone(), &ns);
-        for _ in 0..3 {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let current = match api.get(&name).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -1124,7 +1111,7 @@ impl BindingController {
                 .await
             {
                 Ok(_) => return,
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
                     tracing::warn!(namespace = %ns, name = %name, error = %e, "cannot set binding condition");
                     return;

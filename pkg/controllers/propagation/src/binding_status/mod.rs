@@ -46,12 +46,17 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use apimachinery::{
+    ConflictRetry, DEFAULT_RETRY, find_status_condition, is_conflict, is_not_found,
+    split_api_version,
+};
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
 use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
-use karmada_controllers_common::manifest::{manifest_index, split_api_version};
+use karmada_controllers_common::manifest::manifest_index;
 use karmada_controllers_common::patch::merge_diff;
+use karmada_controllers_common::set_condition;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
@@ -66,9 +71,6 @@ pub const RB_HANDLER: &str = "resource-binding-status-controller";
 
 /// Handler name on ClusterResourceBindings (Karmada's `CRBStatusControllerName`).
 pub const CRB_HANDLER: &str = "cluster-resource-binding-status-controller";
-
-/// How many times a status write is retried after a conflict (client-go's `retry.DefaultRetry`).
-pub const CONFLICT_RETRIES: usize = 5;
 
 /// A binding-status failure; every variant names the object and the cause.
 #[derive(Debug, thiserror::Error)]
@@ -110,12 +112,14 @@ pub enum BindingStatusError {
         source: karmada_interpreter::InterpretError,
     },
     /// A status write kept conflicting.
-    #[error("update status of {kind} {key}: still conflicting after {CONFLICT_RETRIES} attempts")]
+    #[error("update status of {kind} {key}: still conflicting after {attempts} attempts")]
     Conflicts {
         /// Kind of the object.
         kind: String,
         /// `namespace/name` or `name`.
         key: String,
+        /// Attempts made.
+        attempts: u32,
     },
 }
 
@@ -232,7 +236,7 @@ pub fn aggregated_item(
         })?;
     let status = work.status.as_ref();
     let (applied, applied_message) =
-        match status.and_then(|s| s.conditions.iter().find(|c| c.type_ == WORK_APPLIED)) {
+        match status.and_then(|s| find_status_condition(&s.conditions, WORK_APPLIED)) {
             Some(c) if c.status == "True" => (true, String::new()),
             Some(c) => (false, c.message.clone()),
             None => (false, String::new()),
@@ -263,11 +267,6 @@ pub fn aggregated_item(
         item.health = ms.health.clone();
     }
     Ok(Some(item))
-}
-
-/// Sets a condition like apimachinery's `meta.SetStatusCondition`.
-fn set_condition(conditions: &mut Vec<Condition>, new: Condition) {
-    karmada_controllers_common::set_condition(conditions, new);
 }
 
 fn now() -> Time {
@@ -567,7 +566,8 @@ impl BindingStatusController {
         let key = names::namespaced_key(&namespace, &name);
         let api = B::api(self.inner.client.clone(), &namespace);
         let mut current = cached.clone();
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let old = current.binding_status().cloned().unwrap_or_default();
             let mut new = old.clone();
             new.aggregated_status = items.to_vec();
@@ -603,16 +603,16 @@ impl BindingStatusController {
                         .await;
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 => {
+                Err(e) if is_conflict(&e) => {
                     current = match api.get(&name).await {
                         Ok(b) => b,
-                        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                        Err(e) if is_not_found(&e) => return Ok(()),
                         Err(source) => {
                             return Err(ApiError::new("get", kind, key, source).into());
                         }
                     };
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     self.inner
                         .recorder
@@ -627,7 +627,11 @@ impl BindingStatusController {
                 }
             }
         }
-        Err(BindingStatusError::Conflicts { kind, key })
+        Err(BindingStatusError::Conflicts {
+            kind,
+            key,
+            attempts: retry.attempts(),
+        })
     }
 
     /// Aggregates `items` into the template's `.status` (read from the API server) and writes it
@@ -641,7 +645,8 @@ impl BindingStatusController {
         let Some((api, ar)) = self.template_api(r).await? else {
             return Ok(());
         };
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             if let Attempt::Done = self.sync_template_status(&api, &ar, r, items).await? {
                 return Ok(());
             }
@@ -649,6 +654,7 @@ impl BindingStatusController {
         Err(BindingStatusError::Conflicts {
             kind: r.kind.clone(),
             key: names::namespaced_key(&r.namespace, &r.name),
+            attempts: retry.attempts(),
         })
     }
 
@@ -697,7 +703,7 @@ impl BindingStatusController {
         let template = match api.get(&r.name).await {
             Ok(t) => t,
             // The template is gone and the binding waits for garbage collection.
-            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Attempt::Done),
+            Err(e) if is_not_found(&e) => return Ok(Attempt::Done),
             Err(source) => {
                 let key = names::namespaced_key(&r.namespace, &r.name);
                 return Err(ApiError::new("get", r.kind.clone(), key, source).into());
@@ -777,8 +783,8 @@ impl BindingStatusController {
                 .await;
                 Ok(Attempt::Done)
             }
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::Conflict),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Attempt::Done),
+            Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
+            Err(e) if is_not_found(&e) => Ok(Attempt::Done),
             Err(source) => {
                 self.record_template_event(template, ar, EventType::Warning, source.to_string())
                     .await;

@@ -97,14 +97,10 @@ impl DetectorError {
     }
 }
 
-/// Whether a kube error is a 404.
-pub fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-/// Whether a kube error is a 409.
+/// Whether a kube error is a 409: a lost race (`Conflict`) or a create that found the object
+/// (`AlreadyExists`); either way the detector reads again and retries.
 pub fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
+    apimachinery::is_conflict(e) || apimachinery::is_already_exists(e)
 }
 
 /// Collects errors: `Ok` when empty, the error itself when one, [`DetectorError::Many`] otherwise.

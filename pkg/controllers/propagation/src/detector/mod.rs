@@ -43,12 +43,12 @@ use lariat::{HandlerResult, ObjectKey, SharedController, Store, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use apimachinery::split_api_version;
 pub use error::DetectorError;
 use events::EventRecorder;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::events;
 use karmada_controllers_common::handlers::shared_controller;
-use karmada_controllers_common::manifest::split_api_version;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use skip::SkippedResources;
 

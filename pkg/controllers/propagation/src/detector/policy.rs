@@ -25,17 +25,17 @@ use serde_json::json;
 
 use super::binding::BindingObject;
 use super::claim::{PolicyKind, PolicyRef, claim};
-use super::error::{DetectorError, aggregate, is_not_found};
+use super::error::{DetectorError, aggregate};
 use super::metrics::count_preemption;
 use super::template::{template_api, template_patch};
 use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
     template_reference,
 };
+use apimachinery::{is_not_found, split_api_version};
 use karmada_controllers_common::error::FrameworkError;
 use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::handlers::register;
-use karmada_controllers_common::manifest::split_api_version;
 
 /// The policy fields policy reconciliation needs, for both kinds.
 struct PolicyView<'a> {

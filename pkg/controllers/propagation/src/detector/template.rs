@@ -29,7 +29,7 @@ use super::binding::{
     kube_priority_class, merge_into,
 };
 use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, remove_claim};
-use super::error::{DetectorError, is_conflict, is_not_found};
+use super::error::{DetectorError, is_conflict};
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
 use super::skip::is_ignored_object;
@@ -37,13 +37,11 @@ use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
     WatchedKind, handler_result, template_reference,
 };
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_not_found, retry_on_conflict};
 use karmada_controllers_common::events::EventType;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// How many times a binding write is retried on conflict within one reconcile.
-const CONFLICT_RETRIES: usize = 3;
 
 fn labels_of(obj: &DynamicObject) -> BTreeMap<String, String> {
     obj.metadata.labels.clone().unwrap_or_default()
@@ -483,7 +481,8 @@ impl Detector {
         let kind = B::kind(&()).into_owned();
         let api = B::api(inner.client.clone(), &namespace);
         let mut last_err = None;
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let existing = api
                 .get_opt(&name)
                 .await
@@ -604,7 +603,9 @@ impl Detector {
         let api = B::api(self.inner.client.clone(), namespace);
         let key = karmada_apis::names::namespaced_key(namespace, name);
         let bkind = B::kind(&()).into_owned();
-        for _ in 0..CONFLICT_RETRIES {
+        let (api, key, bkind) = (&api, &key, &bkind);
+        // Each attempt reads the binding afresh, so the attempt is a closure.
+        retry_on_conflict(DEFAULT_RETRY, DetectorError::is_conflict, |_| async move {
             let Some(mut b) = api
                 .get_opt(name)
                 .await
@@ -617,13 +618,18 @@ impl Detector {
             }
             remove_claim(b.meta_mut(), kind);
             match api.replace(name, &PostParams::default(), &b).await {
-                Ok(_) => return Ok(()),
-                Err(e) if is_conflict(&e) => continue,
-                Err(e) if is_not_found(&e) => return Ok(()),
-                Err(e) => return Err(DetectorError::api("release", bkind, key, e)),
+                Ok(_) => Ok(()),
+                Err(e) if is_not_found(&e) => Ok(()),
+                Err(e) => Err(DetectorError::api("release", bkind.clone(), key.clone(), e)),
             }
-        }
-        Err(DetectorError::ConflictRetries { kind: bkind, key })
+        })
+        .await
+        .map_err(|e| {
+            e.or_conflicts(|_| DetectorError::ConflictRetries {
+                kind: bkind.clone(),
+                key: key.clone(),
+            })
+        })
     }
 
     /// Removes the claim of policy `id` from a template, if it still carries it.
@@ -639,7 +645,8 @@ impl Detector {
         let key = karmada_apis::names::namespaced_key(&namespace, &name);
         let api = template_api(&self.inner.client, w, &namespace);
         let mut current = obj.clone();
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             if !claimed_by_id(&current.metadata, kind, id) {
                 return Ok(());
             }

@@ -49,10 +49,6 @@ pub const NAME: &str = "scheduler";
 /// the `source.component` of its Events, as in Karmada.
 pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
 
-/// apimachinery's `meta.SetStatusCondition` (the other controllers that write binding conditions
-/// use [`karmada_controllers_common::set_condition`], the same function).
-pub use karmada_scheduler::set_condition;
-
 /// A scheduler failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -78,7 +74,7 @@ pub enum SchedulerError {
 impl SchedulerError {
     /// Whether the API server refused a write because the binding changed meanwhile (409).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, SchedulerError::Api(e) if matches!(&*e.source, kube::Error::Api(s) if s.code == 409))
+        matches!(self, SchedulerError::Api(e) if apimachinery::is_conflict(&e.source))
     }
 }
 
@@ -454,7 +450,7 @@ impl Scheduler {
             .binding_status()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        scheduler::set_condition(&mut conditions, condition);
+        karmada_controllers_common::set_condition(&mut conditions, condition);
         let generation = spec_write.generation;
         let (namespace, name) = namespace_and_name(b);
         if succeeded && result_unchanged(b, &result, &spec_write, &conditions) {

@@ -60,6 +60,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, set_status_condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
@@ -79,8 +80,7 @@ use karmada_apis::{Cluster, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-    PropagationPolicy,
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
 };
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
@@ -102,9 +102,6 @@ use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
 pub const NAME: &str = "execution";
 /// Karmada's controller name: User-Agent suffix and Events' `source.component`.
 pub const CONTROLLER_NAME: &str = "execution-controller";
-/// How many times a member write is retried after an optimistic-lock conflict.
-const CONFLICT_RETRIES: usize = 5;
-
 /// Why one manifest could not be applied (or removed).
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -235,14 +232,6 @@ pub struct ExecutionController {
     inner: Arc<Inner>,
 }
 
-fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
-    let (group, version) = match api_version.split_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    };
-    GroupVersionKind::gvk(group, version, kind)
-}
-
 /// The identifying fields of a manifest.
 struct Ident {
     api_version: String,
@@ -308,24 +297,6 @@ impl Target {
 
 /// Sets a condition like apimachinery's `meta.SetStatusCondition`; returns whether it changed
 /// (status, reason or message).
-fn put_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
-    if let Some(c) = conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        if c.status == new.status && c.reason == new.reason && c.message == new.message {
-            return false;
-        }
-        let keep_time = c.status == new.status;
-        let time = c.last_transition_time.clone();
-        *c = new;
-        if keep_time {
-            c.last_transition_time = time;
-        }
-        true
-    } else {
-        conditions.push(new);
-        true
-    }
-}
-
 fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
     Condition {
         type_: type_.to_owned(),
@@ -684,7 +655,7 @@ impl ExecutionController {
         manifest: &Value,
     ) -> Result<Target, ApplyError> {
         let id = Ident::of(manifest)?;
-        let gvk = gvk_of(&id.api_version, &id.kind);
+        let gvk = apimachinery::gvk_of(&id.api_version, &id.kind);
         let (ar, caps) = member.clients().resolve(&gvk).await?;
         let client = member.clients().client_for_controller(CONTROLLER_NAME)?;
         let api = if caps.scope == kube::discovery::Scope::Namespaced {
@@ -757,7 +728,8 @@ impl ExecutionController {
                 }
             }
         }
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let Some(current) = observed.take() else {
                 return Err(ApplyError::Conflicts(t.id.name.clone()));
             };
@@ -870,7 +842,7 @@ impl ExecutionController {
                 tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, changed, "updated in member");
                 Ok(Some(Applied::Updated))
             }
-            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" => Ok(None),
+            Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -946,7 +918,7 @@ impl ExecutionController {
         let r = t.api.delete(&t.id.name, &dp).await;
         let r = match r {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(ApplyError::from(e)),
         };
         count_delete(r.is_ok(), &t.id.api_version, &t.id.kind, cluster);
@@ -965,7 +937,8 @@ impl ExecutionController {
         work: &Work,
     ) -> Result<(), ApplyError> {
         let t = self.target(member, manifest).await?;
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let Some(current) = t.api.get_opt(&t.id.name).await? else {
                 return Ok(());
             };
@@ -1019,7 +992,7 @@ impl ExecutionController {
                     tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "released member object (preserveResourcesOnDeletion)");
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" => continue,
+                Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
                     count_update(
                         false,
@@ -1086,7 +1059,7 @@ impl ExecutionController {
             .unwrap_or_default();
         let mut changed = false;
         for c in conditions {
-            changed |= put_condition(&mut merged, c);
+            changed |= set_status_condition(&mut merged, c);
         }
         if !changed {
             // The cached Work already says so.
@@ -1099,7 +1072,7 @@ impl ExecutionController {
             .await
         {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "update status of",
                 key,
@@ -1130,7 +1103,7 @@ impl ExecutionController {
             .await
         {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "remove finalizer from",
                 key: format!("{ns}/{name}"),
@@ -1159,12 +1132,15 @@ mod tests {
     #[test]
     fn conditions_change_only_when_different() {
         let mut cs = vec![];
-        assert!(put_condition(&mut cs, condition("Applied", true, "A", "m")));
-        assert!(!put_condition(
+        assert!(set_status_condition(
             &mut cs,
             condition("Applied", true, "A", "m")
         ));
-        assert!(put_condition(
+        assert!(!set_status_condition(
+            &mut cs,
+            condition("Applied", true, "A", "m")
+        ));
+        assert!(set_status_condition(
             &mut cs,
             condition("Applied", false, "B", "x")
         ));

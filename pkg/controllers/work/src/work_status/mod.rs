@@ -28,6 +28,7 @@ pub mod drift;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Work;
 use karmada_apis::names;
@@ -61,9 +62,6 @@ pub const MEMBER_NOT_CONNECTED_RETRY: Duration = Duration::from_secs(10);
 
 /// How often applied Works are checked for members that lost this controller's handler.
 pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
-
-/// How many times a status write is retried after a conflict (client-go's `retry.DefaultRetry`).
-pub const CONFLICT_RETRIES: usize = 5;
 
 /// A work-status failure; every variant names the object and the cause.
 #[derive(Debug, thiserror::Error)]
@@ -100,10 +98,12 @@ pub enum WorkStatusError {
         source: karmada_interpreter::InterpretError,
     },
     /// A status write kept conflicting.
-    #[error("update status of Work {key}: still conflicting after {CONFLICT_RETRIES} attempts")]
+    #[error("update status of Work {key}: still conflicting after {attempts} attempts")]
     Conflicts {
         /// `namespace/name` of the Work.
         key: String,
+        /// Attempts made.
+        attempts: u32,
     },
 }
 
@@ -500,12 +500,13 @@ impl WorkStatusController {
                     tracing::debug!(work = %key, "manifest status updated");
                     Ok(())
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(e) if is_not_found(&e) => Ok(()),
                 Err(source) => Err(ApiError::new("update status of", "Work", key, source).into()),
             };
         }
         let mut current = cached.clone();
-        for _ in 0..CONFLICT_RETRIES {
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        while retry.next().await {
             let mut status = current.status.clone().unwrap_or_default();
             let merged = merge_manifest_status(
                 &status.manifest_statuses,
@@ -526,10 +527,10 @@ impl WorkStatusController {
                     tracing::debug!(work = %key, "manifest status updated");
                     return Ok(());
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 => {
+                Err(e) if is_conflict(&e) => {
                     current = match api.get(&name).await {
                         Ok(w) => w,
-                        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                        Err(e) if is_not_found(&e) => return Ok(()),
                         Err(source) => {
                             return Err(ApiError::new("get", "Work", key, source).into());
                         }
@@ -538,13 +539,16 @@ impl WorkStatusController {
                         return Ok(());
                     }
                 }
-                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(()),
                 Err(source) => {
                     return Err(ApiError::new("update status of", "Work", key, source).into());
                 }
             }
         }
-        Err(WorkStatusError::Conflicts { key })
+        Err(WorkStatusError::Conflicts {
+            key,
+            attempts: retry.attempts(),
+        })
     }
 }
 
