@@ -146,7 +146,11 @@ async fn wait_ready_untainted(api: &Api<Cluster>, name: &str) {
 }
 
 fn ready_metric(cluster: &str) -> f64 {
-    cluster_metrics().ready.with_label_values(&[cluster]).get()
+    cluster_metrics()
+        .expect("cluster metrics defined")
+        .ready
+        .with_label_values(&[cluster])
+        .get()
 }
 
 /// Whether `metric{member_cluster="<cluster>"}` exists in the process registry.
@@ -343,6 +347,7 @@ async fn member_cluster_lifecycle() {
     assert_eq!(secret.metadata.owner_references.unwrap()[0].kind, "Cluster");
     assert_eq!(ready_metric("member1"), 1.0);
     let nodes_metric = cluster_metrics()
+        .expect("cluster metrics defined")
         .node_number
         .with_label_values(&["member1"])
         .get();

@@ -35,61 +35,55 @@ pub struct ClusterMetrics {
     pub sync_status_duration: HistogramVec,
 }
 
-fn gauge(name: &str, help: &str) -> GaugeVec {
-    match GaugeVec::new(Opts::new(name, help), &[MEMBER_CLUSTER_LABEL]) {
-        Ok(g) => g,
-        Err(e) => panic!("invalid metric definition {name}: {e}"),
-    }
+fn gauge(name: &str, help: &str) -> prometheus::Result<GaugeVec> {
+    GaugeVec::new(Opts::new(name, help), &[MEMBER_CLUSTER_LABEL])
 }
 
 impl ClusterMetrics {
-    fn new() -> Self {
-        let sync_status_duration = match HistogramVec::new(
+    fn new() -> prometheus::Result<Self> {
+        let sync_status_duration = HistogramVec::new(
             HistogramOpts::new(
                 "cluster_sync_status_duration_seconds",
                 "Duration in seconds for syncing the status of the cluster once.",
             ),
             &[MEMBER_CLUSTER_LABEL],
-        ) {
-            Ok(h) => h,
-            Err(e) => panic!("invalid metric definition cluster_sync_status_duration_seconds: {e}"),
-        };
-        ClusterMetrics {
+        )?;
+        Ok(ClusterMetrics {
             ready: gauge(
                 "cluster_ready_state",
                 "State of the cluster (1 if ready, 0 otherwise).",
-            ),
-            node_number: gauge("cluster_node_number", "Number of nodes in the cluster."),
+            )?,
+            node_number: gauge("cluster_node_number", "Number of nodes in the cluster.")?,
             ready_node_number: gauge(
                 "cluster_ready_node_number",
                 "Number of ready nodes in the cluster.",
-            ),
+            )?,
             memory_allocatable: gauge(
                 "cluster_memory_allocatable_bytes",
                 "Allocatable cluster memory resource in bytes.",
-            ),
+            )?,
             cpu_allocatable: gauge(
                 "cluster_cpu_allocatable_number",
                 "Number of allocatable CPU in the cluster.",
-            ),
+            )?,
             pod_allocatable: gauge(
                 "cluster_pod_allocatable_number",
                 "Number of allocatable pods in the cluster.",
-            ),
+            )?,
             memory_allocated: gauge(
                 "cluster_memory_allocated_bytes",
                 "Allocated cluster memory resource in bytes.",
-            ),
+            )?,
             cpu_allocated: gauge(
                 "cluster_cpu_allocated_number",
                 "Number of allocated CPU in the cluster.",
-            ),
+            )?,
             pod_allocated: gauge(
                 "cluster_pod_allocated_number",
                 "Number of allocated pods in the cluster.",
-            ),
+            )?,
             sync_status_duration,
-        }
+        })
     }
 
     fn gauges(&self) -> [&GaugeVec; 9] {
@@ -176,11 +170,18 @@ impl ClusterMetrics {
     }
 }
 
-/// The cluster metrics, registered in [`lariat::metrics::registry`] on first use.
-pub fn cluster_metrics() -> &'static ClusterMetrics {
-    static METRICS: OnceLock<ClusterMetrics> = OnceLock::new();
+/// The cluster metrics, registered in [`lariat::metrics::registry`] on first use; `None` (with
+/// one error logged) if a definition is invalid, in which case nothing is recorded.
+pub fn cluster_metrics() -> Option<&'static ClusterMetrics> {
+    static METRICS: OnceLock<Option<ClusterMetrics>> = OnceLock::new();
     METRICS.get_or_init(|| {
-        let m = ClusterMetrics::new();
+        let m = match ClusterMetrics::new() {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot define the cluster metrics; they are not recorded");
+                return None;
+            }
+        };
         let registry = lariat::metrics::registry();
         for g in m.gauges() {
             if let Err(e) = registry.register(Box::new(g.clone())) {
@@ -190,6 +191,7 @@ pub fn cluster_metrics() -> &'static ClusterMetrics {
         if let Err(e) = registry.register(Box::new(m.sync_status_duration.clone())) {
             tracing::warn!(error = %e, "cannot register cluster_sync_status_duration_seconds");
         }
-        m
+        Some(m)
     })
+    .as_ref()
 }

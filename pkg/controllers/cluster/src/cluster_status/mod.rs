@@ -245,7 +245,9 @@ impl Controller {
         self.members.disconnect(name).await;
         self.conditions.delete(name);
         self.lock_last_sync().remove(name);
-        metrics::cluster_metrics().cleanup(name);
+        if let Some(m) = metrics::cluster_metrics() {
+            m.cleanup(name);
+        }
     }
 
     async fn reconcile(&self, key: ObjectKey, obj: Option<Arc<Cluster>>) -> HandlerResult<Cluster> {
@@ -281,16 +283,22 @@ impl Controller {
         let started = Instant::now();
         let result = self.sync(&cluster, &secret_ref).await;
         let m = metrics::cluster_metrics();
-        m.record_sync_duration(&name, started.elapsed().as_secs_f64());
+        if let Some(m) = m {
+            m.record_sync_duration(&name, started.elapsed().as_secs_f64());
+        }
         match result {
             Ok(updated) => {
-                m.record_status(&updated);
+                if let Some(m) = m {
+                    m.record_status(&updated);
+                }
                 // Probe every `frequency` from start to start, so a probe that waited for its
                 // timeout does not stretch the interval (and the time to notice a hung member).
                 HandlerResult::RequeueAfter(frequency.saturating_sub(started.elapsed()))
             }
             Err(e) => {
-                m.record_status(&cluster);
+                if let Some(m) = m {
+                    m.record_status(&cluster);
+                }
                 self.lock_last_sync().remove(&name);
                 HandlerResult::Error(Box::new(e))
             }
