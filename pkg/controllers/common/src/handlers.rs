@@ -6,10 +6,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use lariat::cache::CacheObject;
-use lariat::{HandlerResult, ObjectKey, SharedController};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::SyncReporter;
+use crate::context::{ControllerContext, SyncReporter};
 use crate::error::{FrameworkError, framework};
 
 /// Registers `handle` on `controller` as `name` until `cancel` fires. Each event gets its own
@@ -49,4 +49,20 @@ where
         "{} controller",
         K::kind(&K::DynamicType::default())
     )))
+}
+
+/// Waits for `controller`'s cache (up to `--cluster-cache-sync-timeout`), then reports synced and
+/// serves until the context is cancelled: the rest of the life of a controller that watches one
+/// kind, once its handler is registered.
+pub async fn serve_when_synced<K: CacheObject>(
+    controller: &SharedController<K>,
+    ctx: &ControllerContext,
+    what: &str,
+) -> lariat::Result<()> {
+    let timeout = ctx.settings.cluster_cache_sync_timeout;
+    let SyncWait::Synced = controller.wait_synced(&ctx.cancel, timeout).await? else {
+        return Ok(());
+    };
+    serve_until_cancelled(&ctx.synced, &ctx.cancel, what).await;
+    Ok(())
 }

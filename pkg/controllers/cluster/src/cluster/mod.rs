@@ -23,11 +23,12 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding, Work};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use lariat::{Cache, HandlerResult, ObjectKey, SyncWait};
+use lariat::{Cache, HandlerResult, ObjectKey};
 
 use karmada_apis::well_known::event_reasons;
 use karmada_controllers_common::conditions::now;
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
+use karmada_controllers_common::handlers::{register, serve_when_synced};
 use karmada_controllers_common::members::MemberClusters;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 
@@ -112,23 +113,14 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             crbs,
             sync_timeout: ctx.settings.cluster_cache_sync_timeout,
         });
-        let c = controller.clone();
-        clusters.register_handler(
+        register(
+            &clusters,
             CONTROLLER_NAME,
-            ctx.cancel.clone(),
-            move |key: ObjectKey, obj: Option<Arc<Cluster>>| {
-                let c = c.clone();
-                async move { c.reconcile(key, obj).await }
-            },
+            &ctx.cancel,
+            &controller,
+            |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
         );
-        let SyncWait::Synced = clusters
-            .wait_synced(&ctx.cancel, ctx.settings.cluster_cache_sync_timeout)
-            .await?
-        else {
-            return Ok(());
-        };
-        ctx.synced.synced();
-        ctx.cancel.cancelled().await;
+        serve_when_synced(&clusters, &ctx, "cluster controller").await?;
         Ok::<(), BoxError>(())
     })
 }

@@ -36,10 +36,11 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, ClusterStatus};
 use kube::api::{Api, Patch, PatchParams};
-use lariat::{CacheScope, HandlerResult, ObjectKey, SyncWait};
+use lariat::{CacheScope, HandlerResult, ObjectKey};
 
 use conditions::ConditionCache;
 use karmada_controllers_common::conditions::{new_condition, set_condition};
+use karmada_controllers_common::handlers::{register, serve_when_synced};
 use karmada_controllers_common::members::MemberClusters;
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{
@@ -204,23 +205,14 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             last_sync: Mutex::new(HashMap::new()),
         });
         metrics::cluster_metrics();
-        let c = controller.clone();
-        clusters.register_handler(
+        register(
+            &clusters,
             CONTROLLER_NAME,
-            ctx.cancel.clone(),
-            move |key: ObjectKey, obj: Option<Arc<Cluster>>| {
-                let c = c.clone();
-                async move { c.reconcile(key, obj).await }
-            },
+            &ctx.cancel,
+            &controller,
+            |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
         );
-        let SyncWait::Synced = clusters
-            .wait_synced(&ctx.cancel, ctx.settings.cluster_cache_sync_timeout)
-            .await?
-        else {
-            return Ok(());
-        };
-        ctx.synced.synced();
-        ctx.cancel.cancelled().await;
+        serve_when_synced(&clusters, &ctx, "cluster-status controller").await?;
         Ok::<(), BoxError>(())
     })
 }
