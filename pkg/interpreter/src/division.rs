@@ -1,106 +1,17 @@
-//! Dividing a number of seats (replicas, Job completions) among clusters by weight with the
-//! Webster (Sainte-Laguë) method, the way Karmada's `helper.SpreadReplicasByTargetClusters` does,
-//! and the binding controller's Job `completions` split built on it.
+//! Dividing a number of seats (replicas, Job completions) among clusters by weight, the way
+//! Karmada's `helper.SpreadReplicasByTargetClusters` does (the Webster method is the scheduler's,
+//! [`karmada_scheduler::allocate_webster_seats`]), and the binding controller's Job `completions`
+//! split built on it.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use karmada_apis::names::fnv32a;
 use karmada_apis::policy::v1alpha1::{Placement, ReplicaSchedulingType};
 use karmada_apis::work::v1alpha2::TargetCluster;
+use karmada_scheduler::{TieBreak, allocate_webster_seats};
 use serde_json::Value;
 
 use crate::error::{AtObject, ObjectRef, Result};
 use crate::object;
-
-/// One party of an apportionment: a cluster, its weight and the seats it holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Party {
-    /// Cluster name.
-    pub name: String,
-    /// Weight.
-    pub votes: i64,
-    /// Seats held.
-    pub seats: i32,
-}
-
-/// How ties of equal Webster priority are broken after "fewer seats first".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TieBreak {
-    /// The lexicographically smaller name wins.
-    NameAscending,
-    /// The lexicographically larger name wins.
-    NameDescending,
-}
-
-impl TieBreak {
-    /// Karmada's tie-breaker for an object uid: ascending names for an empty uid or one whose
-    /// FNV-32a hash is even, descending when it is odd (so ties do not always favour one cluster).
-    pub fn for_uid(uid: &str) -> Self {
-        if uid.is_empty() || fnv32a(uid.as_bytes()) & 1 == 0 {
-            TieBreak::NameAscending
-        } else {
-            TieBreak::NameDescending
-        }
-    }
-}
-
-/// `Ordering::Less` when `a` should get the next seat before `b`.
-fn priority_order(a: &Party, b: &Party, tie: TieBreak) -> Ordering {
-    // Compare votes/(2*seats+1) exactly: a.votes * (2*b.seats+1) vs b.votes * (2*a.seats+1).
-    let lhs = i128::from(a.votes) * (2 * i128::from(b.seats) + 1);
-    let rhs = i128::from(b.votes) * (2 * i128::from(a.seats) + 1);
-    rhs.cmp(&lhs)
-        .then_with(|| a.seats.cmp(&b.seats))
-        .then_with(|| match tie {
-            TieBreak::NameAscending => a.name.cmp(&b.name),
-            TieBreak::NameDescending => b.name.cmp(&a.name),
-        })
-}
-
-/// Hands out `new_seats` one at a time to the party with the highest `votes / (2*seats + 1)`,
-/// starting from `initial` seats (parties only in `initial` have no votes). Returns every party,
-/// sorted by name.
-pub fn allocate_webster_seats(
-    new_seats: i32,
-    votes: &BTreeMap<String, i64>,
-    initial: &BTreeMap<String, i32>,
-    tie: TieBreak,
-) -> Vec<Party> {
-    let mut parties: BTreeMap<&str, Party> = BTreeMap::new();
-    for (name, &seats) in initial {
-        parties.insert(
-            name,
-            Party {
-                name: name.clone(),
-                votes: 0,
-                seats,
-            },
-        );
-    }
-    for (name, &v) in votes {
-        parties
-            .entry(name)
-            .or_insert_with(|| Party {
-                name: name.clone(),
-                votes: 0,
-                seats: 0,
-            })
-            .votes = v;
-    }
-    let mut parties: Vec<Party> = parties.into_values().collect();
-    if parties.is_empty() {
-        return parties;
-    }
-    for _ in 0..new_seats.max(0) {
-        let winner =
-            (0..parties.len()).min_by(|&i, &j| priority_order(&parties[i], &parties[j], tie));
-        if let Some(i) = winner {
-            parties[i].seats = parties[i].seats.saturating_add(1);
-        }
-    }
-    parties
-}
 
 /// Divides `total` among the target clusters in proportion to their replicas (Karmada's
 /// `SpreadReplicasByTargetClusters` with no previous result). Empty when every weight is zero.
@@ -109,18 +20,18 @@ pub fn spread_by_target_clusters(
     targets: &[TargetCluster],
     uid: &str,
 ) -> Vec<TargetCluster> {
-    let votes: BTreeMap<String, i64> = targets
+    let votes: Vec<(String, i64)> = targets
         .iter()
         .map(|t| (t.name.clone(), i64::from(t.replicas)))
         .collect();
-    if votes.values().sum::<i64>() == 0 {
+    if votes.iter().map(|(_, v)| v).sum::<i64>() == 0 {
         return Vec::new();
     }
-    allocate_webster_seats(total, &votes, &BTreeMap::new(), TieBreak::for_uid(uid))
+    allocate_webster_seats(total, &votes, &[], TieBreak::for_uid(uid))
         .into_iter()
-        .map(|p| TargetCluster {
-            name: p.name,
-            replicas: p.seats,
+        .map(|(name, replicas)| TargetCluster {
+            name,
+            replicas,
             components: Vec::new(),
         })
         .collect()

@@ -38,12 +38,10 @@ use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus, T
 use karmada_policy::selector::{cluster_matches, cluster_name};
 use thiserror::Error;
 
-use crate::divide::{
-    AssignError, AssignInput, Strategy, TieBreak, assign_to_clusters, strategy_of,
-};
+use crate::divide::{AssignError, AssignInput, Strategy, assign_to_clusters, strategy_of};
 use crate::spread::{ClusterDetail, compare_clusters, select_best_clusters};
 
-pub use crate::divide::allocate_webster_seats;
+pub use crate::divide::{TieBreak, allocate_webster_seats};
 pub use crate::trigger::{
     SUCCESS_MESSAGE, ScheduleTrigger, applied_placement_annotation, placement_changed,
     replicas_changed, reschedule_required, schedule_trigger, scheduled_condition,
