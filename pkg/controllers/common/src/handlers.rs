@@ -9,7 +9,7 @@ use lariat::cache::CacheObject;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{ControllerContext, SyncReporter};
+use crate::context::{BoxError, ControllerContext, StartFn, SyncReporter};
 use crate::error::{FrameworkError, framework};
 
 /// Registers `handle` on `controller` as `name` until `cancel` fires. Each event gets its own
@@ -65,4 +65,23 @@ pub async fn serve_when_synced<K: CacheObject>(
     };
     serve_until_cancelled(&ctx.synced, &ctx.cancel, what).await;
     Ok(())
+}
+
+/// The [`StartFn`] of a controller that `new` builds from its context and `run` drives until the
+/// context is cancelled: the one shape of every controller's `start_fn`.
+pub fn start_fn_of<C, E, Fut>(
+    new: fn(ControllerContext) -> Result<C, E>,
+    run: fn(C) -> Fut,
+) -> StartFn
+where
+    C: Send + 'static,
+    E: Into<BoxError> + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    Arc::new(move |ctx| {
+        Box::pin(async move {
+            let controller = new(ctx).map_err(Into::into)?;
+            run(controller).await
+        })
+    })
 }

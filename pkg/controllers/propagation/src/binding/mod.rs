@@ -66,12 +66,14 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
+use karmada_controllers_common::handlers::{
+    register, serve_until_cancelled, shared_controller, start_fn_of,
+};
 use karmada_controllers_common::metrics;
 use karmada_controllers_common::work::{
     WorkError, WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
-use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "binding";
@@ -1153,16 +1155,9 @@ fn finalizer_of<B: BindingObject>() -> &'static str {
     }
 }
 
-fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let controller = BindingController::new(ctx)?;
-        controller.run().await
-    })
-}
-
 /// The start function registered as `binding`.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(BindingController::new, BindingController::run)
 }
 
 #[cfg(test)]

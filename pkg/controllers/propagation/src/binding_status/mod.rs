@@ -53,11 +53,13 @@ use apimachinery::{
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
+use karmada_controllers_common::handlers::{
+    register, serve_until_cancelled, shared_controller, start_fn_of,
+};
 use karmada_controllers_common::manifest::manifest_index;
 use karmada_controllers_common::patch::merge_diff;
 use karmada_controllers_common::set_condition;
-use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
 const WORK_COALESCE: std::time::Duration = std::time::Duration::from_millis(100);
@@ -860,17 +862,9 @@ fn object_reference<B: StatusBinding>(b: &B, kind: &str) -> ObjectReference {
     }
 }
 
-/// Starts the binding-status controller on `ctx`.
-pub fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let c = BindingStatusController::new(ctx)?;
-        c.run().await
-    })
-}
-
-/// [`start`] as a [`StartFn`].
+/// Starts the controller: the [`StartFn`] the registry holds.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(BindingStatusController::new, BindingStatusController::run)
 }
 
 #[cfg(test)]

@@ -48,8 +48,8 @@ pub use error::DetectorError;
 use events::EventRecorder;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::events;
-use karmada_controllers_common::handlers::shared_controller;
-use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
+use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use skip::SkippedResources;
 
 /// The detector's name: its User-Agent suffix, Event source and log field.
@@ -378,15 +378,7 @@ pub(crate) fn handler_result<K>(r: Result<(), DetectorError>) -> HandlerResult<K
     }
 }
 
-/// Starts the detector on `ctx` (the process starts it unconditionally, like Karmada).
-pub fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let detector = Detector::new(ctx)?;
-        detector.run().await
-    })
-}
-
-/// [`start`] as a [`StartFn`].
+/// Starts the controller: the [`StartFn`] the registry holds.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(Detector::new, Detector::run)
 }

@@ -29,9 +29,9 @@ use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::handlers::{register, serve_until_cancelled};
+use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
-use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "namespace";
@@ -302,16 +302,9 @@ impl NamespaceController {
     }
 }
 
-fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let controller = NamespaceController::new(ctx)?;
-        controller.run().await
-    })
-}
-
 /// The start function registered as `namespace`.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(NamespaceController::new, NamespaceController::run)
 }
 
 #[cfg(test)]

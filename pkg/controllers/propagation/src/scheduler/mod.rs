@@ -36,8 +36,10 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
-use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::handlers::{
+    register, serve_until_cancelled, shared_controller, start_fn_of,
+};
+use karmada_controllers_common::{ControllerContext, StartFn};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
 };
@@ -693,15 +695,7 @@ fn status_patch(
     patch
 }
 
-/// Starts the scheduler controller on `ctx`.
-pub fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let s = Scheduler::new(ctx)?;
-        s.run().await
-    })
-}
-
-/// [`start`] as a [`StartFn`].
+/// Starts the controller: the [`StartFn`] the registry holds.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(Scheduler::new, Scheduler::run)
 }

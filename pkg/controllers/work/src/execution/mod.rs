@@ -88,13 +88,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
-use karmada_controllers_common::handlers::register;
+use karmada_controllers_common::handlers::{register, start_fn_of};
 use karmada_controllers_common::members::MemberEvent;
 use karmada_controllers_common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
 };
-use karmada_controllers_common::{ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{ControllerContext, StartFn};
 use member_queues::MemberQueues;
 use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
 
@@ -1113,16 +1113,9 @@ impl ExecutionController {
     }
 }
 
-fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let controller = ExecutionController::new(ctx)?;
-        controller.run().await
-    })
-}
-
 /// The start function registered as `execution`.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(ExecutionController::new, ExecutionController::run)
 }
 
 #[cfg(test)]

@@ -43,9 +43,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{register, shared_controller};
+use karmada_controllers_common::handlers::{register, shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, text};
-use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "workStatus";
@@ -552,17 +552,9 @@ impl WorkStatusController {
     }
 }
 
-/// Starts the work-status controller on `ctx`.
-pub fn start(ctx: ControllerContext) -> ControllerFuture {
-    Box::pin(async move {
-        let c = WorkStatusController::new(ctx)?;
-        c.run().await
-    })
-}
-
-/// [`start`] as a [`StartFn`].
+/// Starts the controller: the [`StartFn`] the registry holds.
 pub fn start_fn() -> StartFn {
-    Arc::new(start)
+    start_fn_of(WorkStatusController::new, WorkStatusController::run)
 }
 
 #[cfg(test)]
