@@ -1431,7 +1431,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Options, Vec<String>> {
         let mut all = vec!["karmada-controller-manager".to_string()];
-        all.extend(args.iter().map(|s| s.to_string()));
+        all.extend(args.iter().map(ToString::to_string));
         parse_from(all).expect("clap accepts the flags").1
     }
 

@@ -340,7 +340,7 @@ impl ClusterMetrics {
     fn labels(&self, rest: &[&str]) -> Vec<String> {
         let mut v = Vec::with_capacity(rest.len() + 1);
         v.push(self.cluster.clone());
-        v.extend(rest.iter().map(|s| s.to_string()));
+        v.extend(rest.iter().map(ToString::to_string));
         v
     }
 

@@ -195,7 +195,7 @@ impl ApiServer {
         self.process
             .lock()
             .ok()
-            .and_then(|p| p.as_ref().map(|p| p.pid()))
+            .and_then(|p| p.as_ref().map(ManagedProcess::pid))
     }
 
     pub(crate) fn spawn(&self) -> Result<(), Error> {
@@ -203,7 +203,7 @@ impl ApiServer {
             .process
             .lock()
             .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
-        if guard.as_mut().is_some_and(|p| p.is_running()) {
+        if guard.as_mut().is_some_and(ManagedProcess::is_running) {
             return Ok(());
         }
         *guard = Some(ManagedProcess::spawn(
@@ -326,7 +326,7 @@ impl ApiServer {
     pub fn component_pids(&self) -> Vec<u32> {
         self.components
             .lock()
-            .map(|c| c.iter().map(|p| p.pid()).collect())
+            .map(|c| c.iter().map(ManagedProcess::pid).collect())
             .unwrap_or_default()
     }
 

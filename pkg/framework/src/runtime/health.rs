@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
@@ -115,7 +115,7 @@ impl Health {
         {
             return Err(HealthError::InvalidName(name.to_string()));
         }
-        let mut list = self.list(e).write().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.list(e).write().unwrap_or_else(PoisonError::into_inner);
         if list.iter().any(|(n, _)| n == name) {
             return Err(HealthError::Duplicate {
                 endpoint: e.name(),
@@ -151,7 +151,7 @@ impl Health {
     }
 
     fn run(&self, e: Endpoint, exclude: &HashSet<String>) -> (bool, String) {
-        let list = self.list(e).read().unwrap_or_else(|p| p.into_inner());
+        let list = self.list(e).read().unwrap_or_else(PoisonError::into_inner);
         let mut ok = true;
         let mut body = String::new();
         for (name, check) in list.iter() {
@@ -200,7 +200,7 @@ impl Health {
     }
 
     fn respond_one(&self, e: Endpoint, name: &str) -> Response {
-        let list = self.list(e).read().unwrap_or_else(|p| p.into_inner());
+        let list = self.list(e).read().unwrap_or_else(PoisonError::into_inner);
         match list.iter().find(|(n, _)| n == name) {
             None => (
                 StatusCode::NOT_FOUND,
@@ -295,7 +295,11 @@ impl ReadinessGate {
 
     /// Marks not ready, with the reason reported by the check.
     pub fn set_not_ready(&self, reason: &str) {
-        *self.inner.reason.write().unwrap_or_else(|p| p.into_inner()) = reason.to_string();
+        *self
+            .inner
+            .reason
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = reason.to_string();
         self.inner.ready.store(false, Ordering::SeqCst);
     }
 
@@ -312,7 +316,7 @@ impl ReadinessGate {
                 .inner
                 .reason
                 .read()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(PoisonError::into_inner)
                 .clone())
         }
     }

@@ -425,8 +425,7 @@ impl LeaderElector {
             let seen_at = self
                 .observed
                 .as_ref()
-                .map(|(_, t)| *t)
-                .unwrap_or_else(Instant::now);
+                .map_or_else(Instant::now, |(_, t)| *t);
             if seen_at + seconds > Instant::now() {
                 if self.logged_holder.as_deref() != Some(record.holder.as_str()) {
                     tracing::info!(
@@ -533,7 +532,7 @@ impl LeaderElector {
                 match attempt {
                     Ok(Ok(true)) => break true,
                     Ok(Ok(false)) => {
-                        tracing::warn!("leader election: the lease is held by someone else")
+                        tracing::warn!("leader election: the lease is held by someone else");
                     }
                     Ok(Err(e)) => tracing::warn!(error = %e, "leader election: renewal failed"),
                     Err(_) => break false,

@@ -113,11 +113,11 @@ fn describe(tokens: &[String], n: usize) -> String {
     if n == 0 {
         return "the document root".to_owned();
     }
-    let pointer: String = tokens
-        .iter()
-        .take(n)
-        .map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1")))
-        .collect();
+    let mut pointer = String::new();
+    for token in tokens.iter().take(n) {
+        pointer.push('/');
+        pointer.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    }
     format!("path {pointer:?}")
 }
 
@@ -139,7 +139,7 @@ pub(crate) fn apply_one(doc: &mut Doc, patch: &Patch) -> Result<(), String> {
         Doc::Object(entries) => {
             let slot = entries.iter().position(|(k, _)| k == last);
             match (patch.op, slot) {
-                (Op::Add, Some(i)) | (Op::Replace, Some(i)) => {
+                (Op::Add | Op::Replace, Some(i)) => {
                     if let Some(entry) = entries.get_mut(i) {
                         entry.1 = patch.value.clone();
                     }

@@ -347,7 +347,7 @@ fn scheduled(pod: &Pod) -> bool {
 fn terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
+        Some("Succeeded" | "Failed")
     )
 }
 

@@ -422,7 +422,7 @@ pub fn conflict_resolution(template: &Value, spec: &ResourceBindingSpec) -> &'st
             tracing::warn!(
                 value = other,
                 "ignoring invalid conflict-resolution annotation on template"
-            )
+            );
         }
         None => {}
     }
