@@ -220,40 +220,29 @@ impl Health {
 
     /// The routes `/healthz`, `/healthz/{check}`, `/readyz`, `/readyz/{check}`.
     pub fn router(&self) -> Router {
-        Router::new()
-            .route(
-                "/healthz",
-                get(
-                    |State(h): State<Health>, RawQuery(q): RawQuery| async move {
-                        h.respond(Endpoint::Healthz, q)
-                    },
-                ),
-            )
-            .route(
-                "/healthz/{check}",
-                get(
-                    |State(h): State<Health>, Path(c): Path<String>| async move {
-                        h.respond_one(Endpoint::Healthz, &c)
-                    },
-                ),
-            )
-            .route(
-                "/readyz",
-                get(
-                    |State(h): State<Health>, RawQuery(q): RawQuery| async move {
-                        h.respond(Endpoint::Readyz, q)
-                    },
-                ),
-            )
-            .route(
-                "/readyz/{check}",
-                get(
-                    |State(h): State<Health>, Path(c): Path<String>| async move {
-                        h.respond_one(Endpoint::Readyz, &c)
-                    },
-                ),
-            )
-            .with_state(self.clone())
+        let mut router = Router::new();
+        for e in [Endpoint::Healthz, Endpoint::Readyz] {
+            let all = format!("/{}", e.name());
+            let one = format!("{all}/{{check}}");
+            router = router
+                .route(
+                    &all,
+                    get(
+                        move |State(h): State<Health>, RawQuery(q): RawQuery| async move {
+                            h.respond(e, q)
+                        },
+                    ),
+                )
+                .route(
+                    &one,
+                    get(
+                        move |State(h): State<Health>, Path(c): Path<String>| async move {
+                            h.respond_one(e, &c)
+                        },
+                    ),
+                );
+        }
+        router.with_state(self.clone())
     }
 }
 
