@@ -580,7 +580,7 @@ mod tests {
         assert!(gathered_names_with("metrics-own-registry").is_empty());
         match FrameworkMetrics::register(&own) {
             Err(MetricsError::Register { name, .. }) => {
-                assert_eq!(name, "controller_runtime_reconcile_total")
+                assert_eq!(name, "controller_runtime_reconcile_total");
             }
             other => panic!("expected a registration error, got {other:?}"),
         }
