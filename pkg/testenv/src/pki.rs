@@ -126,7 +126,7 @@ impl ClusterPki {
     ) -> Result<(PathBuf, PathBuf), Error> {
         let pki_err = |e: rcgen::Error| Error::Pki(format!("serving certificate {cn}: {e}"));
         let mut params =
-            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            CertificateParams::new(sans.iter().map(ToString::to_string).collect::<Vec<_>>())
                 .map_err(pki_err)?;
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
