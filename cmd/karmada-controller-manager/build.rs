@@ -51,8 +51,7 @@ fn main() {
         .unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0)
+                .map_or(0, |d| d.as_secs() as i64)
         });
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc_version = Command::new(rustc)
@@ -60,8 +59,7 @@ fn main() {
         .output()
         .ok()
         .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
+        .map_or_else(|| "unknown".into(), |s| s.trim().to_string());
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let arch = match std::env::var("CARGO_CFG_TARGET_ARCH")
         .unwrap_or_default()

@@ -108,7 +108,9 @@ pub async fn lease_holder(client: &kube::Client, ns: &str) -> Option<String> {
 pub struct Kcm {
     child: Child,
     log: PathBuf,
+    /// The port of its health probes (`/healthz`, `/readyz`).
     pub probe_port: u16,
+    /// The port of its `/metrics`.
     pub metrics_port: u16,
     exit: Option<ExitStatus>,
     /// When the process was spawned.
@@ -332,12 +334,11 @@ impl Kcm {
                     self.log()
                 );
             }
-            if Instant::now() > deadline {
-                panic!(
-                    "timed out after {timeout:?} waiting for {what}; log:\n{}",
-                    self.log()
-                );
-            }
+            assert!(
+                Instant::now() <= deadline,
+                "timed out after {timeout:?} waiting for {what}; log:\n{}",
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -15,7 +15,7 @@ pub async fn join(host: &ApiServer, member: &ApiServer, extra: &[&str]) -> anyho
             member.kubeconfig_path().display()
         ),
     ];
-    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(extra.iter().map(ToString::to_string));
     karmadactl::run(args)
         .await
         .map_err(|e| e.context(format!("karmadactl join {}", member.name())))

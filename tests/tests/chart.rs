@@ -6,6 +6,8 @@
 //!
 //! `helm` and `kubectl` come from `hack/install-helm.sh` (`make test-tools`, run by `make test`), or from
 //! `$HELM` / `$KUBECTL`. A missing one fails the tests with the command that installs it.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -118,9 +120,9 @@ fn host_kubeconfig() -> String {
 fn yaml_files(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml"))
+        .filter(|n| Path::new(n).extension().is_some_and(|e| e == "yaml"))
         .collect()
 }
 
@@ -238,7 +240,7 @@ fn schema_knows_the_binarys_controllers() {
     fix.extend(binary.iter().map(|n| format!("-{n}")));
     let mut expected = fix.clone();
     expected.sort();
-    let mut got: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
+    let mut got: Vec<String> = entries.iter().map(ToString::to_string).collect();
     got.sort();
     assert_eq!(
         got,

@@ -1,5 +1,7 @@
 //! Member clusters end to end against real API servers: `karmadactl join` / `unjoin` and the
 //! `cluster` and `clusterStatus` controllers running in-process on the host.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
@@ -77,7 +79,7 @@ async fn join(member: &ApiServer, name: &str, extra: &[&str]) -> anyhow::Result<
         format!("--cluster-context={}", member.name()),
         "--token-wait=3s".into(),
     ]);
-    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(extra.iter().map(ToString::to_string));
     karmadactl::run(args).await
 }
 
@@ -257,7 +259,7 @@ async fn member_cluster_lifecycle() {
         .map(|e| e.group_version.as_str())
         .collect();
     let mut sorted = gvs.clone();
-    sorted.sort();
+    sorted.sort_unstable();
     assert_eq!(gvs, sorted, "apiEnablements sorted by group-version");
     let apps = status
         .api_enablements

@@ -1,6 +1,8 @@
 //! Leader election between real `karmada-controller-manager` processes on a real API server: one leader,
 //! fail-over after SIGKILL within the lease duration, immediate hand-over after SIGTERM (the lease is
 //! released), and a second signal during a slow shutdown exiting 1.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +34,7 @@ fn args(ns: &str) -> Vec<String> {
 
 fn start(ns: &str, extra: &[&str], env_vars: &[(&str, &str)]) -> Kcm {
     let mut a = args(ns);
-    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(extra.iter().map(ToString::to_string));
     let refs: Vec<&str> = a.iter().map(String::as_str).collect();
     Kcm::start(env().host().kubeconfig_path(), &refs, env_vars)
 }
@@ -42,11 +44,14 @@ fn start(ns: &str, extra: &[&str], env_vars: &[(&str, &str)]) -> Kcm {
 async fn single_leader(client: &kube::Client, ns: &str, kcms: &mut [Kcm; 2]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let m: Vec<Option<bool>> = kcms.iter().map(|k| k.is_master()).collect();
+        let m: Vec<Option<bool>> = kcms
+            .iter()
+            .map(karmada_e2e::controller_manager::Kcm::is_master)
+            .collect();
         if let [Some(x), Some(y)] = m[..]
             && x != y
         {
-            let leader = if x { 0 } else { 1 };
+            let leader = usize::from(!x);
             let id = kcms[leader].identity().expect("leader identity in log");
             if lease_holder(client, ns).await.as_deref() == Some(id.as_str()) {
                 return leader;
@@ -113,7 +118,7 @@ async fn two_replicas_one_leader_and_sigkill_failover() {
     let bound = LEASE + RETRY.mul_f64(2.2) * 2 + Duration::from_secs(1);
     assert!(took <= bound, "fail-over took {took:?} (bound {bound:?})");
     assert!(
-        took >= LEASE - RETRY.mul_f64(2.2),
+        took >= LEASE.checked_sub(RETRY.mul_f64(2.2)).unwrap(),
         "took over too early: {took:?}"
     );
     kcms[standby]

@@ -2,6 +2,8 @@
 //! accepted and reads back unchanged (nothing pruned, defaults as the Rust types expect), the Table
 //! output (what `kubectl get` prints) shows Karmada's columns, and invalid objects are rejected with a
 //! message naming the offending field.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
@@ -294,10 +296,10 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
             .iter()
             .find(|(k, n, _)| k == kind && n == name)
             .unwrap_or_else(|| panic!("no {kind} {name} created"));
-        row.iter()
-            .find(|(c, _, _)| c == column)
-            .map(|(_, v, p)| (v.clone(), *p))
-            .unwrap_or_else(|| panic!("{kind} table has no column {column}: {row:?}"))
+        row.iter().find(|(c, _, _)| c == column).map_or_else(
+            || panic!("{kind} table has no column {column}: {row:?}"),
+            |(_, v, p)| (v.clone(), *p),
+        )
     };
     let columns = |kind: &str| -> Vec<String> {
         let (_, _, row) = created.iter().find(|(k, _, _)| k == kind).expect("created");

@@ -3,6 +3,8 @@
 //! by the spam filter, and a repeat of a deleted Event creates it again (client-go's
 //! `EventCorrelator` semantics). Counted on the API server's objects and on its own request
 //! metrics. Tests run one at a time (they count the server's Event writes).
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -103,7 +105,7 @@ async fn the_same_event_recorded_n_times_is_one_event_with_count_n() {
                 "SyncFailed",
                 "the same failure",
             )
-            .await
+            .await;
     };
     for _ in 0..N {
         record().await;

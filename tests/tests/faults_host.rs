@@ -6,6 +6,8 @@
 //! with its latest content, no member object was recreated (UIDs unchanged) or lost, no binding
 //! or Work is duplicated, and the time to recover (printed, and recorded in
 //! `docs/reliability.md`).
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -817,7 +819,7 @@ async fn bad_credentials_unknown_clusters_and_unsatisfiable_policies_disturb_not
                 .count();
             assert_eq!(refs, 0, "a Work for {}/{} in {m}", t.namespace, t.name);
             let cm = Api::<ConfigMap>::namespaced(
-                s.members[if m == "member1" { 0 } else { 1 }].1.clone(),
+                s.members[usize::from(m != "member1")].1.clone(),
                 &t.namespace,
             )
             .get_opt(&t.name)

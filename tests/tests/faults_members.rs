@@ -11,6 +11,8 @@
 //!
 //! The figures are printed (`cargo test -p karmada-e2e --test faults_members -- --nocapture`) and
 //! recorded in docs/reliability.md.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -7,6 +7,8 @@
 //!
 //! The real `kubectl` (from `hack/install-helm.sh`) against a real API server; the detector and the
 //! cluster controller run in-process. The host runs without kube-controller-manager.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};

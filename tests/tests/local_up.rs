@@ -3,6 +3,8 @@
 //! ready, the demo runs its real commands and exits 0 only when everything propagated (and 1 when
 //! something did not: checked with the controller-manager stopped), and afterwards no process of the
 //! environment is left.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

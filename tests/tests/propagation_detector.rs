@@ -8,6 +8,8 @@
 //! clusterStatus controllers are not run). The host runs without kube-controller-manager, so no
 //! garbage collector deletes bindings behind the detector's back. Tests run one at a time (each
 //! starts its own detector and scheduler) and only use clusters they created, by name or label.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

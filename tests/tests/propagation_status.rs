@@ -6,6 +6,8 @@
 //! the execution controller: it puts the member objects in place with the labels and annotations
 //! execution writes, and sets the Works' `Applied` condition. The host runs without
 //! kube-controller-manager, so nothing but our controllers writes template status.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -137,13 +139,13 @@ impl Propagation {
         m
     }
 
-    fn work_api(&self, client: &Client, cluster: &str) -> Api<Work> {
+    fn work_api(client: &Client, cluster: &str) -> Api<Work> {
         Api::namespaced(client.clone(), &names::execution_space_name(cluster))
     }
 
     /// Creates or replaces the Work of `cluster` holding `manifest`.
     async fn put_work(&self, cluster: &str, manifest: &Value, rb_id: &str) {
-        let api = self.work_api(&host().await, cluster);
+        let api = Self::work_api(&host().await, cluster);
         let work: Work = serde_json::from_value(json!({
             "apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
             "metadata": {"name": self.work, "namespace": names::execution_space_name(cluster),
@@ -173,7 +175,7 @@ impl Propagation {
     /// Sets the Work's `Applied` condition as the execution controller does.
     async fn set_applied(&self, cluster: &str, ok: bool, message: &str) {
         set_work_applied(
-            &self.work_api(&host().await, cluster),
+            &Self::work_api(&host().await, cluster),
             &self.work,
             ok,
             message,
@@ -297,7 +299,7 @@ async fn versions(p: &Propagation) -> BTreeMap<String, String> {
         p.binding().await.resource_version().unwrap_or_default(),
     );
     for (i, c) in MEMBERS.iter().enumerate() {
-        let w = p.work_api(&h, c).get(&p.work).await.unwrap();
+        let w = Propagation::work_api(&h, c).get(&p.work).await.unwrap();
         out.insert(
             format!("work/{c}"),
             w.resource_version().unwrap_or_default(),
@@ -395,7 +397,10 @@ async fn deployment_status_comes_home() {
         ))
     );
     // The Work carries Karmada's identifier.
-    let w1 = p.work_api(&h, "member1").get(&p.work).await.unwrap();
+    let w1 = Propagation::work_api(&h, "member1")
+        .get(&p.work)
+        .await
+        .unwrap();
     let ms = &w1.status.as_ref().unwrap().manifest_statuses;
     assert_eq!(ms.len(), 1);
     let id = &ms[0].identifier;
@@ -678,7 +683,10 @@ async fn deployment_status_comes_home() {
     // late) and change the member's status, which must then be written. A window is quiet when
     // no member object changed; in a quiet window nothing of ours may change.
     let rbs: Api<ResourceBinding> = Api::namespaced(h.clone(), ns);
-    let (w1, w2) = (p.work_api(&h, "member1"), p.work_api(&h, "member2"));
+    let (w1, w2) = (
+        Propagation::work_api(&h, "member1"),
+        Propagation::work_api(&h, "member2"),
+    );
     let mut quiet = false;
     for attempt in 1..=3 {
         // Settle: the status write following the members' last change lands first.
@@ -935,7 +943,10 @@ async fn unschedulable_pods_make_the_deployment_unhealthy() {
     .await;
     // Applied, so FULLYAPPLIED is True even though the workload is unhealthy.
     assert_eq!(fully_applied(&rb).unwrap().0, "True");
-    let w = p.work_api(&h, "member1").get(&p.work).await.unwrap();
+    let w = Propagation::work_api(&h, "member1")
+        .get(&p.work)
+        .await
+        .unwrap();
     assert_eq!(
         w.status.unwrap().manifest_statuses[0].health,
         Some(ResourceHealth::Unhealthy)

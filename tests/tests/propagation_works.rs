@@ -8,6 +8,8 @@
 //! detector and scheduler would (template reference, permanent ids, finalizer, `spec.clusters`),
 //! plus Cluster objects whose Ready status the test writes and the execution namespaces the cluster
 //! controller would create. Tests run one at a time, each with its own controllers.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;

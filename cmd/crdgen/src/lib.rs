@@ -83,7 +83,11 @@ fn owned_files(dir: &Path) -> anyhow::Result<Vec<String>> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".yaml") && OWNED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        if std::path::Path::new(&name)
+            .extension()
+            .is_some_and(|e| e == "yaml")
+            && OWNED_PREFIXES.iter().any(|p| name.starts_with(p))
+        {
             names.push(name);
         }
     }

@@ -138,7 +138,7 @@ impl std::fmt::Debug for ControllerSpec {
         f.debug_struct("ControllerSpec")
             .field("name", &self.name)
             .field("enabled_by_default", &self.enabled_by_default)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -172,7 +172,7 @@ mod tests {
     use super::*;
 
     fn sel(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
+        items.iter().map(ToString::to_string).collect()
     }
 
     #[test]

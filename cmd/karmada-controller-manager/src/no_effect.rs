@@ -149,7 +149,7 @@ mod tests {
 
     fn changed_for(args: &[&str]) -> Vec<String> {
         let mut all = vec!["karmada-controller-manager".to_string()];
-        all.extend(args.iter().map(|s| s.to_string()));
+        all.extend(args.iter().map(ToString::to_string));
         let matches = Cli::command()
             .try_get_matches_from(normalize_args(all))
             .expect("flags parse");
@@ -220,7 +220,7 @@ mod tests {
                 .get_arguments()
                 .find(|a| a.get_long() == Some(long))
                 .unwrap_or_else(|| panic!("--{long} is not a flag"));
-            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
             assert!(
                 help.contains("no effect"),
                 "--{long}'s help does not say it has no effect: {help}"
@@ -248,11 +248,11 @@ mod tests {
         let section = &readme[start..];
         let section = &section[..section[4..].find("\n#").map_or(section.len(), |i| i + 4)];
         let mut expected: Vec<String> = FLAGS.iter().map(|f| format!("--{f}")).collect();
-        expected.extend(GATES.iter().map(|g| g.to_string()));
+        expected.extend(GATES.iter().map(ToString::to_string));
         expected.extend(
             crate::controllers::not_implemented()
                 .iter()
-                .map(|c| c.to_string()),
+                .map(ToString::to_string),
         );
         expected.sort();
         let mut named: Vec<String> = section

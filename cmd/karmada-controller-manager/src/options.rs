@@ -1293,15 +1293,13 @@ fn check_eviction(c: &mut Checker, g: &GenericFlags) -> Eviction {
 fn check_rate_limiter(c: &mut Checker, g: &GenericFlags) -> RateLimiterOptions {
     let duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
         c.duration(flag, value)
-            .filter(|d| d.is_positive())
-            .map(|d| d.to_std())
-            .unwrap_or(default)
+            .filter(GoDuration::is_positive)
+            .map_or(default, |d| d.to_std())
     };
     let int = |c: &mut Checker, flag: &str, value: &str, default: u32| {
         c.int(flag, value)
             .filter(|v| *v > 0)
-            .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-            .unwrap_or(default)
+            .map_or(default, |v| u32::try_from(v).unwrap_or(u32::MAX))
     };
     RateLimiterOptions {
         base_delay: duration(
@@ -1431,7 +1429,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Options, Vec<String>> {
         let mut all = vec!["karmada-controller-manager".to_string()];
-        all.extend(args.iter().map(|s| s.to_string()));
+        all.extend(args.iter().map(ToString::to_string));
         parse_from(all).expect("clap accepts the flags").1
     }
 

@@ -46,8 +46,7 @@ pub async fn load(
     };
     let origin = format!(
         "{what} (kubeconfig {}, context {})",
-        path.map(|p| p.display().to_string())
-            .unwrap_or_else(|| "default".into()),
+        path.map_or_else(|| "default".into(), |p| p.display().to_string()),
         context.unwrap_or("current")
     );
     let ctx_name = context

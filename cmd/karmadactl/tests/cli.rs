@@ -1,4 +1,6 @@
 //! The `karmadactl` binary: usage errors, and errors that name what is wrong, with exit codes.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 

@@ -1,5 +1,7 @@
 //! The generated CRDs carry Karmada's names, scopes, short names, categories, printer columns,
 //! subresources, defaults, enums and validation rules.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
@@ -169,7 +171,7 @@ fn names_scopes_and_columns_match_karmada() {
         assert_eq!(crd.spec.scope, *scope, "{name}");
         assert_eq!(
             crd.spec.names.short_names.clone().unwrap_or_default(),
-            short.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            short.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "{name}"
         );
         // Karmada serves Cluster from its aggregated API server, without a category.
@@ -193,7 +195,7 @@ fn names_scopes_and_columns_match_karmada() {
         let names: Vec<String> = columns(&crd).into_iter().map(|(n, _)| n).collect();
         assert_eq!(
             names,
-            cols.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            cols.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "{name}"
         );
     }

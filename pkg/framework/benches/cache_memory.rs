@@ -3,6 +3,9 @@
 //! allocator; criterion times the initial fill.
 //!
 //! Run: `cargo bench -p lariat --bench cache_memory`
+// A benchmark harness: a failed setup should stop it at once; criterion_group! makes an
+// undocumented pub fn.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -149,7 +152,7 @@ fn report() {
     );
     println!(
         "  relist peak above steady state: {:.1} MiB ({:.1}% of the store), {} B retained after",
-        relist_peak as f64 / 1048576.0,
+        relist_peak as f64 / 1_048_576.0,
         100.0 * relist_peak as f64 / resident as f64,
         after_relist
     );
@@ -195,7 +198,7 @@ fn fill_time(c: &mut Criterion) {
             let store = Store::<ConfigMap>::new(None);
             fill(&store, &raws);
             store
-        })
+        });
     });
     g.finish();
 }

@@ -2,6 +2,9 @@
 //! several async workers.
 //!
 //! Run: `cargo bench -p lariat --bench queue`
+// A benchmark harness: a failed setup should stop it at once; criterion_group! makes an
+// undocumented pub fn.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::Duration;
 
@@ -43,7 +46,7 @@ fn single_thread(c: &mut Criterion) {
             while let Some(k) = q.try_get() {
                 q.done(&k);
             }
-        })
+        });
     });
     g.finish();
 }
@@ -98,8 +101,8 @@ fn multi_worker(c: &mut Criterion) {
                         }
                         // a second add that lands while the key runs is processed once more
                         assert!((KEYS..=2 * KEYS).contains(&total));
-                    })
-                })
+                    });
+                });
             },
         );
     }

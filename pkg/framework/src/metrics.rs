@@ -340,7 +340,7 @@ impl ClusterMetrics {
     fn labels(&self, rest: &[&str]) -> Vec<String> {
         let mut v = Vec::with_capacity(rest.len() + 1);
         v.push(self.cluster.clone());
-        v.extend(rest.iter().map(|s| s.to_string()));
+        v.extend(rest.iter().map(ToString::to_string));
         v
     }
 
@@ -580,7 +580,7 @@ mod tests {
         assert!(gathered_names_with("metrics-own-registry").is_empty());
         match FrameworkMetrics::register(&own) {
             Err(MetricsError::Register { name, .. }) => {
-                assert_eq!(name, "controller_runtime_reconcile_total")
+                assert_eq!(name, "controller_runtime_reconcile_total");
             }
             other => panic!("expected a registration error, got {other:?}"),
         }

@@ -1,5 +1,7 @@
 //! lariat against a real API server: shared watches, lazy start, deletes, late and removed
 //! handlers, error/ignore/requeue-after results, per-key exclusivity and per-GroupKind workers.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

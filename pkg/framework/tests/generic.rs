@@ -14,7 +14,9 @@ fn product() -> String {
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
     for entry in entries {
-        let path = entry.unwrap().path();
+        let path = entry
+            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+            .path();
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n == "target") {
                 continue;

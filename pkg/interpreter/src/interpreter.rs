@@ -200,7 +200,7 @@ impl Interpreter {
     /// rule fails (malformed object), else the rule's verdict.
     pub fn interpret_health(&self, object: &Value) -> ResourceHealth {
         match self.try_interpret_health(object) {
-            Ok(None) | Ok(Some(true)) => ResourceHealth::Healthy,
+            Ok(None | Some(true)) => ResourceHealth::Healthy,
             Ok(Some(false)) => ResourceHealth::Unhealthy,
             Err(_) => ResourceHealth::Unknown,
         }

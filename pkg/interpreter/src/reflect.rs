@@ -45,6 +45,13 @@ impl<'a> Picker<'a> {
         Ok(self)
     }
 
+    /// Copies each `(field, omit_zero)` in order, as [`Picker::int`].
+    fn ints(self, fields: &[(&str, bool)]) -> Result<Self, Cause> {
+        fields.iter().try_fold(self, |picker, &(field, omit_zero)| {
+            picker.int(field, omit_zero)
+        })
+    }
+
     /// Copies `status.<field>` when present and not empty (Go's `omitempty`).
     fn raw(mut self, field: &str) -> Result<Self, Cause> {
         match object::get(self.object, &["status", field])? {
@@ -105,82 +112,90 @@ fn has_status(object: &Value, ctx: &RuleContext<'_>) -> Result<bool> {
         .is_some())
 }
 
+/// The workloads' shape: the generations, then the integer `(field, omit_zero)` counters in
+/// order. `None` while the member has no status.
+fn generations_and_counters(
+    object: &Value,
+    ctx: &RuleContext<'_>,
+    counters: &[(&str, bool)],
+) -> Result<Option<Value>> {
+    if !has_status(object, ctx)? {
+        return Ok(None);
+    }
+    let status = Picker::new(object)
+        .federated_generation()
+        .and_then(|p| p.ints(counters))
+        .at(ctx.object)?
+        .done();
+    Ok(Some(status))
+}
+
 /// Deployment: the replica counters and observedGeneration, plus `generation` and
 /// `resourceTemplateGeneration` so aggregation can tell whether the member caught up with the
 /// template. `None` while the member has no status.
 pub(crate) fn deployment(object: &Value, ctx: &RuleContext<'_>) -> Result<Option<Value>> {
-    if !has_status(object, ctx)? {
-        return Ok(None);
-    }
-    let status = Picker::new(object)
-        .federated_generation()
-        .and_then(|p| p.int("replicas", true))
-        .and_then(|p| p.int("updatedReplicas", true))
-        .and_then(|p| p.int("readyReplicas", true))
-        .and_then(|p| p.int("availableReplicas", true))
-        .and_then(|p| p.int("unavailableReplicas", true))
-        .and_then(|p| p.int("observedGeneration", true))
-        .at(ctx.object)?
-        .done();
-    Ok(status
-        .as_object()
-        .is_some_and(|m| !m.is_empty())
-        .then_some(status))
+    let status = generations_and_counters(
+        object,
+        ctx,
+        &[
+            ("replicas", true),
+            ("updatedReplicas", true),
+            ("readyReplicas", true),
+            ("availableReplicas", true),
+            ("unavailableReplicas", true),
+            ("observedGeneration", true),
+        ],
+    )?;
+    Ok(status.filter(|s| s.as_object().is_some_and(|m| !m.is_empty())))
 }
 
 /// ReplicaSet: replicas, ready, available, observedGeneration and the generations.
 pub(crate) fn replica_set(object: &Value, ctx: &RuleContext<'_>) -> Result<Option<Value>> {
-    if !has_status(object, ctx)? {
-        return Ok(None);
-    }
-    let status = Picker::new(object)
-        .federated_generation()
-        .and_then(|p| p.int("replicas", false))
-        .and_then(|p| p.int("readyReplicas", true))
-        .and_then(|p| p.int("availableReplicas", true))
-        .and_then(|p| p.int("observedGeneration", true))
-        .at(ctx.object)?
-        .done();
-    Ok(Some(status))
+    generations_and_counters(
+        object,
+        ctx,
+        &[
+            ("replicas", false),
+            ("readyReplicas", true),
+            ("availableReplicas", true),
+            ("observedGeneration", true),
+        ],
+    )
 }
 
 /// StatefulSet: the replica counters and the generations. Karmada leaves out observedGeneration
 /// (so its aggregation can never see a member catch up); karmada-rs includes it.
 pub(crate) fn stateful_set(object: &Value, ctx: &RuleContext<'_>) -> Result<Option<Value>> {
-    if !has_status(object, ctx)? {
-        return Ok(None);
-    }
-    let status = Picker::new(object)
-        .federated_generation()
-        .and_then(|p| p.int("replicas", false))
-        .and_then(|p| p.int("readyReplicas", true))
-        .and_then(|p| p.int("currentReplicas", true))
-        .and_then(|p| p.int("updatedReplicas", true))
-        .and_then(|p| p.int("availableReplicas", false))
-        .and_then(|p| p.int("observedGeneration", true))
-        .at(ctx.object)?
-        .done();
-    Ok(Some(status))
+    generations_and_counters(
+        object,
+        ctx,
+        &[
+            ("replicas", false),
+            ("readyReplicas", true),
+            ("currentReplicas", true),
+            ("updatedReplicas", true),
+            ("availableReplicas", false),
+            ("observedGeneration", true),
+        ],
+    )
 }
 
 /// DaemonSet: the scheduling counters, observedGeneration and the generations.
 pub(crate) fn daemon_set(object: &Value, ctx: &RuleContext<'_>) -> Result<Option<Value>> {
-    if !has_status(object, ctx)? {
-        return Ok(None);
-    }
-    let status = Picker::new(object)
-        .federated_generation()
-        .and_then(|p| p.int("currentNumberScheduled", false))
-        .and_then(|p| p.int("numberMisscheduled", false))
-        .and_then(|p| p.int("desiredNumberScheduled", false))
-        .and_then(|p| p.int("numberReady", false))
-        .and_then(|p| p.int("observedGeneration", true))
-        .and_then(|p| p.int("updatedNumberScheduled", true))
-        .and_then(|p| p.int("numberAvailable", true))
-        .and_then(|p| p.int("numberUnavailable", true))
-        .at(ctx.object)?
-        .done();
-    Ok(Some(status))
+    generations_and_counters(
+        object,
+        ctx,
+        &[
+            ("currentNumberScheduled", false),
+            ("numberMisscheduled", false),
+            ("desiredNumberScheduled", false),
+            ("numberReady", false),
+            ("observedGeneration", true),
+            ("updatedNumberScheduled", true),
+            ("numberAvailable", true),
+            ("numberUnavailable", true),
+        ],
+    )
 }
 
 /// Service: only LoadBalancer Services report, with `status.loadBalancer`.
@@ -227,10 +242,14 @@ pub(crate) fn pod_disruption_budget(
     object::opt_object(object, &["status", "disruptedPods"]).at(ctx.object)?;
     let status = Picker::new(object)
         .raw("disruptedPods")
-        .and_then(|p| p.int("disruptionsAllowed", false))
-        .and_then(|p| p.int("currentHealthy", false))
-        .and_then(|p| p.int("desiredHealthy", false))
-        .and_then(|p| p.int("expectedPods", false))
+        .and_then(|p| {
+            p.ints(&[
+                ("disruptionsAllowed", false),
+                ("currentHealthy", false),
+                ("desiredHealthy", false),
+                ("expectedPods", false),
+            ])
+        })
         .at(ctx.object)?
         .done();
     Ok(Some(status))

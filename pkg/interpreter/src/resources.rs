@@ -41,7 +41,7 @@ impl Resource {
                 MEMORY => self.memory = self.memory.saturating_add(q.value()),
                 PODS => self.pods = self.pods.saturating_add(q.value()),
                 EPHEMERAL_STORAGE => {
-                    self.ephemeral_storage = self.ephemeral_storage.saturating_add(q.value())
+                    self.ephemeral_storage = self.ephemeral_storage.saturating_add(q.value());
                 }
                 other if is_scalar_resource_name(other) => {
                     let slot = self.scalars.entry(other.to_owned()).or_default();

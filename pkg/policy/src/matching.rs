@@ -387,13 +387,13 @@ mod tests {
         let cs = vec![cpp("high", 100, selector("nginx", None))];
         match choose_policy(nginx(&l), None, &ps, &cs) {
             PolicyChoice::PropagationPolicy(p) => {
-                assert_eq!(p.metadata.name.as_deref(), Some("low"))
+                assert_eq!(p.metadata.name.as_deref(), Some("low"));
             }
             other => panic!("unexpected {other:?}"),
         }
         match choose_policy(nginx(&l), None, &[], &cs) {
             PolicyChoice::ClusterPropagationPolicy(p) => {
-                assert_eq!(p.metadata.name.as_deref(), Some("high"))
+                assert_eq!(p.metadata.name.as_deref(), Some("high"));
             }
             other => panic!("unexpected {other:?}"),
         }

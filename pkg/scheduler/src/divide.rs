@@ -474,6 +474,7 @@ fn divide_dynamic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::Lcg;
 
     fn names_seats(v: &[(String, i32)]) -> Vec<(&str, i32)> {
         v.iter().map(|(n, s)| (n.as_str(), *s)).collect()
@@ -549,21 +550,6 @@ mod tests {
             .unwrap();
         assert_eq!(TieBreak::for_uid(&odd), TieBreak::NameDescending);
         assert_eq!(TieBreak::for_uid(&even), TieBreak::NameAscending);
-    }
-
-    /// A small deterministic generator for property tests (no external crates).
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
     }
 
     #[test]

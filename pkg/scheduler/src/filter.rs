@@ -40,8 +40,7 @@ pub enum ApiEnablement {
 /// malformed values yield the empty string.
 fn group_version(api_version: &str) -> String {
     match api_version.split('/').collect::<Vec<_>>().as_slice() {
-        [version] => (*version).to_owned(),
-        ["", version] => (*version).to_owned(),
+        [version] | ["", version] => (*version).to_owned(),
         [group, version] => format!("{group}/{version}"),
         _ => String::new(),
     }

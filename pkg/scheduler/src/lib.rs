@@ -208,12 +208,10 @@ pub fn schedule_detailed<C: Borrow<Cluster>>(
             }),
         }
     }
-    let first = failed_terms
-        .first()
-        .map(|t| t.error.clone())
-        .unwrap_or_else(|| {
-            ScheduleError::SchedulerError("no cluster affinity term to schedule with".to_owned())
-        });
+    let first = failed_terms.first().map_or_else(
+        || ScheduleError::SchedulerError("no cluster affinity term to schedule with".to_owned()),
+        |t| t.error.clone(),
+    );
     ScheduleReport {
         result: Err(first),
         failed_terms,

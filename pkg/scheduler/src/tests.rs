@@ -967,18 +967,20 @@ fn static_weights_ignore_spread_constraints() {
 // Property-style tests
 // ---------------------------------------------------------------------------------------------
 
-struct Lcg(u64);
+/// A small deterministic generator for property tests (no external crates); also used by
+/// `divide`'s tests.
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self
             .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }

@@ -13,8 +13,7 @@ fn version(key: &str) -> &'static str {
         .lines()
         .filter_map(|l| l.split_once('='))
         .find(|(k, _)| k.trim() == key)
-        .map(|(_, v)| v.trim())
-        .unwrap_or("unknown")
+        .map_or("unknown", |(_, v)| v.trim())
 }
 
 /// The Kubernetes version the test binaries are built from (e.g. `v1.37.2`).

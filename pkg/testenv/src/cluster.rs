@@ -195,7 +195,7 @@ impl ApiServer {
         self.process
             .lock()
             .ok()
-            .and_then(|p| p.as_ref().map(|p| p.pid()))
+            .and_then(|p| p.as_ref().map(ManagedProcess::pid))
     }
 
     pub(crate) fn spawn(&self) -> Result<(), Error> {
@@ -203,7 +203,7 @@ impl ApiServer {
             .process
             .lock()
             .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
-        if guard.as_mut().is_some_and(|p| p.is_running()) {
+        if guard.as_mut().is_some_and(ManagedProcess::is_running) {
             return Ok(());
         }
         *guard = Some(ManagedProcess::spawn(
@@ -326,37 +326,43 @@ impl ApiServer {
     pub fn component_pids(&self) -> Vec<u32> {
         self.components
             .lock()
-            .map(|c| c.iter().map(|p| p.pid()).collect())
+            .map(|c| c.iter().map(ManagedProcess::pid).collect())
             .unwrap_or_default()
     }
 
     /// Runs kube-controller-manager against it with `controllers` (its `--controllers` value).
     pub(crate) fn start_controller_manager(&self, controllers: &str) -> Result<(), Error> {
+        let mut args = self.component_args()?;
+        args.extend([
+            format!("--controllers={controllers}"),
+            format!("--cluster-name={}", self.name),
+            format!("--root-ca-file={}", self.pki.ca_cert.display()),
+            format!(
+                "--service-account-private-key-file={}",
+                self.pki.sa_private_key.display()
+            ),
+            format!("--cluster-signing-cert-file={}", self.pki.ca_cert.display()),
+            format!("--cluster-signing-key-file={}", self.pki.ca_key.display()),
+            "--use-service-account-credentials=false".to_string(),
+            "--kube-api-qps=200".to_string(),
+            "--kube-api-burst=400".to_string(),
+            "--v=1".to_string(),
+        ]);
+        self.start_component("kube-controller-manager", args)
+    }
+
+    /// The flags kube-controller-manager and kube-scheduler share: this cluster's kubeconfig for
+    /// everything, a free loopback port, no leader election.
+    fn component_args(&self) -> Result<Vec<String>, Error> {
         let kc = self.kubeconfig_path.display().to_string();
-        self.start_component(
-            "kube-controller-manager",
-            vec![
-                format!("--kubeconfig={kc}"),
-                format!("--authentication-kubeconfig={kc}"),
-                format!("--authorization-kubeconfig={kc}"),
-                "--bind-address=127.0.0.1".to_string(),
-                format!("--secure-port={}", process::free_port()?),
-                "--leader-elect=false".to_string(),
-                format!("--controllers={controllers}"),
-                format!("--cluster-name={}", self.name),
-                format!("--root-ca-file={}", self.pki.ca_cert.display()),
-                format!(
-                    "--service-account-private-key-file={}",
-                    self.pki.sa_private_key.display()
-                ),
-                format!("--cluster-signing-cert-file={}", self.pki.ca_cert.display()),
-                format!("--cluster-signing-key-file={}", self.pki.ca_key.display()),
-                "--use-service-account-credentials=false".to_string(),
-                "--kube-api-qps=200".to_string(),
-                "--kube-api-burst=400".to_string(),
-                "--v=1".to_string(),
-            ],
-        )
+        Ok(vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={}", process::free_port()?),
+            "--leader-elect=false".to_string(),
+        ])
     }
 
     /// Waits until kube-controller-manager has created the `default` ServiceAccount (it is working).
@@ -384,19 +390,9 @@ impl ApiServer {
 
     /// Runs kube-scheduler against it.
     pub(crate) fn start_scheduler(&self) -> Result<(), Error> {
-        let kc = self.kubeconfig_path.display().to_string();
-        self.start_component(
-            "kube-scheduler",
-            vec![
-                format!("--kubeconfig={kc}"),
-                format!("--authentication-kubeconfig={kc}"),
-                format!("--authorization-kubeconfig={kc}"),
-                "--bind-address=127.0.0.1".to_string(),
-                format!("--secure-port={}", process::free_port()?),
-                "--leader-elect=false".to_string(),
-                "--v=1".to_string(),
-            ],
-        )
+        let mut args = self.component_args()?;
+        args.push("--v=1".to_string());
+        self.start_component("kube-scheduler", args)
     }
 
     /// Runs kwok against it, managing the nodes annotated `kwok.x-k8s.io/node=fake`.

@@ -14,13 +14,21 @@ use crate::Error;
 /// The PEM files of one cluster's PKI, written under its directory.
 #[derive(Debug, Clone)]
 pub struct ClusterPki {
+    /// The cluster CA's certificate.
     pub ca_cert: PathBuf,
+    /// The cluster CA's key.
     pub ca_key: PathBuf,
+    /// The API server's serving certificate (loopback address).
     pub serving_cert: PathBuf,
+    /// The serving certificate's key.
     pub serving_key: PathBuf,
+    /// The admin client certificate (`O=system:masters`).
     pub admin_cert: PathBuf,
+    /// The admin client certificate's key.
     pub admin_key: PathBuf,
+    /// The service-account verification key.
     pub sa_public_key: PathBuf,
+    /// The service-account signing key.
     pub sa_private_key: PathBuf,
     /// The cluster name the CA was made for (its subject is `<name>-ca`).
     pub name: String,
@@ -118,7 +126,7 @@ impl ClusterPki {
     ) -> Result<(PathBuf, PathBuf), Error> {
         let pki_err = |e: rcgen::Error| Error::Pki(format!("serving certificate {cn}: {e}"));
         let mut params =
-            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            CertificateParams::new(sans.iter().map(ToString::to_string).collect::<Vec<_>>())
                 .map_err(pki_err)?;
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];

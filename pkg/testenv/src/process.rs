@@ -196,8 +196,7 @@ pub fn pid_alive(pid: u32) -> bool {
         // The state is the first field after the parenthesised command name.
         Ok(stat) => stat
             .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }

@@ -111,7 +111,7 @@ impl KarmadaGo {
                 file_name(&key).unwrap_or_default()
             ),
         ];
-        webhook_args.extend(kube_qps.iter().map(|a| a.to_string()));
+        webhook_args.extend(kube_qps.iter().map(ToString::to_string));
         let kubeconfig = host.kubeconfig_path().to_path_buf();
         let mut webhook = spawn(&bins[2], &kubeconfig, &webhook_args);
         wait_port(&mut webhook, port, Duration::from_secs(60)).await?;
@@ -119,12 +119,12 @@ impl KarmadaGo {
         wait_admitting(&client, &webhook, Duration::from_secs(60)).await?;
 
         let mut scheduler_args = vec!["--leader-elect=false".to_string()];
-        scheduler_args.extend(kube_qps.iter().map(|a| a.to_string()));
+        scheduler_args.extend(kube_qps.iter().map(ToString::to_string));
         let mut cm_args = vec![
             "--leader-elect=false".to_string(),
             format!("--controllers={}", controllers()),
         ];
-        cm_args.extend(qps_args.iter().map(|a| a.to_string()));
+        cm_args.extend(qps_args.iter().map(ToString::to_string));
         cm_args.extend(extra_args.iter().cloned());
         let mut scheduler = spawn(&bins[1], &kubeconfig, &scheduler_args);
         let mut controller_manager = spawn(&bins[0], &kubeconfig, &cm_args);
@@ -344,7 +344,7 @@ const HOOKS: &[Hook] = &[
 
 fn rules(h: &Hook, operations: &[&str]) -> Vec<RuleWithOperations> {
     vec![RuleWithOperations {
-        operations: Some(operations.iter().map(|o| o.to_string()).collect()),
+        operations: Some(operations.iter().map(ToString::to_string).collect()),
         api_groups: Some(vec![h.group.to_string()]),
         api_versions: Some(vec!["*".to_string()]),
         resources: Some(vec![h.resource.to_string()]),

@@ -152,7 +152,7 @@ impl Observer {
                 match next {
                     None => return,
                     Some(Err(e)) => {
-                        eprintln!("bench: watch {} {} failed: {e}", sink.cluster, sink.kind)
+                        eprintln!("bench: watch {} {} failed: {e}", sink.cluster, sink.kind);
                     }
                     Some(Ok(Event::InitDone)) => {
                         if !synced_once {
@@ -183,7 +183,9 @@ impl Observer {
 
     /// The sightings, locked.
     pub fn seen(&self) -> MutexGuard<'_, Sightings> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A copy of the change counts, to diff against later.
@@ -244,7 +246,10 @@ impl Sink {
         let now = Instant::now();
         let key = self.key(&meta);
         let rv = meta.resource_version.unwrap_or_default();
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let entry = seen.entry(key).or_insert_with(|| Seen {
             first: now,
             resource_version: rv.clone(),
@@ -263,7 +268,10 @@ impl Sink {
 
     fn deleted(&self, (meta, _): Observed) {
         let key = self.key(&meta);
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(s) = seen.get_mut(&key) {
             s.deleted = true;
         }

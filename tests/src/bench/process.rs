@@ -148,17 +148,12 @@ pub fn request_delta(before: &RequestCounts, after: &RequestCounts) -> RequestCo
 
 /// Writes (POST, PUT, PATCH, DELETE) to one target.
 pub fn writes(counts: &RequestCounts, target: &str) -> u64 {
-    counts
-        .get(target)
-        .map(|m| {
-            m.iter()
-                .filter(|(method, _)| {
-                    matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
-                })
-                .map(|(_, n)| n)
-                .sum()
-        })
-        .unwrap_or(0)
+    counts.get(target).map_or(0, |m| {
+        m.iter()
+            .filter(|(method, _)| matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
+            .map(|(_, n)| n)
+            .sum()
+    })
 }
 
 /// Writes to Events (`core/v1`) the host API server served, by verb (`POST`, `PATCH`, …), from
@@ -168,7 +163,7 @@ pub fn event_writes(samples: &[Sample]) -> BTreeMap<String, u64> {
     for s in samples.iter().filter(|s| {
         s.name == "apiserver_request_total"
             && s.labels.get("resource").map(String::as_str) == Some("events")
-            && s.labels.get("group").is_none_or(|g| g.is_empty())
+            && s.labels.get("group").is_none_or(String::is_empty)
     }) {
         let verb = s.labels.get("verb").cloned().unwrap_or_default();
         if matches!(verb.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {

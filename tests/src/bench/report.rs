@@ -130,7 +130,7 @@ impl Machine {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
         Machine {
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             cpu_model: cpuinfo
                 .lines()
                 .find_map(|l| l.strip_prefix("model name"))
@@ -190,14 +190,15 @@ fn paired<'a, T>(
 }
 
 fn requests_cell(r: &RequestCounts, target: &str) -> String {
-    r.get(target)
-        .map(|m| {
+    r.get(target).map_or_else(
+        || "none".into(),
+        |m| {
             m.iter()
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        })
-        .unwrap_or_else(|| "none".into())
+        },
+    )
 }
 
 fn servers(c: &super::session::ServerCpu) -> String {

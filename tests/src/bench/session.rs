@@ -146,7 +146,7 @@ impl Session {
             // Fail before any environment starts when Karmada's binaries are not built.
             super::karmada_go::binaries()?;
         }
-        let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
+        let extra_args: Vec<String> = extra_args.iter().map(ToString::to_string).collect();
         let env = TestEnv::start(EnvOptions {
             members,
             install_crds: true,
@@ -167,7 +167,7 @@ impl Session {
             match imp {
                 Impl::Rust => kcm = Some(start_kcm(&env, qps, &extra_args).await?),
                 Impl::Karmada => {
-                    karmada = Some(KarmadaGo::start(&env, qps.args(), &extra_args).await?)
+                    karmada = Some(KarmadaGo::start(&env, qps.args(), &extra_args).await?);
                 }
             }
             // API-server-only members run no token controller: do not wait for one.

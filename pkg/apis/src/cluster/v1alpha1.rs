@@ -60,7 +60,7 @@ pub struct ClusterSpec {
     /// Unique identifier of the cluster (not the object's uid), usually collected at registration
     /// from the member's `kube-system` namespace uid or its ClusterProperty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(length(max = 128000))]
+    #[schemars(length(max = 128_000))]
     pub id: String,
 
     /// How resources reach the cluster: `Push` (the control plane applies them) or `Pull` (an agent in

@@ -278,7 +278,7 @@ impl MemberClusters {
     fn lock_credentials(&self) -> std::sync::MutexGuard<'_, HashMap<String, Credentials>> {
         self.credentials
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The options a new member is registered with: its own token bucket, and caches that select

@@ -200,13 +200,14 @@ fn finish_manifest(
 
 /// The Work `existing` should become (or a new Work when `None`).
 fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -> Work {
-    let mut meta = existing
-        .map(|w| w.metadata.clone())
-        .unwrap_or_else(|| ObjectMeta {
+    let mut meta = existing.map_or_else(
+        || ObjectMeta {
             name: Some(target.name.clone()),
             namespace: Some(target.namespace.clone()),
             ..Default::default()
-        });
+        },
+        |w| w.metadata.clone(),
+    );
     let mut labels = meta.labels.take().unwrap_or_default();
     labels.extend(target.labels.clone());
     let mut annotations = meta.annotations.take().unwrap_or_default();

@@ -76,7 +76,7 @@ impl<K: CacheObject> AnyCache for Cache<K> {
         Cache::has_synced(self)
     }
     fn stop(&self) {
-        Cache::stop(self)
+        Cache::stop(self);
     }
     fn wait(&self, timeout: Duration) -> futures::future::BoxFuture<'static, Result<()>> {
         let c = self.clone();

@@ -116,7 +116,7 @@ impl ClientFactory {
         let host = config
             .cluster_url
             .authority()
-            .map(|a| a.to_string())
+            .map(ToString::to_string)
             .unwrap_or_default();
         let cluster = cluster.into();
         let bucket = Arc::new(TokenBucket::new(options.qps, options.burst));

@@ -247,7 +247,11 @@ mod tests {
         assert!(f.admits());
         f.hold_until(Instant::now() + Duration::from_secs(60));
         assert!(f.admits());
-        f.hold_until(Instant::now() - Duration::from_millis(1));
+        f.hold_until(
+            Instant::now()
+                .checked_sub(Duration::from_millis(1))
+                .unwrap(),
+        );
         assert!(!f.admits());
         f.hold_until(Instant::now() + Duration::from_secs(60));
         assert!(f.admits());

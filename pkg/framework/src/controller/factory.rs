@@ -43,7 +43,7 @@ impl<K: CacheObject> AnyController for SharedController<K> {
         std::any::type_name::<K>()
     }
     fn request_start(&self) {
-        SharedController::request_start(self)
+        SharedController::request_start(self);
     }
     fn shutdown(&self, timeout: Duration) -> BoxFuture<'static, bool> {
         let c = self.clone();

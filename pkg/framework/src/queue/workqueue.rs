@@ -129,6 +129,19 @@ impl<T: QueueItem> State<T> {
         woken
     }
 
+    /// Hands out the next queued key: it leaves the dirty set (its time there is observed as
+    /// queue duration) and enters the processing set.
+    fn take(&mut self, now: Instant, m: &QueueMetrics) -> Option<T> {
+        let item = self.queue.pop_front()?;
+        m.depth.dec();
+        if let Some(added) = self.dirty.remove(&item) {
+            m.queue_duration
+                .observe(now.saturating_duration_since(added).as_secs_f64());
+        }
+        self.processing.insert(item.clone(), now);
+        Some(item)
+    }
+
     fn next_ready(&self) -> Option<Instant> {
         self.delayed.peek().map(|d| d.ready)
     }
@@ -242,15 +255,7 @@ impl<T: QueueItem> WorkQueue<T> {
                 }
                 let now = Instant::now();
                 let promoted = st.promote_due(now, &self.inner.metrics);
-                if let Some(item) = st.queue.pop_front() {
-                    self.inner.metrics.depth.dec();
-                    if let Some(added) = st.dirty.remove(&item) {
-                        self.inner
-                            .metrics
-                            .queue_duration
-                            .observe(now.saturating_duration_since(added).as_secs_f64());
-                    }
-                    st.processing.insert(item.clone(), now);
+                if let Some(item) = st.take(now, &self.inner.metrics) {
                     drop(st);
                     // more keys may have become due than this worker can take
                     for _ in 1..promoted {
@@ -280,16 +285,7 @@ impl<T: QueueItem> WorkQueue<T> {
         }
         let now = Instant::now();
         st.promote_due(now, &self.inner.metrics);
-        let item = st.queue.pop_front()?;
-        self.inner.metrics.depth.dec();
-        if let Some(added) = st.dirty.remove(&item) {
-            self.inner
-                .metrics
-                .queue_duration
-                .observe(now.saturating_duration_since(added).as_secs_f64());
-        }
-        st.processing.insert(item.clone(), now);
-        Some(item)
+        st.take(now, &self.inner.metrics)
     }
 
     /// Marks `item` as finished; if it was added again meanwhile it goes back into the queue.

@@ -123,7 +123,7 @@ impl FeatureGates {
                             name: name.to_string(),
                             value: enabled,
                             locked: spec.default,
-                        })
+                        });
                     }
                     Some(spec) => {
                         self.overrides.insert(spec.name, enabled);

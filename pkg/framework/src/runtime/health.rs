@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
@@ -115,7 +115,7 @@ impl Health {
         {
             return Err(HealthError::InvalidName(name.to_string()));
         }
-        let mut list = self.list(e).write().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.list(e).write().unwrap_or_else(PoisonError::into_inner);
         if list.iter().any(|(n, _)| n == name) {
             return Err(HealthError::Duplicate {
                 endpoint: e.name(),
@@ -151,7 +151,7 @@ impl Health {
     }
 
     fn run(&self, e: Endpoint, exclude: &HashSet<String>) -> (bool, String) {
-        let list = self.list(e).read().unwrap_or_else(|p| p.into_inner());
+        let list = self.list(e).read().unwrap_or_else(PoisonError::into_inner);
         let mut ok = true;
         let mut body = String::new();
         for (name, check) in list.iter() {
@@ -200,7 +200,7 @@ impl Health {
     }
 
     fn respond_one(&self, e: Endpoint, name: &str) -> Response {
-        let list = self.list(e).read().unwrap_or_else(|p| p.into_inner());
+        let list = self.list(e).read().unwrap_or_else(PoisonError::into_inner);
         match list.iter().find(|(n, _)| n == name) {
             None => (
                 StatusCode::NOT_FOUND,
@@ -220,40 +220,29 @@ impl Health {
 
     /// The routes `/healthz`, `/healthz/{check}`, `/readyz`, `/readyz/{check}`.
     pub fn router(&self) -> Router {
-        Router::new()
-            .route(
-                "/healthz",
-                get(
-                    |State(h): State<Health>, RawQuery(q): RawQuery| async move {
-                        h.respond(Endpoint::Healthz, q)
-                    },
-                ),
-            )
-            .route(
-                "/healthz/{check}",
-                get(
-                    |State(h): State<Health>, Path(c): Path<String>| async move {
-                        h.respond_one(Endpoint::Healthz, &c)
-                    },
-                ),
-            )
-            .route(
-                "/readyz",
-                get(
-                    |State(h): State<Health>, RawQuery(q): RawQuery| async move {
-                        h.respond(Endpoint::Readyz, q)
-                    },
-                ),
-            )
-            .route(
-                "/readyz/{check}",
-                get(
-                    |State(h): State<Health>, Path(c): Path<String>| async move {
-                        h.respond_one(Endpoint::Readyz, &c)
-                    },
-                ),
-            )
-            .with_state(self.clone())
+        let mut router = Router::new();
+        for e in [Endpoint::Healthz, Endpoint::Readyz] {
+            let all = format!("/{}", e.name());
+            let one = format!("{all}/{{check}}");
+            router = router
+                .route(
+                    &all,
+                    get(
+                        move |State(h): State<Health>, RawQuery(q): RawQuery| async move {
+                            h.respond(e, q)
+                        },
+                    ),
+                )
+                .route(
+                    &one,
+                    get(
+                        move |State(h): State<Health>, Path(c): Path<String>| async move {
+                            h.respond_one(e, &c)
+                        },
+                    ),
+                );
+        }
+        router.with_state(self.clone())
     }
 }
 
@@ -295,7 +284,11 @@ impl ReadinessGate {
 
     /// Marks not ready, with the reason reported by the check.
     pub fn set_not_ready(&self, reason: &str) {
-        *self.inner.reason.write().unwrap_or_else(|p| p.into_inner()) = reason.to_string();
+        *self
+            .inner
+            .reason
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = reason.to_string();
         self.inner.ready.store(false, Ordering::SeqCst);
     }
 
@@ -312,7 +305,7 @@ impl ReadinessGate {
                 .inner
                 .reason
                 .read()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(PoisonError::into_inner)
                 .clone())
         }
     }

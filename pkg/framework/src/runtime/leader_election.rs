@@ -342,6 +342,30 @@ impl LeaderElector {
         }
     }
 
+    /// Writes our record over `lease` (whose record is `previous`), guarded by its resourceVersion;
+    /// on success we hold the lease as written. `sent` is when this try started.
+    async fn write_ours(
+        &mut self,
+        lease: &Lease,
+        previous: &Record,
+        now: Timestamp,
+        sent: std::time::Instant,
+    ) -> Result<(), ElectionError> {
+        let mut updated = lease.clone();
+        updated.spec = Some(self.spec_for_us(previous, now));
+        let api = self.api.clone();
+        let name = self.config.lease_name.clone();
+        let written = self
+            .call(
+                "updating",
+                api.replace(&name, &PostParams::default(), &updated),
+            )
+            .await?;
+        self.observe(written);
+        self.confirm(sent);
+        Ok(())
+    }
+
     /// One try, as client-go's `tryAcquireOrRenew`: `Ok(true)` when we hold the lease afterwards.
     pub async fn try_acquire_or_renew(&mut self) -> Result<bool, ElectionError> {
         // Before anything is sent: the server writes our record no earlier than this.
@@ -352,21 +376,11 @@ impl LeaderElector {
         if self.is_leader()
             && let Some(lease) = self.lease.clone()
         {
-            let mut updated = lease.clone();
-            updated.spec = Some(self.spec_for_us(&Record::of(&lease), now));
-            let api = self.api.clone();
             match self
-                .call(
-                    "updating",
-                    api.replace(&name, &PostParams::default(), &updated),
-                )
+                .write_ours(&lease, &Record::of(&lease), now, sent)
                 .await
             {
-                Ok(written) => {
-                    self.observe(written);
-                    self.confirm(sent);
-                    return Ok(true);
-                }
+                Ok(()) => return Ok(true),
                 Err(e) => tracing::debug!(error = %e, "fast-path lease renewal failed; re-reading"),
             }
         }
@@ -425,8 +439,7 @@ impl LeaderElector {
             let seen_at = self
                 .observed
                 .as_ref()
-                .map(|(_, t)| *t)
-                .unwrap_or_else(Instant::now);
+                .map_or_else(Instant::now, |(_, t)| *t);
             if seen_at + seconds > Instant::now() {
                 if self.logged_holder.as_deref() != Some(record.holder.as_str()) {
                     tracing::info!(
@@ -440,21 +453,8 @@ impl LeaderElector {
             }
         }
 
-        let mut updated = current.clone();
-        updated.spec = Some(self.spec_for_us(&record, now));
-        let api = self.api.clone();
-        match self
-            .call(
-                "updating",
-                api.replace(&name, &PostParams::default(), &updated),
-            )
-            .await
-        {
-            Ok(written) => {
-                self.observe(written);
-                self.confirm(sent);
-                Ok(true)
-            }
+        match self.write_ours(&current, &record, now, sent).await {
+            Ok(()) => Ok(true),
             Err(ElectionError::Api {
                 source: kube::Error::Api(status),
                 ..
@@ -533,7 +533,7 @@ impl LeaderElector {
                 match attempt {
                     Ok(Ok(true)) => break true,
                     Ok(Ok(false)) => {
-                        tracing::warn!("leader election: the lease is held by someone else")
+                        tracing::warn!("leader election: the lease is held by someone else");
                     }
                     Ok(Err(e)) => tracing::warn!(error = %e, "leader election: renewal failed"),
                     Err(_) => break false,

@@ -201,7 +201,10 @@ impl Manager {
             readiness: self.readiness.clone(),
         };
         let mut task = tokio::spawn(work(ctx));
-        let lost = leadership.as_ref().map(|l| l.lost()).unwrap_or_default();
+        let lost = leadership
+            .as_ref()
+            .map(super::leader_election::Leadership::lost)
+            .unwrap_or_default();
 
         enum Outcome {
             Shutdown,
@@ -232,10 +235,10 @@ impl Manager {
                     match tokio::time::timeout(grace, &mut task).await {
                         Ok(Ok(Ok(()))) => tracing::info!("controllers stopped"),
                         Ok(Ok(Err(e))) => {
-                            tracing::warn!(error = %e, "controllers stopped with an error")
+                            tracing::warn!(error = %e, "controllers stopped with an error");
                         }
                         Ok(Err(e)) => {
-                            tracing::warn!(error = %e, "controllers panicked while stopping")
+                            tracing::warn!(error = %e, "controllers panicked while stopping");
                         }
                         Err(_) => {
                             tracing::warn!(timeout = ?grace, "controllers did not stop within the graceful shutdown timeout; abandoning them");

@@ -220,7 +220,7 @@ fn property_requests_follow_sum_then_init_max_then_overhead() {
         seed % m
     };
     for _ in 0..200 {
-        let containers: Vec<u64> = (0..1 + next(4)).map(|_| next(5000)).collect();
+        let containers: Vec<u64> = (0..=next(4)).map(|_| next(5000)).collect();
         let inits: Vec<u64> = (0..next(3)).map(|_| next(8000)).collect();
         let overhead = next(3) * 100;
         let spec = json!({

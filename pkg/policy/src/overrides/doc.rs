@@ -198,8 +198,8 @@ impl Parser<'_> {
             Some(b't') => self.literal("true", Doc::Bool(true)),
             Some(b'f') => self.literal("false", Doc::Bool(false)),
             Some(b'"') => Ok(Doc::String(self.string()?)),
-            Some(b'[') => self.nested(|p| p.array()),
-            Some(b'{') => self.nested(|p| p.object()),
+            Some(b'[') => self.nested(Parser::array),
+            Some(b'{') => self.nested(Parser::object),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => self.err("unexpected character"),
         }

@@ -435,6 +435,39 @@ fn ensure_empty_map(doc: &mut Doc, field: &str) -> bool {
     true
 }
 
+/// One operation of a field overrider's `json` or `yaml` list: operator, sub-path and value.
+type SubOp<'o> = (&'o OverriderOperator, &'o str, Option<&'o Value>);
+
+/// Applies the operations of `list` (`json` or `yaml`, for messages) to the document `sub` parsed
+/// from the string at `path`.
+fn patch_sub(
+    sub: &Doc,
+    ops: &[SubOp<'_>],
+    list: &str,
+    name: &str,
+    path: &str,
+) -> Result<Doc, Failure> {
+    let patches: Vec<Patch> = ops
+        .iter()
+        .map(|&(operator, sub_path, value)| {
+            Ok(Patch {
+                op: op_of(operator)?,
+                path: sub_path.to_owned(),
+                value: json_value(value),
+            })
+        })
+        .collect::<Result<_, String>>()
+        .map_err(|e| failure(name.to_owned(), path, e))?;
+    patch::apply_all(sub, &patches).map_err(|(i, e)| {
+        let sub_path = ops.get(i).map(|op| op.1).unwrap_or_default();
+        failure(
+            name.to_owned(),
+            format!("{path} ({list}[{i}] {sub_path})"),
+            e,
+        )
+    })
+}
+
 fn apply_field(doc: &Doc, o: &FieldOverrider, name: String) -> Result<Doc, Failure> {
     let path = o.field_path.clone();
     let tokens = patch::parse_pointer(&path).map_err(|e| failure(name.clone(), path.clone(), e))?;
@@ -451,50 +484,20 @@ fn apply_field(doc: &Doc, o: &FieldOverrider, name: String) -> Result<Doc, Failu
     };
     let updated = if !o.yaml.is_empty() {
         let sub = yaml::parse(&current).map_err(|e| failure(name.clone(), path.clone(), e))?;
-        let patches: Vec<Patch> = o
+        let ops: Vec<SubOp<'_>> = o
             .yaml
             .iter()
-            .map(|op| {
-                Ok(Patch {
-                    op: op_of(&op.operator)?,
-                    path: op.sub_path.clone(),
-                    value: json_value(op.value.as_ref()),
-                })
-            })
-            .collect::<Result<_, String>>()
-            .map_err(|e| failure(name.clone(), path.clone(), e))?;
-        let patched = patch::apply_all(&sub, &patches).map_err(|(i, e)| {
-            let sub_path = o
-                .yaml
-                .get(i)
-                .map(|op| op.sub_path.as_str())
-                .unwrap_or_default();
-            failure(name.clone(), format!("{path} (yaml[{i}] {sub_path})"), e)
-        })?;
-        yaml::emit(&patched)
+            .map(|op| (&op.operator, op.sub_path.as_str(), op.value.as_ref()))
+            .collect();
+        yaml::emit(&patch_sub(&sub, &ops, "yaml", &name, &path)?)
     } else if !o.json.is_empty() {
         let sub = Doc::parse(&current).map_err(|e| failure(name.clone(), path.clone(), e))?;
-        let patches: Vec<Patch> = o
+        let ops: Vec<SubOp<'_>> = o
             .json
             .iter()
-            .map(|op| {
-                Ok(Patch {
-                    op: op_of(&op.operator)?,
-                    path: op.sub_path.clone(),
-                    value: json_value(op.value.as_ref()),
-                })
-            })
-            .collect::<Result<_, String>>()
-            .map_err(|e| failure(name.clone(), path.clone(), e))?;
-        let patched = patch::apply_all(&sub, &patches).map_err(|(i, e)| {
-            let sub_path = o
-                .json
-                .get(i)
-                .map(|op| op.sub_path.as_str())
-                .unwrap_or_default();
-            failure(name.clone(), format!("{path} (json[{i}] {sub_path})"), e)
-        })?;
-        patched.to_go_json()
+            .map(|op| (&op.operator, op.sub_path.as_str(), op.value.as_ref()))
+            .collect();
+        patch_sub(&sub, &ops, "json", &name, &path)?.to_go_json()
     } else {
         // Karmada writes back an empty result when neither json nor yaml is set.
         String::new()

@@ -51,59 +51,57 @@ fn array_index(token: &str, len: usize, extra: usize) -> Result<usize, String> {
     usize::try_from(resolved).map_err(|_| format!("array index {idx} is out of range"))
 }
 
+/// One step of a walk to `tokens`: the child of `current` named by `token` (`tokens[depth]`), with
+/// its position among the object's entries or the array's items.
+fn child<'d>(
+    current: &'d Doc,
+    token: &str,
+    tokens: &[String],
+    depth: usize,
+) -> Result<(usize, &'d Doc), String> {
+    match current {
+        Doc::Object(entries) => entries
+            .iter()
+            .enumerate()
+            .find(|(_, (k, _))| k == token)
+            .map(|(at, (_, v))| (at, v))
+            .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1))),
+        Doc::Array(items) => {
+            let idx = array_index(token, items.len(), 0)
+                .map_err(|e| format!("{}: {e}", describe(tokens, depth + 1)))?;
+            items
+                .get(idx)
+                .map(|v| (idx, v))
+                .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))
+        }
+        other => Err(format!(
+            "{} is a {}, not an object or array",
+            describe(tokens, depth),
+            other.type_name()
+        )),
+    }
+}
+
 /// Walks to the value at `tokens`, which must exist.
 pub(crate) fn get<'d>(doc: &'d Doc, tokens: &[String]) -> Result<&'d Doc, String> {
     let mut current = doc;
     for (depth, token) in tokens.iter().enumerate() {
-        current = match current {
-            Doc::Object(entries) => entries
-                .iter()
-                .find(|(k, _)| k == token)
-                .map(|(_, v)| v)
-                .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))?,
-            Doc::Array(items) => {
-                let idx = array_index(token, items.len(), 0)
-                    .map_err(|e| format!("{}: {e}", describe(tokens, depth + 1)))?;
-                items
-                    .get(idx)
-                    .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))?
-            }
-            other => {
-                return Err(format!(
-                    "{} is a {}, not an object or array",
-                    describe(tokens, depth),
-                    other.type_name()
-                ));
-            }
-        };
+        current = child(current, token, tokens, depth)?.1;
     }
     Ok(current)
 }
 
+/// [`get`], for changing the value.
 fn get_mut<'d>(doc: &'d mut Doc, tokens: &[String]) -> Result<&'d mut Doc, String> {
     let mut current = doc;
     for (depth, token) in tokens.iter().enumerate() {
+        let (at, _) = child(current, token, tokens, depth)?;
         current = match current {
-            Doc::Object(entries) => entries
-                .iter_mut()
-                .find(|(k, _)| k == token)
-                .map(|(_, v)| v)
-                .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))?,
-            Doc::Array(items) => {
-                let idx = array_index(token, items.len(), 0)
-                    .map_err(|e| format!("{}: {e}", describe(tokens, depth + 1)))?;
-                items
-                    .get_mut(idx)
-                    .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))?
-            }
-            other => {
-                return Err(format!(
-                    "{} is a {}, not an object or array",
-                    describe(tokens, depth),
-                    other.type_name()
-                ));
-            }
-        };
+            Doc::Object(entries) => entries.get_mut(at).map(|(_, v)| v),
+            Doc::Array(items) => items.get_mut(at),
+            _ => None,
+        }
+        .ok_or_else(|| format!("{} does not exist", describe(tokens, depth + 1)))?;
     }
     Ok(current)
 }
@@ -113,11 +111,11 @@ fn describe(tokens: &[String], n: usize) -> String {
     if n == 0 {
         return "the document root".to_owned();
     }
-    let pointer: String = tokens
-        .iter()
-        .take(n)
-        .map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1")))
-        .collect();
+    let mut pointer = String::new();
+    for token in tokens.iter().take(n) {
+        pointer.push('/');
+        pointer.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    }
     format!("path {pointer:?}")
 }
 
@@ -139,7 +137,7 @@ pub(crate) fn apply_one(doc: &mut Doc, patch: &Patch) -> Result<(), String> {
         Doc::Object(entries) => {
             let slot = entries.iter().position(|(k, _)| k == last);
             match (patch.op, slot) {
-                (Op::Add, Some(i)) | (Op::Replace, Some(i)) => {
+                (Op::Add | Op::Replace, Some(i)) => {
                     if let Some(entry) = entries.get_mut(i) {
                         entry.1 = patch.value.clone();
                     }

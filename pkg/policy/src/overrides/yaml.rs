@@ -611,7 +611,7 @@ mod tests {
     #[test]
     fn go_float_format() {
         assert_eq!(go_format_g(1.5), "1.5");
-        assert_eq!(go_format_g(123456.0), "123456");
+        assert_eq!(go_format_g(123_456.0), "123456");
         assert_eq!(go_format_g(1e6), "1e+06");
         assert_eq!(go_format_g(0.0001), "0.0001");
         assert_eq!(go_format_g(0.00001), "1e-05");

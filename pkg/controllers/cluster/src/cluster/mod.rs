@@ -408,7 +408,7 @@ impl Controller {
                     if w.metadata.deletion_timestamp.is_none() {
                         match works.delete(&wname, &DeleteParams::default()).await {
                             Ok(_) => {
-                                tracing::info!(cluster = %name, namespace = %ns_name, name = %wname, kind = "Work", "deleting work")
+                                tracing::info!(cluster = %name, namespace = %ns_name, name = %wname, kind = "Work", "deleting work");
                             }
                             Err(e) if is_not_found(&e) => {}
                             Err(e) => {

@@ -38,7 +38,7 @@ impl ConditionCache {
     pub fn delete(&self, cluster: &str) {
         self.data
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(cluster);
     }
 
@@ -59,7 +59,10 @@ impl ConditionCache {
         let name = cluster.metadata.name.clone().unwrap_or_default();
         let now = Instant::now();
         let observed_at = observed_at.min(now);
-        let mut data = self.data.lock().unwrap_or_else(|p| p.into_inner());
+        let mut data = self
+            .data
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(saved) = data.get_mut(&name) else {
             // Just joined: publish what we see.
             data.insert(
@@ -156,7 +159,9 @@ mod tests {
         assert_eq!(cache.threshold_adjusted(&c, bad.clone()).status, "True");
         // Recovered; then a probe sent 300 ms ago times out: the failure lasted past the threshold.
         assert_eq!(cache.threshold_adjusted(&c, ok).status, "True");
-        let sent = Instant::now() - Duration::from_millis(300);
+        let sent = Instant::now()
+            .checked_sub(Duration::from_millis(300))
+            .unwrap();
         assert_eq!(cache.threshold_adjusted_at(&c, bad, sent).status, "False");
     }
 }

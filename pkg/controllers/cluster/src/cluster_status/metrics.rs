@@ -126,8 +126,7 @@ impl ClusterMetrics {
                        k: &str| {
                 m.get(k)
                     .and_then(|q| Quantity::from_k8s(q).ok())
-                    .map(|q| q.as_approximate_f64())
-                    .unwrap_or(0.0)
+                    .map_or(0.0, |q| q.as_approximate_f64())
             };
             if !rs.allocatable.is_empty() {
                 self.memory_allocatable

@@ -229,7 +229,7 @@ impl Controller {
     fn lock_last_sync(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Option<i64>, Instant)>> {
         self.last_sync
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Forgets a cluster that is gone: member connection, flap state, metric series.
@@ -268,7 +268,7 @@ impl Controller {
                 && *g == generation
                 && at.elapsed() < frequency
             {
-                return HandlerResult::RequeueAfter(frequency - at.elapsed());
+                return HandlerResult::RequeueAfter(frequency.saturating_sub(at.elapsed()));
             }
             last.insert(name.clone(), (generation, Instant::now()));
         }
@@ -334,7 +334,7 @@ impl Controller {
         let health = probe_health(&client).await;
         match &health {
             Health::Offline(e) | Health::Unauthorized(e) => {
-                tracing::info!(cluster = %name, error = %e, "member health check failed")
+                tracing::info!(cluster = %name, error = %e, "member health check failed");
             }
             Health::Unhealthy => tracing::info!(cluster = %name, "member is not healthy"),
             Health::Healthy => {}
@@ -352,10 +352,10 @@ impl Controller {
         match tokio::time::timeout(REQUEST_TIMEOUT, client.apiserver_version()).await {
             Ok(Ok(info)) => collected.kubernetes_version = info.git_version,
             Ok(Err(e)) => {
-                tracing::warn!(cluster = %name, error = %e, "cannot get the member's Kubernetes version")
+                tracing::warn!(cluster = %name, error = %e, "cannot get the member's Kubernetes version");
             }
             Err(_) => {
-                tracing::warn!(cluster = %name, "getting the member's Kubernetes version timed out")
+                tracing::warn!(cluster = %name, "getting the member's Kubernetes version timed out");
             }
         }
         let (enablements, partial) = discovery::api_enablements(&client).await;

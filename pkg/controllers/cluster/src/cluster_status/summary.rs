@@ -123,7 +123,7 @@ impl Resource {
                 "pods" => self.pods += i128::from(q.value()),
                 "ephemeral-storage" => self.ephemeral_storage += i128::from(q.value()),
                 n if is_scalar(n) => {
-                    *self.scalars.entry(n.to_string()).or_default() += i128::from(q.value())
+                    *self.scalars.entry(n.to_string()).or_default() += i128::from(q.value());
                 }
                 _ => {}
             }
@@ -140,7 +140,7 @@ impl Resource {
                 "memory" => self.memory = self.memory.max(i128::from(q.value())),
                 "pods" => self.pods = self.pods.max(i128::from(q.value())),
                 "ephemeral-storage" => {
-                    self.ephemeral_storage = self.ephemeral_storage.max(i128::from(q.value()))
+                    self.ephemeral_storage = self.ephemeral_storage.max(i128::from(q.value()));
                 }
                 n if is_scalar(n) => {
                     let e = self.scalars.entry(n.to_string()).or_default();
@@ -262,8 +262,7 @@ pub fn allocatable_modelings(
                 .iter()
                 .find(|r| r.name == *name)
                 .and_then(|r| Quantity::from_k8s(&r.min).ok())
-                .map(|q| i128::from(q.milli_value()))
-                .unwrap_or(0);
+                .map_or(0, |q| i128::from(q.milli_value()));
             mins[i].push(min);
         }
     }
@@ -347,7 +346,7 @@ fn scheduled(pod: &Pod) -> bool {
 fn terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
+        Some("Succeeded" | "Failed")
     )
 }
 

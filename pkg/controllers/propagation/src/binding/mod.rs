@@ -424,7 +424,7 @@ pub fn conflict_resolution(template: &Value, spec: &ResourceBindingSpec) -> &'st
             tracing::warn!(
                 value = other,
                 "ignoring invalid conflict-resolution annotation on template"
-            )
+            );
         }
         None => {}
     }

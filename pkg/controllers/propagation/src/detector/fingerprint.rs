@@ -10,10 +10,9 @@ use serde_json::Value;
 /// `metadata.resourceVersion`. Two versions of an object with the same fingerprint differ only in
 /// fields the detector ignores.
 pub fn spec_fingerprint(obj: &DynamicObject) -> u64 {
-    let mut value = match serde_json::to_value(obj) {
-        Ok(v) => v,
+    let Ok(mut value) = serde_json::to_value(obj) else {
         // Serializing a DynamicObject cannot fail; fall back to "always changed".
-        Err(_) => return 0,
+        return 0;
     };
     fingerprint_value(&mut value)
 }

@@ -221,7 +221,7 @@ impl Detector {
                 }
             },
             Err(e) => {
-                tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved")
+                tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved");
             }
         }
         let mut synced = false;

@@ -520,7 +520,7 @@ impl Detector {
                             changed |= remove_claim(meta, PolicyKind::ClusterPropagationPolicy);
                         }
                         let labels = meta.labels.get_or_insert_with(Default::default);
-                        if labels.get(B::ID_LABEL).is_none_or(|v| v.is_empty()) {
+                        if labels.get(B::ID_LABEL).is_none_or(String::is_empty) {
                             labels.insert(B::ID_LABEL.to_owned(), uuid::Uuid::new_v4().to_string());
                             changed = true;
                         }

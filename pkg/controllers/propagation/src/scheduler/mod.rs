@@ -595,10 +595,10 @@ impl Scheduler {
             .await;
         match success {
             Some(o) => {
-                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = ?o.clusters.iter().map(|c| (c.name.as_str(), c.replicas)).collect::<Vec<_>>(), "scheduled binding")
+                tracing::info!(kind = %kind, namespace = %namespace, name = %name, result = ?o.clusters.iter().map(|c| (c.name.as_str(), c.replicas)).collect::<Vec<_>>(), "scheduled binding");
             }
             None => {
-                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, message = %message, "scheduling failed")
+                tracing::warn!(kind = %kind, namespace = %namespace, name = %name, message = %message, "scheduling failed");
             }
         }
     }
