@@ -45,6 +45,21 @@ struct PolicyView<'a> {
     priority: i32,
 }
 
+impl PolicyView<'_> {
+    /// Whether the policy's selectors select template `t` (`obj` carries its labels).
+    fn selects(&self, api_version: &str, t: &TemplateRef, obj: &DynamicObject) -> bool {
+        let labels = obj.metadata.labels.clone().unwrap_or_default();
+        let resource = ResourceRef {
+            api_version,
+            kind: &t.kind,
+            namespace: &t.namespace,
+            name: &t.name,
+            labels: &labels,
+        };
+        resource_matches_selectors(resource, &self.selectors)
+    }
+}
+
 impl Detector {
     /// Registers the PropagationPolicy and ClusterPropagationPolicy handlers.
     pub(crate) fn register_policy_handlers(&self) {
@@ -245,15 +260,7 @@ impl Detector {
         for (t, namespaced) in claimed {
             match self.template_object(&t, false).await {
                 Ok(Some((w, obj))) => {
-                    let labels = obj.metadata.labels.clone().unwrap_or_default();
-                    let resource = ResourceRef {
-                        api_version: &w.ar.api_version,
-                        kind: &t.kind,
-                        namespace: &t.namespace,
-                        name: &t.name,
-                        labels: &labels,
-                    };
-                    if resource_matches_selectors(resource, &view.selectors) {
+                    if view.selects(&w.ar.api_version, &t, &obj) {
                         self.force_enqueue(&t);
                         continue;
                     }
@@ -303,15 +310,7 @@ impl Detector {
             let Some(obj) = w.ctrl.store().get_named(ns, &t.name) else {
                 continue;
             };
-            let labels = obj.metadata.labels.clone().unwrap_or_default();
-            let resource = ResourceRef {
-                api_version: &w.ar.api_version,
-                kind: &t.kind,
-                namespace: &t.namespace,
-                name: &t.name,
-                labels: &labels,
-            };
-            if resource_matches_selectors(resource, &view.selectors) {
+            if view.selects(&w.ar.api_version, &t, &obj) {
                 matched.push(t);
             }
         }

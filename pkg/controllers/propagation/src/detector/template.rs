@@ -32,6 +32,7 @@ use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, r
 use super::error::{DetectorError, is_conflict};
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
+use super::policy::PolicyObject;
 use super::skip::is_ignored_object;
 use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
@@ -225,11 +226,7 @@ impl Detector {
                     .map(|p| (*p).clone())
                     .collect();
                 if let Some(policy) = best_propagation_policy(resource, &pps) {
-                    let pref = self.policy_ref(policy).await?;
-                    self.check_dependent_overrides(&pref, &policy.spec).await?;
-                    inner.waiting.lock().remove(t);
-                    observe_match(started);
-                    return self.apply_policy(w, obj, &pref, &policy.spec).await;
+                    return self.adopt(w, t, obj, policy, started).await;
                 }
                 let cpps: Vec<_> = inner
                     .cpp
@@ -239,11 +236,7 @@ impl Detector {
                     .map(|p| (*p).clone())
                     .collect();
                 if let Some(policy) = best_cluster_propagation_policy(resource, &cpps) {
-                    let pref = self.policy_ref(policy).await?;
-                    self.check_dependent_overrides(&pref, &policy.spec).await?;
-                    inner.waiting.lock().remove(t);
-                    observe_match(started);
-                    return self.apply_policy(w, obj, &pref, &policy.spec).await;
+                    return self.adopt(w, t, obj, policy, started).await;
                 }
                 let mut waiting = inner.waiting.lock();
                 if waiting.contains(t) {
@@ -258,6 +251,23 @@ impl Detector {
                 })
             }
         }
+    }
+
+    /// Propagates an unclaimed template by `policy`, the best match found for it (`started`: when
+    /// matching began, for the match-duration metric).
+    async fn adopt<P: PolicyObject>(
+        &self,
+        w: &WatchedKind,
+        t: &TemplateRef,
+        obj: DynamicObject,
+        policy: &P,
+        started: Instant,
+    ) -> Result<(), DetectorError> {
+        let pref = self.policy_ref(policy).await?;
+        self.check_dependent_overrides(&pref, policy.spec()).await?;
+        self.inner.waiting.lock().remove(t);
+        observe_match(started);
+        self.apply_policy(w, obj, &pref, policy.spec()).await
     }
 
     /// Waits (by failing) until every override policy the policy depends on exists.

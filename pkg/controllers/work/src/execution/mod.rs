@@ -281,6 +281,24 @@ struct Target {
 }
 
 impl Target {
+    /// Counts a create of this object in `cluster` (Karmada's `CountCreateResourceToCluster`).
+    fn count_create(&self, ok: bool, cluster: &str) {
+        count_create(ok, &self.id.api_version, &self.id.kind, cluster, false);
+    }
+
+    /// Counts an update of this object in `cluster` (Karmada's `CountUpdateResourceToCluster`).
+    fn count_update(&self, ok: bool, cluster: &str, operation: &str) {
+        count_update(ok, &self.id.api_version, &self.id.kind, cluster, operation);
+    }
+
+    /// The error of a write that kept conflicting, naming the object.
+    fn conflicts(&self) -> ApplyError {
+        ApplyError::Conflicts(format!(
+            "{} {}/{}",
+            self.id.kind, self.id.namespace, self.id.name
+        ))
+    }
+
     /// The object with the manifest's `apiVersion` and `kind` (list and watch items from the cache
     /// come without them).
     fn typed(&self, mut v: Value) -> Value {
@@ -705,7 +723,7 @@ impl ExecutionController {
                 .await;
             match result {
                 Ok(_) => {
-                    count_create(true, &t.id.api_version, &t.id.kind, cluster, false);
+                    t.count_create(true, cluster);
                     tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "created in member");
                     return Ok(Applied::Created);
                 }
@@ -723,7 +741,7 @@ impl ExecutionController {
                     }
                 }
                 Err(e) => {
-                    count_create(false, &t.id.api_version, &t.id.kind, cluster, false);
+                    t.count_create(false, cluster);
                     return Err(e.into());
                 }
             }
@@ -753,28 +771,19 @@ impl ExecutionController {
                             .create(&PostParams::default(), &to_dynamic(manifest)?)
                             .await
                             .inspect_err(|_| {
-                                count_create(false, &t.id.api_version, &t.id.kind, cluster, false);
+                                t.count_create(false, cluster);
                             })?;
-                        count_create(true, &t.id.api_version, &t.id.kind, cluster, false);
+                        t.count_create(true, cluster);
                         return Ok(Applied::Created);
                     }
                 }
                 Err(e) => {
-                    count_update(
-                        false,
-                        &t.id.api_version,
-                        &t.id.kind,
-                        cluster,
-                        OPERATION_NONE,
-                    );
+                    t.count_update(false, cluster, OPERATION_NONE);
                     return Err(e);
                 }
             }
         }
-        Err(ApplyError::Conflicts(format!(
-            "{} {}/{}",
-            t.id.kind, t.id.namespace, t.id.name
-        )))
+        Err(t.conflicts())
     }
 
     /// One update attempt against `observed`. `Ok(None)`: read again and retry.
@@ -815,7 +824,7 @@ impl ExecutionController {
         let mut desired = t.typed(manifest.clone());
         self.inner.interpreter.retain(&mut desired, observed)?;
         if self.inner.interpreter.matches_member(&desired, observed)? {
-            count_update(true, &t.id.api_version, &t.id.kind, cluster, OPERATION_NONE);
+            t.count_update(true, cluster, OPERATION_NONE);
             return Ok(Some(Applied::Unchanged));
         }
         if from_cache {
@@ -838,7 +847,7 @@ impl ExecutionController {
                 } else {
                     OPERATION_UNCHANGED
                 };
-                count_update(true, &t.id.api_version, &t.id.kind, cluster, op);
+                t.count_update(true, cluster, op);
                 tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, changed, "updated in member");
                 Ok(Some(Applied::Updated))
             }
@@ -973,7 +982,7 @@ impl ExecutionController {
             if obj.metadata.labels == current.metadata.labels
                 && obj.metadata.annotations == current.metadata.annotations
             {
-                count_update(true, &t.id.api_version, &t.id.kind, cluster, OPERATION_NONE);
+                t.count_update(true, cluster, OPERATION_NONE);
                 return Ok(());
             }
             match t
@@ -982,33 +991,18 @@ impl ExecutionController {
                 .await
             {
                 Ok(_) => {
-                    count_update(
-                        true,
-                        &t.id.api_version,
-                        &t.id.kind,
-                        cluster,
-                        OPERATION_UPDATED,
-                    );
+                    t.count_update(true, cluster, OPERATION_UPDATED);
                     tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "released member object (preserveResourcesOnDeletion)");
                     return Ok(());
                 }
                 Err(e) if is_conflict(&e) => continue,
                 Err(e) => {
-                    count_update(
-                        false,
-                        &t.id.api_version,
-                        &t.id.kind,
-                        cluster,
-                        OPERATION_NONE,
-                    );
+                    t.count_update(false, cluster, OPERATION_NONE);
                     return Err(e.into());
                 }
             }
         }
-        Err(ApplyError::Conflicts(format!(
-            "{} {}/{}",
-            t.id.kind, t.id.namespace, t.id.name
-        )))
+        Err(t.conflicts())
     }
 
     /// Whether `current` belongs to another Work than `work` (the Work being deleted): then it is
