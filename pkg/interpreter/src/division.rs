@@ -1,13 +1,13 @@
 //! Dividing a number of seats (replicas, Job completions) among clusters by weight, the way
-//! Karmada's `helper.SpreadReplicasByTargetClusters` does (the Webster method is the scheduler's,
-//! [`karmada_scheduler::allocate_webster_seats`]), and the binding controller's Job `completions`
+//! Karmada's `helper.SpreadReplicasByTargetClusters` does (the division is the scheduler's,
+//! [`karmada_scheduler::divide_by_weight`]), and the binding controller's Job `completions`
 //! split built on it.
 
 use std::collections::BTreeMap;
 
 use karmada_apis::policy::v1alpha1::{Placement, ReplicaSchedulingType};
 use karmada_apis::work::v1alpha2::TargetCluster;
-use karmada_scheduler::{TieBreak, allocate_webster_seats};
+use karmada_scheduler::{TieBreak, divide_by_weight};
 use serde_json::Value;
 
 use crate::error::{AtObject, ObjectRef, Result};
@@ -20,21 +20,11 @@ pub fn spread_by_target_clusters(
     targets: &[TargetCluster],
     uid: &str,
 ) -> Vec<TargetCluster> {
-    let votes: Vec<(String, i64)> = targets
+    let weights: Vec<(String, i64)> = targets
         .iter()
         .map(|t| (t.name.clone(), i64::from(t.replicas)))
         .collect();
-    if votes.iter().map(|(_, v)| v).sum::<i64>() == 0 {
-        return Vec::new();
-    }
-    allocate_webster_seats(total, &votes, &[], TieBreak::for_uid(uid))
-        .into_iter()
-        .map(|(name, replicas)| TargetCluster {
-            name,
-            replicas,
-            components: Vec::new(),
-        })
-        .collect()
+    divide_by_weight(total, &weights, TieBreak::for_uid(uid))
 }
 
 /// Whether the binding controller splits a Job's `completions` across clusters: the binding has

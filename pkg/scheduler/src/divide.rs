@@ -205,7 +205,11 @@ fn allocate_webster_seats_with(
 
 /// Karmada's `Dispenser.AllocateByWeight` with an empty initial result: divides `replicas` by the
 /// weights; with all weights zero nothing is allocated.
-fn divide_by_weight(replicas: i32, weights: &[(String, i64)], tie: TieBreak) -> Vec<TargetCluster> {
+pub fn divide_by_weight(
+    replicas: i32,
+    weights: &[(String, i64)],
+    tie: TieBreak,
+) -> Vec<TargetCluster> {
     if weights.iter().map(|(_, w)| *w).sum::<i64>() == 0 {
         return Vec::new();
     }

@@ -41,7 +41,7 @@ use thiserror::Error;
 use crate::divide::{AssignError, AssignInput, Strategy, assign_to_clusters, strategy_of};
 use crate::spread::{ClusterDetail, compare_clusters, select_best_clusters};
 
-pub use crate::divide::{TieBreak, allocate_webster_seats};
+pub use crate::divide::{TieBreak, allocate_webster_seats, divide_by_weight};
 pub use crate::trigger::{
     SUCCESS_MESSAGE, ScheduleTrigger, applied_placement_annotation, placement_changed,
     replicas_changed, reschedule_required, schedule_trigger, scheduled_condition,

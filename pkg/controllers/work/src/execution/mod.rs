@@ -291,6 +291,15 @@ impl Target {
         count_update(ok, &self.id.api_version, &self.id.kind, cluster, operation);
     }
 
+    /// The object as the member's API server has it now (not the cache), as JSON.
+    async fn read(&self) -> Result<Option<Value>, ApplyError> {
+        self.api
+            .get_opt(&self.id.name)
+            .await?
+            .map(|o| to_value(&o))
+            .transpose()
+    }
+
     /// The error of a write that kept conflicting, naming the object.
     fn conflicts(&self) -> ApplyError {
         ApplyError::Conflicts(format!(
@@ -729,12 +738,7 @@ impl ExecutionController {
                 }
                 Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => {
                     // Not in the managed cache: an unmanaged object, or the cache lags.
-                    observed = t
-                        .api
-                        .get_opt(&t.id.name)
-                        .await?
-                        .map(|o| to_value(&o))
-                        .transpose()?;
+                    observed = t.read().await?;
                     from_cache = false;
                     if observed.is_none() {
                         return Err(ApplyError::Member(s));
@@ -758,12 +762,7 @@ impl ExecutionController {
                 Ok(Some(applied)) => return Ok(applied),
                 Ok(None) => {
                     // Needs a fresh read (cache hit that differs, or a conflict).
-                    observed = t
-                        .api
-                        .get_opt(&t.id.name)
-                        .await?
-                        .map(|o| to_value(&o))
-                        .transpose()?;
+                    observed = t.read().await?;
                     from_cache = false;
                     if observed.is_none() {
                         // Deleted meanwhile: create it.
