@@ -35,8 +35,8 @@ struct Args {
     #[arg(long)]
     templates: Option<usize>,
     /// Member counts of the scale-out bursts, comma separated (empty: none).
-    #[arg(long, value_delimiter = ',')]
-    scale_out: Option<Vec<usize>>,
+    #[arg(long, value_parser = member_counts)]
+    scale_out: Option<MemberCounts>,
     /// Templates per second in the steady run.
     #[arg(long)]
     steady_rate: Option<f64>,
@@ -53,7 +53,7 @@ struct Args {
     #[arg(long)]
     no_floor: bool,
     /// Whose controllers to measure.
-    #[arg(long = "impl", value_enum, default_value = "rust")]
+    #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
@@ -61,6 +61,22 @@ struct Args {
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
+}
+
+/// `--scale-out`'s list (`""` is the empty list).
+#[derive(Clone, Debug)]
+struct MemberCounts(Vec<usize>);
+
+fn member_counts(s: &str) -> Result<MemberCounts, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse()
+                .map_err(|e| format!("{p:?} is not a member count: {e}"))
+        })
+        .collect::<Result<_, _>>()
+        .map(MemberCounts)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -77,7 +93,7 @@ fn main() -> anyhow::Result<()> {
         config.deployments = n.div_ceil(2);
         config.configmaps = n / 2;
     }
-    if let Some(s) = args.scale_out {
+    if let Some(MemberCounts(s)) = args.scale_out {
         config.scale_out = s;
     }
     if let Some(n) = args.default_qps_templates {

@@ -275,7 +275,8 @@ pub struct GenericFlags {
         default_value = ""
     )]
     pub cluster_api_kubeconfig: String,
-    /// Requests per second to each member cluster's API server.
+    /// Requests per second to each member cluster's API server: one budget per member, shared by
+    /// every controller (as in Karmada).
     #[arg(
         long = "cluster-api-qps",
         value_name = "float",
@@ -291,7 +292,9 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_api_burst: String,
-    /// Requests per second to the Karmada API server.
+    /// Requests per second to the Karmada API server: one budget shared by the controllers and
+    /// their Events, and one more of the same size for the scheduler (a process of its own in Karmada,
+    /// started with the same value).
     #[arg(
         long = "kube-api-qps",
         value_name = "float",
@@ -299,7 +302,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub kube_api_qps: String,
-    /// Burst of requests allowed to the Karmada API server.
+    /// Burst of requests allowed to the Karmada API server (per budget, like --kube-api-qps).
     #[arg(
         long = "kube-api-burst",
         value_name = "int",

@@ -607,6 +607,30 @@ async fn label_scope_metadata_only_and_indexes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_has_a_qps_bucket_of_its_own() {
+    // One token per 100 s: whoever shares a bucket with a client that spent it waits that long.
+    let mut opts = ClusterOptions::default();
+    opts.clients.qps = 0.01;
+    opts.clients.burst = 1;
+    let c = cluster("it-component-qps", host_config().await, opts);
+    c.clients().client().apiserver_version().await.unwrap();
+    let scheduler = c.clients().client_for_component("scheduler").unwrap();
+    tokio::time::timeout(Duration::from_secs(30), scheduler.apiserver_version())
+        .await
+        .expect("the component waited for the cluster's shared bucket")
+        .unwrap();
+    // The same component again: the same bucket, now empty.
+    let again = c.clients().client_for_component("scheduler").unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(2), again.apiserver_version())
+            .await
+            .is_err(),
+        "a second client of the same component got a fresh bucket"
+    );
+    c.stop(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_qps_limit_is_shared_by_every_client_of_a_cluster() {
     let mut opts = ClusterOptions::default();
     opts.clients.qps = 5.0;

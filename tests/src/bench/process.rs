@@ -156,19 +156,43 @@ pub fn writes(counts: &RequestCounts, target: &str) -> u64 {
     })
 }
 
-/// Writes to Events (`core/v1`) the host API server served, by verb (`POST`, `PATCH`, …), from
-/// its own `apiserver_request_total`: what the controller-manager's Event recorders cost.
+/// The API server's own write counts (`apiserver_request_total` for POST/PUT/PATCH/DELETE), with
+/// each sample's verb.
+fn write_samples(samples: &[Sample]) -> impl Iterator<Item = (&Sample, &str)> {
+    samples
+        .iter()
+        .filter(|s| s.name == "apiserver_request_total")
+        .filter_map(|s| {
+            let verb = s.labels.get("verb").map_or("", String::as_str);
+            matches!(verb, "POST" | "PUT" | "PATCH" | "DELETE").then_some((s, verb))
+        })
+}
+
+/// Writes to Events (`core/v1`) the API server served, by verb (`POST`, `PATCH`, …), from its own
+/// `apiserver_request_total`: what Event recorders cost.
 pub fn event_writes(samples: &[Sample]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    for s in samples.iter().filter(|s| {
-        s.name == "apiserver_request_total"
-            && s.labels.get("resource").map(String::as_str) == Some("events")
+    for (s, verb) in write_samples(samples).filter(|(s, _)| {
+        s.labels.get("resource").map(String::as_str) == Some("events")
             && s.labels.get("group").is_none_or(String::is_empty)
     }) {
-        let verb = s.labels.get("verb").cloned().unwrap_or_default();
-        if matches!(verb.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
-            *out.entry(verb).or_default() += s.value as u64;
-        }
+        *out.entry(verb.to_string()).or_default() += s.value as u64;
+    }
+    out
+}
+
+/// Writes the host API server served, by resource (`events`, `resourcebindings/status`, …; the
+/// group left out), from its own `apiserver_request_total`: what each kind of object costs, whoever
+/// wrote it (the benchmark's own template creates and kube-controller-manager's few writes included).
+pub fn host_writes_by_resource(samples: &[Sample]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (s, _) in write_samples(samples) {
+        let resource = s.labels.get("resource").cloned().unwrap_or_default();
+        let key = match s.labels.get("subresource").filter(|r| !r.is_empty()) {
+            Some(sub) => format!("{resource}/{sub}"),
+            None => resource,
+        };
+        *out.entry(key).or_default() += s.value as u64;
     }
     out
 }

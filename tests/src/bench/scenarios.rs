@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::observer::{ObjectKey, Sightings};
 use super::process::{
-    RequestCounts, count_delta, event_writes, request_counts, request_delta, total, writes,
+    RequestCounts, count_delta, host_writes_by_resource, request_counts, request_delta, total,
+    writes,
 };
 use super::report::{Changes, Percentiles, change_counts};
 use super::session::{ServerCpu, Session};
@@ -39,9 +40,9 @@ pub struct BurstResult {
     pub host_writes: u64,
     /// Of those, writes to the members.
     pub member_writes: u64,
-    /// Event writes the host API server served meanwhile, by verb (`POST` new Events, `PATCH`
-    /// counts of repeated ones), from its own metrics.
-    pub event_writes: BTreeMap<String, u64>,
+    /// Writes the host API server served meanwhile, by resource (`events`, `works/status`, …),
+    /// from its own metrics.
+    pub host_writes_by_resource: BTreeMap<String, u64>,
     /// CPU seconds the controller-manager used until settled.
     pub cpu_seconds: f64,
     /// CPU seconds the API servers and etcd used until settled.
@@ -63,7 +64,7 @@ pub async fn burst(
 ) -> anyhow::Result<BurstResult> {
     let templates = templates(prefix, deployments, configmaps, &s.namespaces);
     let before = request_counts(&s.metrics()?);
-    let events_before = event_writes(&s.host_apiserver_metrics().await?);
+    let by_resource_before = host_writes_by_resource(&s.host_apiserver_metrics().await?);
     let cpu_before = s.sample()?.cpu_seconds;
     let servers_before = s.server_cpu();
     let t0 = Instant::now();
@@ -73,9 +74,9 @@ pub async fn burst(
     let settled = wait_settled(s, timeout).await?;
     let settled_seconds = settled.duration_since(t0).as_secs_f64();
     let requests = request_delta(&before, &request_counts(&s.metrics()?));
-    let events = count_delta(
-        &events_before,
-        &event_writes(&s.host_apiserver_metrics().await?),
+    let by_resource = count_delta(
+        &by_resource_before,
+        &host_writes_by_resource(&s.host_apiserver_metrics().await?),
     );
     let after = s.sample()?;
     Ok(BurstResult {
@@ -89,7 +90,7 @@ pub async fn burst(
         arrival: conv.arrival,
         host_writes: writes(&requests, "host"),
         member_writes: writes(&requests, "members"),
-        event_writes: events,
+        host_writes_by_resource: by_resource,
         requests,
         cpu_seconds: after.cpu_seconds - cpu_before,
         server_cpu: s.server_cpu().since(&servers_before),

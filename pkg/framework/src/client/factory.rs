@@ -1,5 +1,6 @@
 //! The per-cluster client factory: one `kube::Client` per User-Agent, all sharing the cluster's
-//! token bucket and request metrics, plus the cluster's cached REST mapping. Every client enforces the
+//! token bucket (a component's clients excepted: each has its own) and request metrics, plus the
+//! cluster's cached REST mapping. Every client enforces the
 //! process's [`WriteFence`] (see [`super::fence`]).
 
 use std::sync::Arc;
@@ -29,7 +30,8 @@ pub const DEFAULT_USER_AGENT: &str = "lariat";
 /// Client settings of one cluster (what `--kube-api-qps`/`--kube-api-burst` style flags set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientOptions {
-    /// Sustained requests per second to this cluster, shared by all its clients (default 40).
+    /// Sustained requests per second to this cluster, shared by all its clients except those of a
+    /// [component](ClientFactory::client_for_component), which get a bucket of their own (default 40).
     /// Zero or less disables the limit.
     pub qps: f64,
     /// Burst above `qps` (default 60).
@@ -180,25 +182,43 @@ impl ClientFactory {
         self.client_for_agent(&ua)
     }
 
+    /// The client of a component that would be a process of its own elsewhere (e.g. a scheduler
+    /// beside a controller-manager): User-Agent `<prefix>/<component>`, with a token bucket of its
+    /// own at the factory's QPS and burst, as a separate process built from the same flags would
+    /// have. Every call for the same component returns the same client (and bucket).
+    pub fn client_for_component(&self, component: &str) -> Result<Client> {
+        let ua = format!("{}/{}", self.inner.options.user_agent, component);
+        let key = format!("component:{ua}");
+        if let Some(c) = self.inner.clients.lock().get(&key) {
+            return Ok(c.clone());
+        }
+        let o = &self.inner.options;
+        let bucket = Arc::new(TokenBucket::new(o.qps, o.burst));
+        self.cached_client(key, &ua, &bucket)
+    }
+
     fn client_for_agent(&self, ua: &str) -> Result<Client> {
         if let Some(c) = self.inner.clients.lock().get(ua) {
             return Ok(c.clone());
         }
+        let bucket = self.inner.bucket.clone();
+        self.cached_client(ua.to_string(), ua, &bucket)
+    }
+
+    /// Builds a client sending `ua` and limited by `bucket`, cached under `key` (the first one
+    /// cached wins a race).
+    fn cached_client(&self, key: String, ua: &str, bucket: &Arc<TokenBucket>) -> Result<Client> {
         let i = &self.inner;
         let client = build_client(
             &i.cluster,
             &i.config,
             ua,
             i.options.request_timeout,
-            &i.bucket,
+            bucket,
             &i.metrics,
             &i.host,
         )?;
-        Ok(i.clients
-            .lock()
-            .entry(ua.to_string())
-            .or_insert(client)
-            .clone())
+        Ok(i.clients.lock().entry(key).or_insert(client).clone())
     }
 
     /// A typed client for `K` across all namespaces.

@@ -188,9 +188,12 @@ impl Scheduler {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, SchedulerError> {
         let cp = &ctx.control_plane;
+        // Karmada's scheduler is a process of its own with its own `--kube-api-qps`/`--kube-api-burst`
+        // bucket; this one gets a bucket of its own at the same values, so the same flags give the
+        // same request budget as Karmada's controller-manager and scheduler together.
         let client = cp
             .clients()
-            .client_for_controller(NAME)
+            .client_for_component(NAME)
             .map_err(framework("scheduler client"))?;
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
