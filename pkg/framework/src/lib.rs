@@ -52,7 +52,8 @@ pub use client::{ClientFactory, ClientOptions};
 pub use cluster::{Cluster, ClusterOptions, ClusterRegistry};
 pub use controller::{
     ControllerFactory, ControllerOptions, HandlerResult, SharedController, WorkerOptions,
+    current_priority,
 };
 pub use error::{BoxError, Error, Result};
 pub use key::ObjectKey;
-pub use queue::{RateLimiterOptions, WorkQueue};
+pub use queue::{Priority, RateLimiterOptions, WorkQueue};

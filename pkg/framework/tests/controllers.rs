@@ -652,3 +652,89 @@ async fn client_qps_limit_is_shared_by_every_client_of_a_cluster() {
     assert_eq!(rest_requests("it-qps"), 6);
     c.stop(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_goes_before_the_rest_of_the_first_list() {
+    let client = env().host().client().await;
+    let ns = "it-priority";
+    namespace(&client, ns).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &cm(ns, &format!("old{i:02}"), "x"))
+            .await
+            .unwrap();
+    }
+    let mut opts = ClusterOptions::default();
+    opts.controllers.workers = WorkerOptions {
+        default_workers: 1,
+        ..Default::default()
+    };
+    let c = cluster("it-priority", host_config().await, opts);
+    c.controllers().start();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
+    let order: Arc<parking_lot_free::Mutex<Vec<String>>> = Arc::default();
+    // The first replayed key holds the only worker until the live object is in the cache, so the
+    // live key is queued while 19 replayed keys still wait.
+    let live_cached = Arc::new(tokio::sync::Notify::new());
+    {
+        let order = order.clone();
+        let live_cached = live_cached.clone();
+        ctrl.register_handler(
+            "h",
+            CancellationToken::new(),
+            move |k: ObjectKey, _o: Option<Arc<ConfigMap>>| {
+                let order = order.clone();
+                let live_cached = live_cached.clone();
+                async move {
+                    let first = {
+                        let mut o = order.lock();
+                        o.push(k.name().to_string());
+                        o.len() == 1
+                    };
+                    if first {
+                        live_cached.notified().await;
+                    }
+                    HandlerResult::Success
+                }
+            },
+        );
+    }
+    eventually(
+        "first replayed key handled",
+        Duration::from_secs(20),
+        || {
+            let order = order.clone();
+            async move { !order.lock().is_empty() }
+        },
+    )
+    .await;
+    cms.create(&PostParams::default(), &cm(ns, "live", "x"))
+        .await
+        .unwrap();
+    eventually("live object cached", Duration::from_secs(20), || {
+        let ctrl = ctrl.clone();
+        async move {
+            ctrl.cache()
+                .peek_store()
+                .get(&ObjectKey::new(Some(ns), "live"))
+                .is_some()
+        }
+    })
+    .await;
+    live_cached.notify_one();
+    eventually("every key handled", Duration::from_secs(30), || {
+        let order = order.clone();
+        async move { order.lock().len() == 21 }
+    })
+    .await;
+    let order = order.lock().clone();
+    assert!(order[0].starts_with("old"), "{order:?}");
+    assert_eq!(
+        order[1], "live",
+        "the live change waited behind the replay: {order:?}"
+    );
+    c.stop(Duration::from_secs(10)).await;
+}

@@ -204,34 +204,47 @@ fn requests_cell(r: &RequestCounts, target: &str) -> String {
 /// Writes per template the host API server served during each burst, by resource (the columns are
 /// every resource any run wrote): where the host's work goes, for either implementation.
 fn writes_by_resource_table(o: &mut String, bursts: &[(&Run, &BurstResult)]) {
-    let resources: std::collections::BTreeSet<&String> = bursts
+    per_template_table(
+        o,
+        bursts,
+        "Host API server writes per template, by resource (everyone's: the benchmark's template create is the 1 under its kind)",
+        |b| &b.host_writes_by_resource,
+    );
+    per_template_table(
+        o,
+        bursts,
+        "Events per template, by reason (repeats counted)",
+        |b| &b.events_by_reason,
+    );
+}
+
+/// One row per burst, one column per key any burst counted, each cell the count per template.
+fn per_template_table(
+    o: &mut String,
+    bursts: &[(&Run, &BurstResult)],
+    title: &str,
+    counts: impl Fn(&BurstResult) -> &BTreeMap<String, u64>,
+) {
+    let keys: std::collections::BTreeSet<&String> = bursts
         .iter()
-        .flat_map(|(_, b)| b.host_writes_by_resource.iter())
+        .flat_map(|(_, b)| counts(b).iter())
         .filter(|(_, n)| **n > 0)
         .map(|(k, _)| k)
         .collect();
-    if resources.is_empty() {
+    if keys.is_empty() {
         return;
     }
-    let _ = writeln!(
-        o,
-        "\nHost API server writes per template, by resource (everyone's: the benchmark's template create is the 1 under its kind):\n"
-    );
-    let header: Vec<&str> = resources.iter().map(|r| r.as_str()).collect();
+    let _ = writeln!(o, "\n{title}:\n");
+    let header: Vec<&str> = keys.iter().map(|r| r.as_str()).collect();
     let _ = writeln!(o, "| run | {} | total |", header.join(" | "));
     let _ = writeln!(o, "|---|{}---|", "---|".repeat(header.len()));
     for (r, b) in bursts {
         let per = |n: u64| n as f64 / b.templates.max(1) as f64;
-        let cells: Vec<String> = resources
+        let cells: Vec<String> = keys
             .iter()
-            .map(|k| {
-                format!(
-                    "{:.1}",
-                    per(b.host_writes_by_resource.get(*k).copied().unwrap_or(0))
-                )
-            })
+            .map(|k| format!("{:.1}", per(counts(b).get(*k).copied().unwrap_or(0))))
             .collect();
-        let total: u64 = b.host_writes_by_resource.values().sum();
+        let total: u64 = counts(b).values().sum();
         let _ = writeln!(
             o,
             "| {} | {} | {:.1} |",

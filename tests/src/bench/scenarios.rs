@@ -43,6 +43,8 @@ pub struct BurstResult {
     /// Writes the host API server served meanwhile, by resource (`events`, `works/status`, …),
     /// from its own metrics.
     pub host_writes_by_resource: BTreeMap<String, u64>,
+    /// Events recorded meanwhile, by reason (repeats included).
+    pub events_by_reason: BTreeMap<String, u64>,
     /// CPU seconds the controller-manager used until settled.
     pub cpu_seconds: f64,
     /// CPU seconds the API servers and etcd used until settled.
@@ -65,6 +67,7 @@ pub async fn burst(
     let templates = templates(prefix, deployments, configmaps, &s.namespaces);
     let before = request_counts(&s.metrics()?);
     let by_resource_before = host_writes_by_resource(&s.host_apiserver_metrics().await?);
+    let reasons_before = s.events_by_reason().await?;
     let cpu_before = s.sample()?.cpu_seconds;
     let servers_before = s.server_cpu();
     let t0 = Instant::now();
@@ -78,6 +81,7 @@ pub async fn burst(
         &by_resource_before,
         &host_writes_by_resource(&s.host_apiserver_metrics().await?),
     );
+    let events_by_reason = count_delta(&reasons_before, &s.events_by_reason().await?);
     let after = s.sample()?;
     Ok(BurstResult {
         templates: templates.len(),
@@ -91,6 +95,7 @@ pub async fn burst(
         host_writes: writes(&requests, "host"),
         member_writes: writes(&requests, "members"),
         host_writes_by_resource: by_resource,
+        events_by_reason,
         requests,
         cpu_seconds: after.cpu_seconds - cpu_before,
         server_cpu: s.server_cpu().since(&servers_before),

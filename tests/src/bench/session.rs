@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::core::v1::Namespace;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Event, Namespace};
 use karmada_apis::{Cluster, PropagationPolicy};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -262,6 +264,19 @@ impl Session {
             .metrics()
             .context("scrape the controller-manager's /metrics")?;
         Ok(parse_metrics(&text))
+    }
+
+    /// The Events on the host, counted by reason (each Event's `count`, so a repeat patched into
+    /// an existing Event counts too): what the recorders reported.
+    pub async fn events_by_reason(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+        let events: Api<Event> = Api::all(self.host.clone());
+        let mut out = BTreeMap::new();
+        for e in events.list(&ListParams::default()).await?.items {
+            let reason = e.reason.unwrap_or_default();
+            let count = u64::try_from(e.count.unwrap_or(1).max(1)).unwrap_or(1);
+            *out.entry(reason).or_default() += count;
+        }
+        Ok(out)
     }
 
     /// The host API server's metrics now.

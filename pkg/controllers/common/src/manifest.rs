@@ -1,8 +1,11 @@
-//! Reading Works' manifests: the GVK of an unstructured manifest and the index of an object among a
-//! Work's manifests (Karmada's `GetManifestIndex`).
+//! Reading Works' manifests: the GVK of an unstructured manifest, the index of an object among a
+//! Work's manifests (Karmada's `GetManifestIndex`), and the status entry a member object earns in
+//! its Work (`status.manifestStatuses`).
 
 use apimachinery::split_api_version;
 use karmada_apis::Work;
+use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier};
+use karmada_interpreter::{InterpretError, Interpreter};
 use kube::api::GroupVersionKind;
 use serde_json::Value;
 
@@ -43,5 +46,32 @@ pub fn manifest_index(
             && text(&m.0, &["kind"]) == kind
             && text(&m.0, &["metadata", "namespace"]) == namespace
             && text(&m.0, &["metadata", "name"]) == name
+    })
+}
+
+/// The `status.manifestStatuses` entry of the member object `observed` (with `apiVersion` and
+/// `kind`), the `ordinal`-th manifest of its Work: its reflected status and health, as Karmada's
+/// work-status controller records them. `resource` is the kind's plural in the member. The
+/// execution controller writes it with `Applied` after a create or update (one status write per
+/// Work instead of two); the work-status controller writes it when the object changes later.
+pub fn manifest_status(
+    interpreter: &Interpreter,
+    observed: &Value,
+    ordinal: usize,
+    gvk: &GroupVersionKind,
+    resource: String,
+) -> Result<ManifestStatus, InterpretError> {
+    Ok(ManifestStatus {
+        identifier: ResourceIdentifier {
+            ordinal: i64::try_from(ordinal).unwrap_or(i64::MAX),
+            group: gvk.group.clone(),
+            version: gvk.version.clone(),
+            kind: gvk.kind.clone(),
+            resource,
+            namespace: text(observed, &["metadata", "namespace"]).to_owned(),
+            name: text(observed, &["metadata", "name"]).to_owned(),
+        },
+        status: interpreter.reflect_status(observed)?,
+        health: Some(interpreter.interpret_health(observed)),
     })
 }

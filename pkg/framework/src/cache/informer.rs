@@ -51,8 +51,10 @@ where
 pub type Resolver<K> =
     Arc<dyn Fn() -> BoxFuture<'static, Result<<K as Resource>::DynamicType>> + Send + Sync>;
 
-/// Called with every key whose object changed or was deleted.
-pub type Subscriber = Arc<dyn Fn(&ObjectKey) + Send + Sync>;
+/// Called with every key whose object changed or was deleted, and whether the key comes from the
+/// cache's first list (a replay of what already existed, which a queue may serve after live
+/// changes) rather than from a change seen since.
+pub type Subscriber = Arc<dyn Fn(&ObjectKey, bool) + Send + Sync>;
 
 /// How a wait for an initial list ended when it did not fail (see [`Cache::wait_synced`]).
 #[must_use]
@@ -251,9 +253,9 @@ impl<K: CacheObject> Cache<K> {
 }
 
 impl<K: CacheObject> CacheInner<K> {
-    fn notify(&self, key: &ObjectKey) {
+    fn notify(&self, key: &ObjectKey, initial: bool) {
         for (_, s) in self.subscribers.read().iter() {
-            s(key);
+            s(key, initial);
         }
     }
 
@@ -275,21 +277,29 @@ impl<K: CacheObject> CacheInner<K> {
         };
         match event {
             Event::Init => self.store.begin_relist(),
-            Event::InitApply(o) | Event::Apply(o) => {
+            Event::InitApply(o) => {
+                // Only the first list is a replay; a relist after a broken watch reports what
+                // changed while the watch was down, which is as live as any watch event.
+                let initial = !self.store.has_synced();
                 if let Applied::Changed(k) = self.store.apply(prepare(o)) {
-                    self.notify(&k);
+                    self.notify(&k, initial);
+                }
+            }
+            Event::Apply(o) => {
+                if let Applied::Changed(k) = self.store.apply(prepare(o)) {
+                    self.notify(&k, false);
                 }
             }
             Event::Delete(o) => {
                 if let Some(k) = ObjectKey::from_object(&o)
                     && self.store.delete(&k)
                 {
-                    self.notify(&k);
+                    self.notify(&k, false);
                 }
             }
             Event::InitDone => {
                 for k in self.store.end_relist() {
-                    self.notify(&k);
+                    self.notify(&k, false);
                 }
             }
         }

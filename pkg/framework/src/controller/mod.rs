@@ -8,7 +8,7 @@ pub mod workers;
 
 pub use factory::{ControllerFactory, ControllerOptions};
 pub use handler::{Handler, HandlerResult};
-pub use shared::{HandlerId, SharedController};
+pub use shared::{HandlerId, SharedController, current_priority};
 pub use workers::{MAX_WORKERS, WorkerOptions};
 
 #[cfg(test)]

@@ -18,10 +18,21 @@ use crate::context::ClusterContext;
 use crate::error::Result;
 use crate::key::ObjectKey;
 use crate::metrics::ReconcileMetrics;
-use crate::queue::{RateLimiterOptions, WorkQueue};
+use crate::queue::{Priority, RateLimiterOptions, WorkQueue};
 
 /// How often the unfinished-work gauges are refreshed while workers run (client-go: 500 ms).
 const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
+
+tokio::task_local! {
+    static CURRENT_PRIORITY: Priority;
+}
+
+/// The priority of the key the calling handler is processing ([`Priority::Normal`] outside a
+/// handler): a handler that hands the key's work on to a queue of its own passes it along, so a
+/// replayed object stays behind live changes there too.
+pub fn current_priority() -> Priority {
+    CURRENT_PRIORITY.try_with(|p| *p).unwrap_or_default()
+}
 
 /// Identifies a registered handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -213,8 +224,9 @@ impl<K: CacheObject> SharedController<K> {
         );
         self.ensure_initialized();
         if self.inner.cache.has_synced() {
+            // A replay for the new handler: live changes of other keys go first.
             for k in self.inner.cache.peek_store().keys() {
-                self.inner.queue.add(k);
+                self.inner.queue.add_with_priority(k, Priority::Low);
             }
         }
         let this = self.clone();
@@ -250,10 +262,11 @@ impl<K: CacheObject> SharedController<K> {
             .add_after(ObjectKey::new(namespace, name), delay);
     }
 
-    /// Queues a key. Keys queued before the factory starts are kept until workers run.
+    /// Queues a key. Keys queued before the factory starts are kept until workers run. Called from
+    /// a handler, the key gets the priority of the key being handled ([`current_priority`]).
     pub fn enqueue_key(&self, key: ObjectKey) {
         self.ensure_initialized();
-        self.inner.queue.add(key);
+        self.inner.queue.add_with_priority(key, current_priority());
     }
 
     /// Subscribes the queue to the cache and starts the watch (once). Starts workers if the
@@ -265,7 +278,14 @@ impl<K: CacheObject> SharedController<K> {
         let queue = self.inner.queue.clone();
         self.inner
             .cache
-            .subscribe(Arc::new(move |k: &ObjectKey| queue.add(k.clone())));
+            .subscribe(Arc::new(move |k: &ObjectKey, initial: bool| {
+                let priority = if initial {
+                    Priority::Low
+                } else {
+                    Priority::Normal
+                };
+                queue.add_with_priority(k.clone(), priority);
+            }));
         self.inner.cache.start();
         if self.inner.start_requested.load(Ordering::Acquire) {
             self.spawn_workers();
@@ -315,8 +335,10 @@ impl<K: CacheObject> SharedController<K> {
     }
 
     async fn worker(&self) {
-        while let Some(key) = self.inner.queue.get().await {
-            self.process(&key).await;
+        while let Some((key, priority)) = self.inner.queue.get_with_priority().await {
+            // Handlers that queue work elsewhere (e.g. per-member queues) keep the key's priority
+            // through [`current_priority`].
+            CURRENT_PRIORITY.scope(priority, self.process(&key)).await;
             self.inner.queue.done(&key);
         }
     }

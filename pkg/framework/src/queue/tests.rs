@@ -274,3 +274,62 @@ async fn delayed_key_wakes_idle_workers_on_time() {
         );
     }
 }
+
+#[tokio::test]
+async fn normal_keys_go_before_low_ones() {
+    let q = queue(no_bucket());
+    q.add_with_priority("replay-1".into(), Priority::Low);
+    q.add_with_priority("replay-2".into(), Priority::Low);
+    q.add("live".into());
+    assert_eq!(q.len(), 3);
+    assert_eq!(
+        q.get_with_priority().await,
+        Some(("live".into(), Priority::Normal))
+    );
+    assert_eq!(
+        q.get_with_priority().await,
+        Some(("replay-1".into(), Priority::Low))
+    );
+    assert_eq!(q.try_get().as_deref(), Some("replay-2"));
+    assert!(q.is_empty());
+    assert_eq!(q.metrics().adds(), 3);
+}
+
+#[tokio::test]
+async fn a_low_key_added_again_at_normal_priority_is_raised_once() {
+    let q = queue(no_bucket());
+    for k in ["a", "b", "c"] {
+        q.add_with_priority(k.into(), Priority::Low);
+    }
+    q.add("c".into());
+    // Adding at low priority never lowers a key.
+    q.add_with_priority("c".into(), Priority::Low);
+    assert_eq!(q.len(), 3);
+    let order: Vec<String> = std::iter::from_fn(|| {
+        let k = q.try_get()?;
+        q.done(&k);
+        Some(k)
+    })
+    .collect();
+    // "c" is handed out first and only once: its stale low entry is skipped.
+    assert_eq!(order, ["c", "a", "b"]);
+    assert!(q.is_empty());
+}
+
+#[tokio::test]
+async fn a_key_added_while_processing_keeps_the_higher_priority() {
+    let q = queue(no_bucket());
+    q.add_with_priority("a".into(), Priority::Low);
+    q.add_with_priority("b".into(), Priority::Low);
+    let a = q.try_get().unwrap();
+    assert_eq!(a, "a");
+    q.add_with_priority("a".into(), Priority::Low);
+    q.add("a".into());
+    q.done(&a);
+    // Requeued by `done` at normal priority: ahead of "b".
+    assert_eq!(q.try_get().as_deref(), Some("a"));
+    q.done(&a);
+    assert_eq!(q.try_get().as_deref(), Some("b"));
+    assert!(q.try_get().is_none());
+    assert_eq!(q.len(), 0);
+}

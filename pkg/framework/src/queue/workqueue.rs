@@ -5,7 +5,11 @@
 //!   processed once more after [`WorkQueue::done`] (processing set);
 //! * [`WorkQueue::add_after`] delays a key, the earliest requested time winning;
 //! * [`WorkQueue::add_rate_limited`] delays by the [`RateLimiter`], [`WorkQueue::forget`] resets it;
-//! * [`WorkQueue::shut_down`] stops handing out keys, [`WorkQueue::drain`] waits for running ones.
+//! * [`WorkQueue::shut_down`] stops handing out keys, [`WorkQueue::drain`] waits for running ones;
+//! * two priorities (controller-runtime's priority queue, reduced to what a restart needs): keys
+//!   added at [`Priority::Low`] (a cache's first list replayed after a start) are handed out only
+//!   when no [`Priority::Normal`] key is ready, so a live change does not wait behind thousands of
+//!   replayed objects; adding a queued low key at normal priority raises it.
 //!
 //! There is no background task: a worker waiting in [`WorkQueue::get`] sleeps until the earliest
 //! delayed key is due and promotes it itself.
@@ -27,6 +31,16 @@ use crate::metrics::QueueMetrics;
 /// Bounds needed of a queue item.
 pub trait QueueItem: Hash + Eq + Clone + Send + Sync + 'static {}
 impl<T: Hash + Eq + Clone + Send + Sync + 'static> QueueItem for T {}
+
+/// How urgently a key is wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Priority {
+    /// A change seen live, a retry, an explicit enqueue.
+    #[default]
+    Normal,
+    /// A replay: an object of a cache's first list, or the cache handed to a new handler.
+    Low,
+}
 
 /// A cloneable handle on a shared work queue.
 pub struct WorkQueue<T> {
@@ -79,11 +93,23 @@ impl<T> Ord for Delayed<T> {
     }
 }
 
+/// A key that needs processing.
+struct Dirty {
+    /// When it was first added.
+    added: Instant,
+    priority: Priority,
+}
+
 struct State<T> {
-    /// Keys ready to be handed out, in order.
+    /// Normal-priority keys ready to be handed out, in order.
     queue: VecDeque<T>,
-    /// Keys that need processing, with the time they were first added.
-    dirty: AHashMap<T, Instant>,
+    /// Low-priority keys ready to be handed out, in order. A key raised to normal priority stays
+    /// here too; entries whose key is no longer queued at low priority are skipped.
+    low: VecDeque<T>,
+    /// How many keys are ready to be handed out (each counted once, whichever deque holds it).
+    ready: usize,
+    /// Keys that need processing.
+    dirty: AHashMap<T, Dirty>,
     /// Keys being processed, with the time processing started.
     processing: AHashMap<T, Instant>,
     /// Delayed keys; entries whose time no longer matches `waiting` are stale and skipped.
@@ -96,19 +122,40 @@ struct State<T> {
 
 impl<T: QueueItem> State<T> {
     /// Adds a key; returns true if a worker should be woken.
-    fn add(&mut self, item: T, now: Instant, m: &QueueMetrics) -> bool {
-        if self.dirty.contains_key(&item) {
+    fn add(&mut self, item: T, priority: Priority, now: Instant, m: &QueueMetrics) -> bool {
+        let running = self.processing.contains_key(&item);
+        if let Some(d) = self.dirty.get_mut(&item) {
+            if priority == Priority::Normal && d.priority == Priority::Low {
+                // Raised: queued again in front of every low key (its low entry goes stale).
+                d.priority = Priority::Normal;
+                if !running {
+                    self.queue.push_back(item);
+                }
+            }
             return false;
         }
         m.adds.inc();
-        let running = self.processing.contains_key(&item);
-        self.dirty.insert(item.clone(), now);
+        self.dirty.insert(
+            item.clone(),
+            Dirty {
+                added: now,
+                priority,
+            },
+        );
         if running {
             return false;
         }
-        self.queue.push_back(item);
-        m.depth.inc();
+        self.push_ready(item, priority, m);
         true
+    }
+
+    fn push_ready(&mut self, item: T, priority: Priority, m: &QueueMetrics) {
+        match priority {
+            Priority::Normal => self.queue.push_back(item),
+            Priority::Low => self.low.push_back(item),
+        }
+        self.ready += 1;
+        m.depth.inc();
     }
 
     /// Moves due delayed keys into the queue; returns how many workers should be woken.
@@ -121,7 +168,7 @@ impl<T: QueueItem> State<T> {
             let Some(d) = self.delayed.pop() else { break };
             if self.waiting.get(&d.item) == Some(&d.ready) {
                 self.waiting.remove(&d.item);
-                if self.add(d.item, now, m) {
+                if self.add(d.item, Priority::Normal, now, m) {
                     woken += 1;
                 }
             }
@@ -131,15 +178,28 @@ impl<T: QueueItem> State<T> {
 
     /// Hands out the next queued key: it leaves the dirty set (its time there is observed as
     /// queue duration) and enters the processing set.
-    fn take(&mut self, now: Instant, m: &QueueMetrics) -> Option<T> {
-        let item = self.queue.pop_front()?;
-        m.depth.dec();
-        if let Some(added) = self.dirty.remove(&item) {
-            m.queue_duration
-                .observe(now.saturating_duration_since(added).as_secs_f64());
+    fn take(&mut self, now: Instant, m: &QueueMetrics) -> Option<(T, Priority)> {
+        loop {
+            let (item, from) = match self.queue.pop_front() {
+                Some(item) => (item, Priority::Normal),
+                None => (self.low.pop_front()?, Priority::Low),
+            };
+            // An entry is live when its key is queued at the priority of the deque it came from
+            // and is not running (a key added while running is queued again by `done`).
+            let live = !self.processing.contains_key(&item)
+                && self.dirty.get(&item).is_some_and(|d| d.priority == from);
+            if !live {
+                continue;
+            }
+            self.ready -= 1;
+            m.depth.dec();
+            if let Some(d) = self.dirty.remove(&item) {
+                m.queue_duration
+                    .observe(now.saturating_duration_since(d.added).as_secs_f64());
+            }
+            self.processing.insert(item.clone(), now);
+            return Some((item, from));
         }
-        self.processing.insert(item.clone(), now);
-        Some(item)
     }
 
     fn next_ready(&self) -> Option<Instant> {
@@ -159,6 +219,8 @@ impl<T: QueueItem> WorkQueue<T> {
                 name: name.into(),
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
+                    low: VecDeque::new(),
+                    ready: 0,
                     dirty: AHashMap::new(),
                     processing: AHashMap::new(),
                     delayed: BinaryHeap::new(),
@@ -186,12 +248,18 @@ impl<T: QueueItem> WorkQueue<T> {
 
     /// Marks `item` as needing processing. Ignored after shutdown.
     pub fn add(&self, item: T) {
+        self.add_with_priority(item, Priority::Normal);
+    }
+
+    /// Marks `item` as needing processing at `priority` (a key already queued keeps the higher of
+    /// the two). Ignored after shutdown.
+    pub fn add_with_priority(&self, item: T, priority: Priority) {
         let wake = {
             let mut st = self.inner.state.lock();
             if st.shutting_down {
                 return;
             }
-            st.add(item, Instant::now(), &self.inner.metrics)
+            st.add(item, priority, Instant::now(), &self.inner.metrics)
         };
         if wake {
             self.inner.available.notify_one();
@@ -244,6 +312,11 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Waits for the next key. Returns `None` once the queue is shut down. The caller must call
     /// [`done`](Self::done) with the key when it has finished with it.
     pub async fn get(&self) -> Option<T> {
+        self.get_with_priority().await.map(|(item, _)| item)
+    }
+
+    /// [`get`](Self::get), with the priority the key was queued at.
+    pub async fn get_with_priority(&self) -> Option<(T, Priority)> {
         loop {
             let notified = self.inner.available.notified();
             tokio::pin!(notified);
@@ -285,7 +358,7 @@ impl<T: QueueItem> WorkQueue<T> {
         }
         let now = Instant::now();
         st.promote_due(now, &self.inner.metrics);
-        st.take(now, &self.inner.metrics)
+        st.take(now, &self.inner.metrics).map(|(item, _)| item)
     }
 
     /// Marks `item` as finished; if it was added again meanwhile it goes back into the queue.
@@ -298,12 +371,12 @@ impl<T: QueueItem> WorkQueue<T> {
                     .work_duration
                     .observe(started.elapsed().as_secs_f64());
             }
-            let wake = if st.dirty.contains_key(item) {
-                st.queue.push_back(item.clone());
-                self.inner.metrics.depth.inc();
-                true
-            } else {
-                false
+            let wake = match st.dirty.get(item).map(|d| d.priority) {
+                Some(priority) => {
+                    st.push_ready(item.clone(), priority, &self.inner.metrics);
+                    true
+                }
+                None => false,
             };
             (wake, st.processing.is_empty())
         };
@@ -317,7 +390,7 @@ impl<T: QueueItem> WorkQueue<T> {
 
     /// Number of keys ready to be handed out.
     pub fn len(&self) -> usize {
-        self.inner.state.lock().queue.len()
+        self.inner.state.lock().ready
     }
 
     /// True when no key is ready to be handed out.

@@ -66,15 +66,17 @@ impl MemberQueues {
     }
 
     /// Queues `key` on `member`'s queue, starting the queue and its workers on first use (or
-    /// after the member was reconnected).
+    /// after the member was reconnected). The key keeps the priority of the Work key being handled
+    /// (a Work replayed after a start waits behind live changes here too).
     pub fn add(&self, member: &lariat::Cluster, key: ObjectKey) {
+        let priority = lariat::current_priority();
         let token = member.context().token();
         let mut queues = self.queues.lock();
         // A reconnected member was disconnected first, which cancelled the old queue's token.
         if let Some(q) = queues.get(member.name())
             && !q.token.is_cancelled()
         {
-            q.queue.add(key);
+            q.queue.add_with_priority(key, priority);
             return;
         }
         if token.is_cancelled() {
@@ -82,7 +84,7 @@ impl MemberQueues {
             return;
         }
         let queue = self.start(member);
-        queue.add(key);
+        queue.add_with_priority(key, priority);
         queues.insert(
             member.name().to_owned(),
             MemberQueue {

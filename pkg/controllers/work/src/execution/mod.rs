@@ -76,11 +76,13 @@ use karmada_apis::well_known::{
     WORK_MESSAGE_SUSPEND_DISPATCHING, WORK_REASON_APPLIED_FAILED, WORK_REASON_APPLIED_SUCCESSFUL,
     WORK_REASON_DISPATCHING, WORK_REASON_SUSPEND_DISPATCHING, event_reasons,
 };
+use karmada_apis::work::v1alpha1::ManifestStatus;
 use karmada_apis::{Cluster, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
+    Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    PropagationPolicy,
 };
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
@@ -89,6 +91,7 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{register, start_fn_of};
+use karmada_controllers_common::manifest::manifest_status;
 use karmada_controllers_common::members::MemberEvent;
 use karmada_controllers_common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
@@ -212,6 +215,13 @@ enum Applied {
     Unchanged,
 }
 
+/// One manifest applied: what happened and, after a create or update, the object's status entry
+/// as the member's API server returned it.
+struct Outcome {
+    applied: Applied,
+    status: Option<ManifestStatus>,
+}
+
 struct Inner {
     ctx: ControllerContext,
     client: kube::Client,
@@ -278,6 +288,9 @@ struct Target {
     api: Api<DynamicObject>,
     cache: lariat::Cache<DynamicObject>,
     id: Ident,
+    gvk: GroupVersionKind,
+    /// The kind's plural in the member (a manifest status's `resource`).
+    resource: String,
 }
 
 impl Target {
@@ -560,7 +573,7 @@ impl ExecutionController {
             Some(m) if !suspended && cluster_obj.is_ready() => m,
             _ => {
                 if let Some(c) = dispatching {
-                    self.set_conditions(work, vec![c]).await?;
+                    self.set_status(work, vec![c], None).await?;
                 }
                 return if suspended {
                     Ok(())
@@ -593,10 +606,16 @@ impl ExecutionController {
         let mut errors = Vec::new();
         let mut wrote = false;
         let mut owned_by_another = false;
+        // The status entries of what this sync wrote; recorded with `Applied` when every manifest
+        // has one, else left to the work-status controller.
+        let mut statuses = Vec::with_capacity(manifests.len());
         let me = WorkIdentity::of(work);
-        for m in manifests {
-            match self.apply(cluster, member, &m.0, &me).await {
-                Ok(outcome) => wrote |= outcome != Applied::Unchanged,
+        for (ordinal, m) in manifests.iter().enumerate() {
+            match self.apply(cluster, member, (ordinal, &m.0), &me).await {
+                Ok(outcome) => {
+                    wrote |= outcome.applied != Applied::Unchanged;
+                    statuses.extend(outcome.status);
+                }
                 Err(e) => {
                     owned_by_another |= matches!(e, ApplyError::OwnedByAnotherWork { .. });
                     let (ns, name) = (
@@ -625,8 +644,13 @@ impl ExecutionController {
                 WORK_REASON_APPLIED_SUCCESSFUL,
                 WORK_MESSAGE_APPLIED_SUCCESSFUL,
             );
-            self.set_conditions(work, dispatching.into_iter().chain([applied]).collect())
-                .await?;
+            let statuses = (statuses.len() == manifests.len()).then_some(statuses);
+            self.set_status(
+                work,
+                dispatching.into_iter().chain([applied]).collect(),
+                statuses,
+            )
+            .await?;
             if wrote {
                 inner
                     .recorder
@@ -652,8 +676,12 @@ impl ExecutionController {
             WORK_REASON_APPLIED_FAILED
         };
         let failed = condition(WORK_APPLIED, false, reason, &message);
-        self.set_conditions(work, dispatching.into_iter().chain([failed]).collect())
-            .await?;
+        self.set_status(
+            work,
+            dispatching.into_iter().chain([failed]).collect(),
+            None,
+        )
+        .await?;
         let err = ExecutionError::Sync {
             namespace: work.namespace().unwrap_or_default(),
             name: work.name_any(),
@@ -691,7 +719,14 @@ impl ExecutionController {
             Api::all_with(client, &ar)
         };
         let cache = member.caches().for_resource(&ar)?;
-        Ok(Target { api, cache, id })
+        let resource = ar.plural.clone();
+        Ok(Target {
+            api,
+            cache,
+            id,
+            gvk,
+            resource,
+        })
     }
 
     /// The member object, from the managed cache when it has synced (`None` = not managed or
@@ -715,14 +750,38 @@ impl ExecutionController {
         ))
     }
 
-    /// Creates or updates one manifest in the member.
+    /// What applying the `ordinal`-th manifest as `t` did; `written` is the object the member's
+    /// API server returned for a create or update. A status that cannot be interpreted is left to
+    /// the work-status controller, which reports the error.
+    fn outcome(
+        &self,
+        t: &Target,
+        ordinal: usize,
+        applied: Applied,
+        written: Option<&DynamicObject>,
+    ) -> Outcome {
+        let status = written.and_then(|o| to_value(o).ok()).and_then(|v| {
+            let observed = t.typed(v);
+            manifest_status(
+                &self.inner.interpreter,
+                &observed,
+                ordinal,
+                &t.gvk,
+                t.resource.clone(),
+            )
+            .ok()
+        });
+        Outcome { applied, status }
+    }
+
+    /// Creates or updates the `ordinal`-th manifest of a Work in the member.
     async fn apply(
         &self,
         cluster: &str,
         member: &lariat::Cluster,
-        manifest: &Value,
+        (ordinal, manifest): (usize, &Value),
         me: &WorkIdentity,
-    ) -> Result<Applied, ApplyError> {
+    ) -> Result<Outcome, ApplyError> {
         let t = self.target(member, manifest).await?;
         let (mut observed, mut from_cache) = self.observed(&t).await?;
         if observed.is_none() {
@@ -731,10 +790,10 @@ impl ExecutionController {
                 .create(&PostParams::default(), &to_dynamic(manifest)?)
                 .await;
             match result {
-                Ok(_) => {
+                Ok(created) => {
                     t.count_create(true, cluster);
                     tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, "created in member");
-                    return Ok(Applied::Created);
+                    return Ok(self.outcome(&t, ordinal, Applied::Created, Some(&created)));
                 }
                 Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => {
                     // Not in the managed cache: an unmanaged object, or the cache lags.
@@ -759,21 +818,24 @@ impl ExecutionController {
                 .update(cluster, &t, manifest, &current, from_cache, me)
                 .await;
             match r {
-                Ok(Some(applied)) => return Ok(applied),
+                Ok(Some((applied, written))) => {
+                    return Ok(self.outcome(&t, ordinal, applied, written.as_ref()));
+                }
                 Ok(None) => {
                     // Needs a fresh read (cache hit that differs, or a conflict).
                     observed = t.read().await?;
                     from_cache = false;
                     if observed.is_none() {
                         // Deleted meanwhile: create it.
-                        t.api
+                        let created = t
+                            .api
                             .create(&PostParams::default(), &to_dynamic(manifest)?)
                             .await
                             .inspect_err(|_| {
                                 t.count_create(false, cluster);
                             })?;
                         t.count_create(true, cluster);
-                        return Ok(Applied::Created);
+                        return Ok(self.outcome(&t, ordinal, Applied::Created, Some(&created)));
                     }
                 }
                 Err(e) => {
@@ -785,7 +847,8 @@ impl ExecutionController {
         Err(t.conflicts())
     }
 
-    /// One update attempt against `observed`. `Ok(None)`: read again and retry.
+    /// One update attempt against `observed`: what it did and the object it wrote, if it wrote.
+    /// `Ok(None)`: read again and retry.
     async fn update(
         &self,
         cluster: &str,
@@ -794,7 +857,7 @@ impl ExecutionController {
         observed: &Value,
         from_cache: bool,
         me: &WorkIdentity,
-    ) -> Result<Option<Applied>, ApplyError> {
+    ) -> Result<Option<(Applied, Option<DynamicObject>)>, ApplyError> {
         // Another Work's object is never touched, whatever the conflict resolution says.
         if let Some(owner) = me.other_owner(observed) {
             return Err(ApplyError::OwnedByAnotherWork {
@@ -824,7 +887,7 @@ impl ExecutionController {
         self.inner.interpreter.retain(&mut desired, observed)?;
         if self.inner.interpreter.matches_member(&desired, observed)? {
             t.count_update(true, cluster, OPERATION_NONE);
-            return Ok(Some(Applied::Unchanged));
+            return Ok(Some((Applied::Unchanged, None)));
         }
         if from_cache {
             return Ok(None);
@@ -848,7 +911,7 @@ impl ExecutionController {
                 };
                 t.count_update(true, cluster, op);
                 tracing::info!(cluster, kind = %t.id.kind, namespace = %t.id.namespace, name = %t.id.name, changed, "updated in member");
-                Ok(Some(Applied::Updated))
+                Ok(Some((Applied::Updated, Some(updated))))
             }
             Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(e.into()),
@@ -1032,34 +1095,41 @@ impl ExecutionController {
         true
     }
 
-    /// Sets conditions on the Work's status (written only if something changed).
-    async fn set_conditions(
+    /// Sets conditions on the Work's status, and with `statuses` its manifest statuses (written only
+    /// if something changed, in one write).
+    async fn set_status(
         &self,
         work: &Work,
         conditions: Vec<Condition>,
+        statuses: Option<Vec<ManifestStatus>>,
     ) -> Result<(), ExecutionError> {
         let ns = work.namespace().unwrap_or_default();
         let name = work.name_any();
         let key = format!("{ns}/{name}");
-        // The execution controller is the only writer of a Work's conditions (the workStatus
-        // controller writes `manifestStatuses`), so a merge patch of the whole list computed from
-        // the cached Work cannot lose anyone's update, and never conflicts with the status writes
-        // of the workStatus controller the way a resourceVersion-checked update would.
-        let mut merged = work
-            .status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default();
+        // The execution controller is the only writer of a Work's conditions, so a merge patch of
+        // the whole list computed from the cached Work cannot lose anyone's update, and never
+        // conflicts with the work-status controller's writes the way a resourceVersion-checked
+        // update would. `manifestStatuses` has two writers: this one right after it wrote the
+        // objects, and the work-status controller, which compares every Work update with the
+        // member objects it caches and corrects an entry written from an older object.
+        let current = work.status.as_ref();
+        let mut merged = current.map(|s| s.conditions.clone()).unwrap_or_default();
         let mut changed = false;
         for c in conditions {
             changed |= set_status_condition(&mut merged, c);
         }
-        if !changed {
+        let statuses = statuses.filter(|new| current.is_none_or(|s| s.manifest_statuses != *new));
+        if !changed && statuses.is_none() {
             // The cached Work already says so.
             return Ok(());
         }
         let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &ns);
-        let patch = json!({"status": {"conditions": merged}});
+        let patch = match statuses {
+            Some(statuses) => {
+                json!({"status": {"conditions": merged, "manifestStatuses": statuses}})
+            }
+            None => json!({"status": {"conditions": merged}}),
+        };
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

@@ -33,7 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Work;
 use karmada_apis::names;
 use karmada_apis::well_known::{WORK_APPLIED, WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION};
-use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier};
+use karmada_apis::work::v1alpha1::ManifestStatus;
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{register, shared_controller, start_fn_of};
-use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, text};
+use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, manifest_status, text};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -114,6 +114,15 @@ pub fn is_applied(work: &Work) -> bool {
             .iter()
             .any(|c: &Condition| c.type_ == WORK_APPLIED && c.status == "True")
     })
+}
+
+/// Whether the Work has an `Applied` condition at all (True or False): until the execution
+/// controller's first attempt records one, that controller writes the manifest statuses itself
+/// together with it.
+fn apply_attempted(work: &Work) -> bool {
+    work.status
+        .as_ref()
+        .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == WORK_APPLIED))
 }
 
 /// Whether dispatching of the Work is suspended.
@@ -267,18 +276,12 @@ impl WorkStatusController {
             };
             let ns = text(&manifest.0, &["metadata", "namespace"]);
             let name = text(&manifest.0, &["metadata", "name"]);
-            // A cached object whose status is missing from the Work (e.g. the status was
-            // replaced without it) is looked at again; otherwise member events drive updates.
-            let reported = work.status.as_ref().is_some_and(|s| {
-                s.manifest_statuses
-                    .iter()
-                    .any(|m| m.identifier.ordinal == ordinal as i64)
-            });
+            // The Work changed (its status included, by whoever wrote it): the cached object is
+            // compared with it again, so a status recorded from an older version of the object
+            // (e.g. by the execution controller racing a member update) is corrected; equal
+            // statuses write nothing.
             let member_key = ObjectKey::new(Some(ns), name);
-            if !reported
-                && ctrl.cache().has_synced()
-                && ctrl.cache().peek_store().get(&member_key).is_some()
-            {
+            if ctrl.cache().has_synced() && ctrl.cache().peek_store().get(&member_key).is_some() {
                 ctrl.enqueue_key(member_key);
             }
         }
@@ -404,6 +407,12 @@ impl WorkStatusController {
         if work.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
+        if !apply_attempted(&work) {
+            // The execution controller has just created the object and will record its status with
+            // `Applied` in one write; the Work's update brings it back here (`handle_work`) to
+            // compare.
+            return Ok(());
+        }
         let mut observed = serde_json::to_value(obj).unwrap_or(Value::Null);
         if let Some(o) = observed.as_object_mut() {
             o.insert("apiVersion".into(), Value::String(gvk.api_version()));
@@ -432,17 +441,6 @@ impl WorkStatusController {
             self.inner.works.enqueue(Some(work_ns), work_name);
         }
 
-        let status = self
-            .inner
-            .interpreter
-            .reflect_status(&observed)
-            .map_err(|source| WorkStatusError::Reflect {
-                cluster: cluster.to_owned(),
-                kind: gvk.kind.clone(),
-                key: key.to_string(),
-                source,
-            })?;
-        let health = self.inner.interpreter.interpret_health(&observed);
         let resource = match self.inner.ctx.members.get(cluster) {
             Some(m) => m
                 .clients()
@@ -452,19 +450,13 @@ impl WorkStatusController {
                 .unwrap_or_default(),
             None => String::new(),
         };
-        let new = ManifestStatus {
-            identifier: ResourceIdentifier {
-                ordinal: ordinal as i64,
-                group: gvk.group.clone(),
-                version: gvk.version.clone(),
+        let new = manifest_status(&self.inner.interpreter, &observed, ordinal, gvk, resource)
+            .map_err(|source| WorkStatusError::Reflect {
+                cluster: cluster.to_owned(),
                 kind: gvk.kind.clone(),
-                resource,
-                namespace: ns.to_owned(),
-                name: key.name().to_owned(),
-            },
-            status,
-            health: Some(health),
-        };
+                key: key.to_string(),
+                source,
+            })?;
         self.write_manifest_status(&work, new).await
     }
 
@@ -560,7 +552,7 @@ pub fn start_fn() -> StartFn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use karmada_apis::work::v1alpha1::ResourceHealth;
+    use karmada_apis::work::v1alpha1::{ResourceHealth, ResourceIdentifier};
     use serde_json::json;
 
     fn work(manifests: Vec<Value>) -> Work {
