@@ -156,23 +156,31 @@ pub fn writes(counts: &RequestCounts, target: &str) -> u64 {
     })
 }
 
-/// The API server's own write counts (`apiserver_request_total` for POST/PUT/PATCH/DELETE), with
-/// each sample's verb.
-fn write_samples(samples: &[Sample]) -> impl Iterator<Item = (&Sample, &str)> {
+/// The API server's own request counts (`apiserver_request_total`) for `verbs`, with each
+/// sample's verb.
+fn request_samples<'a>(
+    samples: &'a [Sample],
+    verbs: &'a [&str],
+) -> impl Iterator<Item = (&'a Sample, &'a str)> {
     samples
         .iter()
         .filter(|s| s.name == "apiserver_request_total")
-        .filter_map(|s| {
+        .filter_map(move |s| {
             let verb = s.labels.get("verb").map_or("", String::as_str);
-            matches!(verb, "POST" | "PUT" | "PATCH" | "DELETE").then_some((s, verb))
+            verbs.contains(&verb).then_some((s, verb))
         })
 }
+
+/// Write verbs as `apiserver_request_total` names them.
+const WRITE_VERBS: &[&str] = &["POST", "PUT", "PATCH", "DELETE"];
+/// Single-object and list reads (watches are long-running and counted apart).
+const READ_VERBS: &[&str] = &["GET", "LIST"];
 
 /// Writes to Events (`core/v1`) the API server served, by verb (`POST`, `PATCH`, …), from its own
 /// `apiserver_request_total`: what Event recorders cost.
 pub fn event_writes(samples: &[Sample]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    for (s, verb) in write_samples(samples).filter(|(s, _)| {
+    for (s, verb) in request_samples(samples, WRITE_VERBS).filter(|(s, _)| {
         s.labels.get("resource").map(String::as_str) == Some("events")
             && s.labels.get("group").is_none_or(String::is_empty)
     }) {
@@ -185,8 +193,18 @@ pub fn event_writes(samples: &[Sample]) -> BTreeMap<String, u64> {
 /// group left out), from its own `apiserver_request_total`: what each kind of object costs, whoever
 /// wrote it (the benchmark's own template creates and kube-controller-manager's few writes included).
 pub fn host_writes_by_resource(samples: &[Sample]) -> BTreeMap<String, u64> {
+    by_resource(samples, WRITE_VERBS)
+}
+
+/// Reads (GET and LIST) the host API server served, by resource, like
+/// [`host_writes_by_resource`] (the benchmark's and its observer's own reads are few: watches).
+pub fn host_reads_by_resource(samples: &[Sample]) -> BTreeMap<String, u64> {
+    by_resource(samples, READ_VERBS)
+}
+
+fn by_resource(samples: &[Sample], verbs: &[&str]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    for (s, _) in write_samples(samples) {
+    for (s, _) in request_samples(samples, verbs) {
         let resource = s.labels.get("resource").cloned().unwrap_or_default();
         let key = match s.labels.get("subresource").filter(|r| !r.is_empty()) {
             Some(sub) => format!("{resource}/{sub}"),

@@ -213,6 +213,12 @@ fn writes_by_resource_table(o: &mut String, bursts: &[(&Run, &BurstResult)]) {
     per_template_table(
         o,
         bursts,
+        "Host API server reads (GET, LIST) per template, by resource",
+        |b| &b.host_reads_by_resource,
+    );
+    per_template_table(
+        o,
+        bursts,
         "Events per template, by reason (repeats counted)",
         |b| &b.events_by_reason,
     );

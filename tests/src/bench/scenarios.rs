@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::observer::{ObjectKey, Sightings};
 use super::process::{
-    RequestCounts, count_delta, host_writes_by_resource, request_counts, request_delta, total,
-    writes,
+    RequestCounts, count_delta, host_reads_by_resource, host_writes_by_resource, request_counts,
+    request_delta, total, writes,
 };
 use super::report::{Changes, Percentiles, change_counts};
 use super::session::{ServerCpu, Session};
@@ -43,6 +43,8 @@ pub struct BurstResult {
     /// Writes the host API server served meanwhile, by resource (`events`, `works/status`, …),
     /// from its own metrics.
     pub host_writes_by_resource: BTreeMap<String, u64>,
+    /// Reads (GET, LIST) the host API server served meanwhile, by resource.
+    pub host_reads_by_resource: BTreeMap<String, u64>,
     /// Events recorded meanwhile, by reason (repeats included).
     pub events_by_reason: BTreeMap<String, u64>,
     /// CPU seconds the controller-manager used until settled.
@@ -66,7 +68,9 @@ pub async fn burst(
 ) -> anyhow::Result<BurstResult> {
     let templates = templates(prefix, deployments, configmaps, &s.namespaces);
     let before = request_counts(&s.metrics()?);
-    let by_resource_before = host_writes_by_resource(&s.host_apiserver_metrics().await?);
+    let host_before = s.host_apiserver_metrics().await?;
+    let by_resource_before = host_writes_by_resource(&host_before);
+    let reads_before = host_reads_by_resource(&host_before);
     let reasons_before = s.events_by_reason().await?;
     let cpu_before = s.sample()?.cpu_seconds;
     let servers_before = s.server_cpu();
@@ -77,10 +81,9 @@ pub async fn burst(
     let settled = wait_settled(s, timeout).await?;
     let settled_seconds = settled.duration_since(t0).as_secs_f64();
     let requests = request_delta(&before, &request_counts(&s.metrics()?));
-    let by_resource = count_delta(
-        &by_resource_before,
-        &host_writes_by_resource(&s.host_apiserver_metrics().await?),
-    );
+    let host_after = s.host_apiserver_metrics().await?;
+    let by_resource = count_delta(&by_resource_before, &host_writes_by_resource(&host_after));
+    let reads_by_resource = count_delta(&reads_before, &host_reads_by_resource(&host_after));
     let events_by_reason = count_delta(&reasons_before, &s.events_by_reason().await?);
     let after = s.sample()?;
     Ok(BurstResult {
@@ -95,6 +98,7 @@ pub async fn burst(
         host_writes: writes(&requests, "host"),
         member_writes: writes(&requests, "members"),
         host_writes_by_resource: by_resource,
+        host_reads_by_resource: reads_by_resource,
         events_by_reason,
         requests,
         cpu_seconds: after.cpu_seconds - cpu_before,

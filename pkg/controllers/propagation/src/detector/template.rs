@@ -38,7 +38,9 @@ use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
     WatchedKind, handler_result, template_reference,
 };
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_not_found, retry_on_conflict};
+use apimachinery::{
+    ConflictRetry, DEFAULT_RETRY, is_already_exists, is_not_found, retry_on_conflict,
+};
 use karmada_controllers_common::events::EventType;
 
 /// When a template that matched no policy is looked at once more.
@@ -422,21 +424,27 @@ impl Detector {
             replicas.unwrap_or_default(),
             &options,
         );
+        let bname = desired.meta.name.clone().unwrap_or_default();
         if namespace.is_empty() {
-            self.create_or_update_binding::<ClusterResourceBinding>(
+            let cached = cached_binding(&self.inner.crb, None, &bname);
+            // Boxed: the binding's copies would make every caller's future large.
+            Box::pin(self.create_or_update_binding::<ClusterResourceBinding>(
                 &identity,
                 &obj.metadata,
                 desired,
                 policy,
-            )
+                cached,
+            ))
             .await
         } else {
-            self.create_or_update_binding::<ResourceBinding>(
+            let cached = cached_binding(&self.inner.rb, Some(&namespace), &bname);
+            Box::pin(self.create_or_update_binding::<ResourceBinding>(
                 &identity,
                 &obj.metadata,
                 desired,
                 policy,
-            )
+                cached,
+            ))
             .await
         }
     }
@@ -477,12 +485,18 @@ impl Detector {
     }
 
     /// Karmada's `CreateOrUpdate` of the binding. Returns true if it was created or changed.
+    ///
+    /// The first look is at `cached` ([`cached_binding`], as Karmada's cached client reads it):
+    /// absent, the binding is created without a read; present and already as desired, nothing
+    /// is read or written. Only a binding that needs a write is read from the API server, and the
+    /// write is built from that fresh copy, never from the cached one.
     async fn create_or_update_binding<B: BindingObject>(
         &self,
         template: &TemplateIdentity,
         template_meta: &ObjectMeta,
         desired: super::binding::DesiredBinding,
         policy: &PolicyRef,
+        cached: CachedBinding<B>,
     ) -> Result<bool, DetectorError> {
         let inner = &self.inner;
         let name = desired.meta.name.clone().unwrap_or_default();
@@ -492,11 +506,24 @@ impl Detector {
         let api = B::api(inner.client.clone(), &namespace);
         let mut last_err = None;
         let mut retry = ConflictRetry::new(DEFAULT_RETRY);
-        while retry.next().await {
-            let existing = api
-                .get_opt(&name)
-                .await
-                .map_err(|e| DetectorError::api("get", kind.clone(), key.clone(), e))?;
+        // The cached copy, for a first look that costs no retry.
+        let mut first = match cached {
+            CachedBinding::Unknown => None,
+            CachedBinding::Absent => Some(None),
+            CachedBinding::Present(b) => Some(Some((*b).clone())),
+        };
+        loop {
+            let from_cache = first.is_some();
+            if !from_cache && !retry.next().await {
+                break;
+            }
+            let existing = match first.take() {
+                Some(cached) => cached,
+                None => api
+                    .get_opt(&name)
+                    .await
+                    .map_err(|e| DetectorError::api("get", kind.clone(), key.clone(), e))?,
+            };
             let result = match existing {
                 None => {
                     let mut meta = desired.meta.clone();
@@ -550,6 +577,10 @@ impl Detector {
                         tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "binding is up to date");
                         return Ok(false);
                     }
+                    if from_cache {
+                        // Writes start from the API server's copy.
+                        continue;
+                    }
                     if !more_than_version
                         && self.works_carry_generation::<B>(
                             meta,
@@ -572,6 +603,8 @@ impl Detector {
             };
             match result {
                 Ok(changed) => return Ok(changed),
+                // Created meanwhile (the cache had not seen it yet): read it and compare.
+                Err(e) if from_cache && is_already_exists(&e) => {}
                 Err(e) if is_conflict(&e) => {
                     last_err = Some(DetectorError::api("write", kind.clone(), key.clone(), e));
                 }
@@ -783,6 +816,31 @@ fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bo
                 })
             })
     })
+}
+
+/// What the binding cache knows of a binding.
+enum CachedBinding<B> {
+    /// The cache has not synced: a miss would prove nothing.
+    Unknown,
+    /// Not in the synced cache.
+    Absent,
+    /// The cached copy.
+    Present(Arc<B>),
+}
+
+/// What `store` knows of the binding `namespace/name`.
+fn cached_binding<B: lariat::cache::CacheObject>(
+    store: &lariat::Store<B>,
+    namespace: Option<&str>,
+    name: &str,
+) -> CachedBinding<B> {
+    if !store.has_synced() {
+        return CachedBinding::Unknown;
+    }
+    match store.get_named(namespace, name) {
+        Some(b) => CachedBinding::Present(b),
+        None => CachedBinding::Absent,
+    }
 }
 
 #[cfg(test)]
