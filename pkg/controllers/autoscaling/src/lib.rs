@@ -1,0 +1,13 @@
+//! Quotas and autoscaling across clusters. `federatedResourceQuotaSync` turns a
+//! FederatedResourceQuota's static assignments into ResourceQuotas in the members (as Works),
+//! `federatedResourceQuotaStatus` brings the members' quota usage home, and
+//! `federatedResourceQuotaEnforcement` (gate `FederatedQuotaEnforcement`) accounts the bindings'
+//! placements against `overall`.
+
+pub mod federated_resource_quota_enforcement;
+pub mod federated_resource_quota_status;
+pub mod federated_resource_quota_sync;
+
+/// Karmada's feature gate turning on `federatedResourceQuotaEnforcement`; with it on, that
+/// controller (not `federatedResourceQuotaStatus`) owns `status.overall` and `status.overallUsed`.
+pub const FEDERATED_QUOTA_ENFORCEMENT: &str = "FederatedQuotaEnforcement";
