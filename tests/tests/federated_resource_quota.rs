@@ -3,7 +3,7 @@
 //! comes home as pods are created, removing an assignment removes its quota, deleting the quota
 //! removes them all; assignments to unknown clusters or beyond `overall` are reported by Warning
 //! Events; with `FederatedQuotaEnforcement` the bindings' placements are accounted and an excess is
-//! reported.
+//! reported and the scheduler refuses a placement beyond `overall`.
 //!
 //! member1 is a full member (kube-controller-manager's resourcequota controller computes `used`;
 //! pods are created there directly, their requests count while they wait for a node); member2 is
@@ -83,7 +83,9 @@ async fn clusters_ready(client: &Client) {
             Err(kube::Error::Api(s)) if s.code == 409 => {}
             Err(e) => panic!("create Cluster {name}: {e}"),
         }
-        in_process::set_cluster_ready(client, name, true, "ready", json!({})).await;
+        let apis = json!({"apiEnablements": [{"groupVersion": "apps/v1",
+            "resources": [{"name": "deployments", "kind": "Deployment"}]}]});
+        in_process::set_cluster_ready(client, name, true, "ready", apis).await;
     }
 }
 
@@ -153,7 +155,7 @@ async fn the_crd_refuses_bad_input() {
         &client,
         ns,
         "good",
-        json!({"overall": {"cpu": "2", "memory": 1073741824}, "staticAssignments": [
+        json!({"overall": {"cpu": "2", "memory": 1_073_741_824_i64}, "staticAssignments": [
             {"clusterName": "member1", "hard": {"cpu": "500m"}}]}),
     )
     .await
@@ -385,7 +387,9 @@ async fn enforcement_accounts_placements_and_reports_an_excess() {
     gates
         .set_from_str("FederatedQuotaEnforcement=true")
         .unwrap();
+    clusters_ready(&client).await;
     let controllers = Harness::new(in_process::implemented(&[
+        "scheduler",
         "federatedResourceQuotaStatus",
         "federatedResourceQuotaEnforcement",
     ]))
@@ -442,5 +446,73 @@ async fn enforcement_accounts_placements_and_reports_an_excess() {
     assert!(excess.contains("cpu: used 2500m, limited 2"), "{excess}");
     rbs.delete("b", &DeleteParams::default()).await.unwrap();
     used(json!({"cpu": "1"})).await;
+
+    // The scheduler refuses a placement beyond overall: 1 (a) + 2 × 600m > 2.
+    rbs.create(
+        &PostParams::default(),
+        &scheduled_binding(ns, "c", "600m", 2),
+    )
+    .await
+    .unwrap();
+    let (reason, message) = eventually("Scheduled=False, QuotaExceeded", || {
+        let rbs = rbs.clone();
+        async move {
+            let rb = rbs.get("c").await.unwrap();
+            let conditions = rb.status.map(|s| s.conditions).unwrap_or_default();
+            match in_process::condition(&conditions, "Scheduled") {
+                Some((status, reason, message)) if status == "False" => Ok((reason, message)),
+                other => Err(format!("Scheduled: {other:?}")),
+            }
+        }
+    })
+    .await;
+    assert_eq!(reason, "QuotaExceeded");
+    assert!(
+        message.contains(&format!("FederatedResourceQuota({ns}/{name}) exceeded for resource cpu: requested sum 2200m, limit 2")),
+        "{message}"
+    );
+    assert!(rbs.get("c").await.unwrap().spec.clusters.is_empty());
+    // One replica fits (1 + 600m): the retried schedule places it.
+    rbs.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .unwrap();
+    eventually("c scheduled within the quota", || {
+        let rbs = rbs.clone();
+        async move {
+            let rb = rbs.get("c").await.unwrap();
+            let clusters: Vec<(String, i32)> = rb
+                .spec
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), c.replicas))
+                .collect();
+            (clusters == [("member1".to_owned(), 1)])
+                .then_some(())
+                .ok_or(format!("{clusters:?}"))
+        }
+    })
+    .await;
+    used(json!({"cpu": "1600m"})).await;
     controllers.stop().await;
+}
+
+/// A ResourceBinding the scheduler places: `replicas` Duplicated to member1.
+fn scheduled_binding(ns: &str, name: &str, cpu: &str, replicas: i32) -> ResourceBinding {
+    serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"namespace": ns, "name": name,
+                     "labels": {"propagationpolicy.karmada.io/permanent-id": "quota-test"}},
+        "spec": {
+            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": name},
+            "replicas": replicas,
+            "replicaRequirements": {"resourceRequest": {"cpu": cpu}},
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]},
+                          "replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+        }
+    }))
+    .unwrap()
 }

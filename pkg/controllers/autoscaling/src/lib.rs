@@ -7,7 +7,3 @@
 pub mod federated_resource_quota_enforcement;
 pub mod federated_resource_quota_status;
 pub mod federated_resource_quota_sync;
-
-/// Karmada's feature gate turning on `federatedResourceQuotaEnforcement`; with it on, that
-/// controller (not `federatedResourceQuotaStatus`) owns `status.overall` and `status.overallUsed`.
-pub const FEDERATED_QUOTA_ENFORCEMENT: &str = "FederatedQuotaEnforcement";

@@ -7,11 +7,12 @@
 //! multi-template workloads the components' requests times their replicas, per scheduled cluster).
 //!
 //! Karmada's ResourceBinding webhook refuses a placement that would exceed `overall` (the scheduler
-//! then reports `Scheduled=False`, reason `QuotaExceeded`). karmada-rs has no webhook: this
-//! controller recalculates on every binding change (Karmada: on deletions and the periodic
-//! resync, the webhook counting the rest) and, when a resource is over `overall`, records a
-//! Warning Event `QuotaExceeded` on the FederatedResourceQuota naming the resources and the
-//! bindings that place them.
+//! then reports `Scheduled=False`, reason `QuotaExceeded`) and adds it to `overallUsed`. karmada-rs
+//! has no webhook: the built-in scheduler refuses such a placement itself, and this controller
+//! recalculates on every binding change (Karmada: on deletions and the periodic resync, the webhook
+//! counting the rest). What is over `overall` anyway (bindings placed before the quota or by another
+//! scheduler) is reported by a Warning Event `QuotaExceeded` on the FederatedResourceQuota naming the
+//! resources and the bindings that place them.
 //!
 //! Triggers: FederatedResourceQuota creations and `spec.overall` changes, ResourceBinding changes
 //! (the quotas of its namespace), and every `--federated-resource-quota-sync-period` all quotas.
@@ -19,26 +20,24 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use apimachinery::resource_list::{
-    ResourceList, add_into, canonical, exceeded, filter_by_names, times,
-};
+use apimachinery::resource_list::{ResourceList, add_into, canonical, exceeded, filter_by_names};
 use karmada_apis::ResourceBinding;
 use karmada_apis::policy::v1alpha1::FederatedResourceQuota;
 use karmada_apis::well_known::BINDING_REASON_QUOTA_EXCEEDED;
-use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::patch::guarded_merge_patch;
+use karmada_controllers_common::quota::resource_usage;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
-use crate::FEDERATED_QUOTA_ENFORCEMENT;
+use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "federatedResourceQuotaEnforcement";
@@ -362,84 +361,7 @@ fn quota_key(quota: &FederatedResourceQuota) -> String {
     )
 }
 
-/// What a binding's placement uses (Karmada's `CalculateResourceUsage`): with components, their
-/// requests times their replicas, per scheduled cluster; otherwise each replica's request times
-/// the replicas scheduled in all clusters. Nothing while unscheduled.
-pub fn resource_usage(spec: &ResourceBindingSpec) -> ResourceList {
-    if !spec.components.is_empty() {
-        let clusters = i64::try_from(spec.clusters.len()).unwrap_or(i64::MAX);
-        if clusters == 0 {
-            return ResourceList::new();
-        }
-        let mut per_set = ResourceList::new();
-        for c in &spec.components {
-            let Some(req) = c.replica_requirements.as_ref() else {
-                continue;
-            };
-            if c.replicas == 0 {
-                continue;
-            }
-            add_into(
-                &mut per_set,
-                &times(&req.resource_request, i64::from(c.replicas)),
-            );
-        }
-        return times(&per_set, clusters);
-    }
-    let Some(req) = spec.replica_requirements.as_ref() else {
-        return ResourceList::new();
-    };
-    let replicas: i64 = spec.clusters.iter().map(|c| i64::from(c.replicas)).sum();
-    if replicas == 0 {
-        return ResourceList::new();
-    }
-    times(&req.resource_request, replicas)
-}
-
 /// The start function registered as `federatedResourceQuotaEnforcement`.
 pub fn start_fn() -> StartFn {
     start_fn_of(EnforcementController::new, EnforcementController::run)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn spec(v: serde_json::Value) -> ResourceBindingSpec {
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn replicas_times_request() {
-        let s = spec(json!({
-            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
-            "replicaRequirements": {"resourceRequest": {"cpu": "250m", "memory": "0"}},
-            "clusters": [{"name": "m1", "replicas": 3}, {"name": "m2", "replicas": 1}],
-        }));
-        let u = resource_usage(&s);
-        assert_eq!(u.len(), 1);
-        assert_eq!(u["cpu"].0, "1");
-        let unscheduled = spec(json!({
-            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
-            "replicaRequirements": {"resourceRequest": {"cpu": "250m"}},
-        }));
-        assert!(resource_usage(&unscheduled).is_empty());
-    }
-
-    #[test]
-    fn components_per_cluster() {
-        let s = spec(json!({
-            "resource": {"apiVersion": "x/v1", "kind": "Job", "name": "j"},
-            "components": [
-                {"name": "a", "replicas": 2, "replicaRequirements": {"resourceRequest": {"cpu": "1"}}},
-                {"name": "b", "replicas": 1, "replicaRequirements": {"resourceRequest": {"cpu": "500m", "memory": "1Gi"}}},
-                {"name": "c", "replicas": 0, "replicaRequirements": {"resourceRequest": {"cpu": "9"}}},
-            ],
-            "clusters": [{"name": "m1"}, {"name": "m2"}],
-        }));
-        let u = resource_usage(&s);
-        assert_eq!(u["cpu"].0, "5");
-        assert_eq!(u["memory"].0, "2Gi");
-    }
 }

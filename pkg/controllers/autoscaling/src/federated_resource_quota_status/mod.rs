@@ -36,7 +36,7 @@ use kube::api::{Api, Patch, PatchParams};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
-use crate::FEDERATED_QUOTA_ENFORCEMENT;
+use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "federatedResourceQuotaStatus";
