@@ -6,13 +6,31 @@ use std::sync::Arc;
 
 use apimachinery::Quantity;
 use apimachinery::resource_list::{ResourceList, add_into, times};
-use karmada_apis::ResourceBinding;
 use karmada_apis::policy::v1alpha1::FederatedResourceQuota;
+use karmada_apis::well_known::{
+    FEDERATED_RESOURCE_QUOTA_NAME_LABEL, FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL,
+};
 use karmada_apis::work::v1alpha2::{ResourceBindingSpec, TargetCluster};
+use karmada_apis::{ResourceBinding, Work};
 use kube::ResourceExt;
 
 /// Karmada's feature gate for FederatedResourceQuota enforcement (off by default in v1.16).
 pub const FEDERATED_QUOTA_ENFORCEMENT: &str = "FederatedQuotaEnforcement";
+
+/// The Works the sync controller wrote for the quota `namespace/name`, by their labels (`works`
+/// must be indexed by [`FEDERATED_RESOURCE_QUOTA_NAME_LABEL`]).
+pub fn quota_works(works: &lariat::Store<Work>, namespace: &str, name: &str) -> Vec<Arc<Work>> {
+    works
+        .list_by_label(FEDERATED_RESOURCE_QUOTA_NAME_LABEL, name)
+        .into_iter()
+        .filter(|w| {
+            w.labels()
+                .get(FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL)
+                .map(String::as_str)
+                == Some(namespace)
+        })
+        .collect()
+}
 
 /// What a binding's placement uses (Karmada's `CalculateResourceUsage`): with components, their
 /// requests times their replicas, per scheduled cluster; otherwise each replica's request times

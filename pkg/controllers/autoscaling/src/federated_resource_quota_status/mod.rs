@@ -36,7 +36,7 @@ use kube::api::{Api, Patch, PatchParams};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
+use karmada_controllers_common::quota::{FEDERATED_QUOTA_ENFORCEMENT, quota_works};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "federatedResourceQuotaStatus";
@@ -244,19 +244,7 @@ impl StatusController {
     async fn collect(&self, quota: &FederatedResourceQuota) -> Result<bool, StatusError> {
         let namespace = quota.namespace().unwrap_or_default();
         let name = quota.name_any();
-        let works: Vec<Arc<Work>> = self
-            .inner
-            .works
-            .store()
-            .list_by_label(FEDERATED_RESOURCE_QUOTA_NAME_LABEL, &name)
-            .into_iter()
-            .filter(|w| {
-                w.labels()
-                    .get(FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL)
-                    .map(String::as_str)
-                    == Some(namespace.as_str())
-            })
-            .collect();
+        let works = quota_works(&self.inner.works.store(), &namespace, &name);
         let aggregated = aggregated_status(works.iter().map(|w| &**w))?;
         let mut updated = quota.clone();
         if !self.inner.enforcement {

@@ -33,6 +33,7 @@ use karmada_controllers_common::events::{EventRecorder, EventType, reference_of}
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
+use karmada_controllers_common::quota::quota_works;
 use karmada_controllers_common::work::{WorkOutcome, WorkTarget, create_or_update_work};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
@@ -227,22 +228,6 @@ impl SyncController {
         }
     }
 
-    /// The Works written for the quota `namespace/name`.
-    fn works_of(&self, namespace: &str, name: &str) -> Vec<Arc<Work>> {
-        self.inner
-            .works
-            .store()
-            .list_by_label(FEDERATED_RESOURCE_QUOTA_NAME_LABEL, name)
-            .into_iter()
-            .filter(|w| {
-                w.labels()
-                    .get(FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL)
-                    .map(String::as_str)
-                    == Some(namespace)
-            })
-            .collect()
-    }
-
     /// Deletes the quota's Works for which `orphan` holds.
     async fn delete_works(
         &self,
@@ -251,7 +236,7 @@ impl SyncController {
         orphan: impl Fn(&Work) -> bool,
     ) -> Result<(), SyncError> {
         let mut errors = Vec::new();
-        for work in self.works_of(namespace, name) {
+        for work in quota_works(&self.inner.works.store(), namespace, name) {
             if !orphan(&work) || work.metadata.deletion_timestamp.is_some() {
                 continue;
             }
