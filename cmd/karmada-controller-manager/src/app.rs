@@ -239,6 +239,7 @@ fn controller_settings(opts: &Options) -> Settings {
             .unwrap_or(5),
         rate_limiter: control_plane_options(opts).controllers.rate_limiter,
         feature_gates: opts.feature_gates.clone(),
+        federated_resource_quota_sync_period: opts.federated_resource_quota_sync_period,
     }
 }
 

@@ -58,8 +58,6 @@ pub const FLAGS: &[&str] = &[
     "horizontal-pod-autoscaler-tolerance",
     "horizontal-pod-autoscaler-cpu-initialization-period",
     "horizontal-pod-autoscaler-initial-readiness-delay",
-    // FederatedResourceQuota.
-    "federated-resource-quota-sync-period",
 ];
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
@@ -69,7 +67,6 @@ pub const GATES: &[&str] = &[
     crate::features::PROPAGATE_DEPS,
     crate::features::MULTI_CLUSTER_SERVICE,
     "StatefulFailoverInjection",
-    crate::features::FEDERATED_QUOTA_ENFORCEMENT,
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
     "ContextualLogging",

@@ -510,7 +510,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_initial_readiness_delay: String,
-    /// Period of the full FederatedResourceQuota recalculation (no effect yet).
+    /// Period of the full FederatedResourceQuota recalculation (with the FederatedQuotaEnforcement gate).
     #[arg(
         long = "federated-resource-quota-sync-period",
         value_name = "duration",

@@ -1,5 +1,5 @@
 //! Kubernetes value helpers that know nothing about Karmada: what Go code gets from
-//! `k8s.io/apimachinery` and `k8s.io/client-go` (resource quantities, status conditions,
+//! `k8s.io/apimachinery` and `k8s.io/client-go` (resource quantities and lists, status conditions,
 //! apiVersion splitting, API error classes, retry on conflict) and Go's `encoding/json` escaping.
 //! One implementation of each, so every controller and library reads and writes these values the
 //! way Kubernetes does.
@@ -10,6 +10,7 @@ pub mod errors;
 pub mod gvk;
 pub mod json;
 pub mod quantity;
+pub mod resource_list;
 #[cfg(feature = "client")]
 pub mod retry;
 

@@ -397,6 +397,12 @@ impl Quantity {
         self.nanos = self.nanos.saturating_sub(other.nanos);
     }
 
+    /// Multiplies by `factor` (saturating), keeping the format (apimachinery's `Mul`): e.g. one
+    /// replica's request times the replica count.
+    pub fn mul(&mut self, factor: i64) {
+        self.nanos = self.nanos.saturating_mul(i128::from(factor));
+    }
+
     /// The k8s-openapi form, in canonical notation.
     pub fn to_k8s(&self) -> K8sQuantity {
         K8sQuantity(self.to_string())

@@ -17,6 +17,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ClusterPropagationPolicy::crd(),
         OverridePolicy::crd(),
         ClusterOverridePolicy::crd(),
+        crate::policy::v1alpha1::FederatedResourceQuota::crd(),
         Work::crd(),
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),

@@ -140,6 +140,14 @@ fn names_scopes_and_columns_match_karmada() {
             &[],
         ),
         (
+            "federatedresourcequotas.policy.karmada.io",
+            "FederatedResourceQuota",
+            "Namespaced",
+            None,
+            true,
+            &["OVERALL", "OVERALL_USED"],
+        ),
+        (
             "works.work.karmada.io",
             "Work",
             "Namespaced",

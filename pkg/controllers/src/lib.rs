@@ -12,9 +12,14 @@
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
+//! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement` |
 
 pub mod registry;
 
+pub use karmada_controllers_autoscaling::{
+    federated_resource_quota_enforcement, federated_resource_quota_status,
+    federated_resource_quota_sync,
+};
 pub use karmada_controllers_cluster::{cluster, cluster_status};
 pub use karmada_controllers_common as common;
 pub use karmada_controllers_common::{

@@ -15,5 +15,17 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("namespace", crate::namespace::start_fn()),
         ("workStatus", crate::work_status::start_fn()),
         ("bindingStatus", crate::binding_status::start_fn()),
+        (
+            "federatedResourceQuotaSync",
+            crate::federated_resource_quota_sync::start_fn(),
+        ),
+        (
+            "federatedResourceQuotaStatus",
+            crate::federated_resource_quota_status::start_fn(),
+        ),
+        (
+            "federatedResourceQuotaEnforcement",
+            crate::federated_resource_quota_enforcement::start_fn(),
+        ),
     ]
 }

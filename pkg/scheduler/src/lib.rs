@@ -32,7 +32,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use karmada_apis::Cluster;
 use karmada_apis::policy::v1alpha1::Placement;
 use karmada_apis::well_known::{
-    BINDING_REASON_NO_CLUSTER_FIT, BINDING_REASON_SCHEDULER_ERROR, BINDING_REASON_UNSCHEDULABLE,
+    BINDING_REASON_NO_CLUSTER_FIT, BINDING_REASON_QUOTA_EXCEEDED, BINDING_REASON_SCHEDULER_ERROR,
+    BINDING_REASON_UNSCHEDULABLE,
 };
 use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus, TargetCluster};
 use karmada_policy::selector::{cluster_matches, cluster_name};
@@ -86,6 +87,10 @@ pub enum ScheduleError {
     /// Any other failure, e.g. unsatisfiable spread constraints (`SchedulerError`).
     #[error("{0}")]
     SchedulerError(String),
+    /// The placement would exceed a FederatedResourceQuota (`QuotaExceeded`; Karmada's
+    /// ResourceBinding webhook refuses it). `spec.clusters` is kept; retried.
+    #[error("{0}")]
+    QuotaExceeded(String),
 }
 
 impl ScheduleError {
@@ -95,6 +100,7 @@ impl ScheduleError {
             Self::NoClusterFit { .. } => BINDING_REASON_NO_CLUSTER_FIT,
             Self::Unschedulable(_) => BINDING_REASON_UNSCHEDULABLE,
             Self::SchedulerError(_) => BINDING_REASON_SCHEDULER_ERROR,
+            Self::QuotaExceeded(_) => BINDING_REASON_QUOTA_EXCEEDED,
         }
     }
 

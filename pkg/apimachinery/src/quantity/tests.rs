@@ -602,3 +602,18 @@ fn errors_say_what_is_wrong() {
     assert_eq!(Quantity::parse("1e+"), Err(QuantityError::Exponent));
     assert_eq!(Quantity::parse(""), Err(QuantityError::Empty));
 }
+
+#[test]
+fn multiplies() {
+    for (text, factor, product) in [
+        ("100m", 3, "300m"),
+        ("1Gi", 4, "4Gi"),
+        ("500m", 2, "1"),
+        ("2", 0, "0"),
+        ("1.5", -2, "-3"),
+    ] {
+        let mut q = parse(text);
+        q.mul(factor);
+        assert_eq!(q.to_string(), product, "{text} * {factor}");
+    }
+}

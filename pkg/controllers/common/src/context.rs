@@ -55,6 +55,9 @@ pub struct Settings {
     pub rate_limiter: lariat::RateLimiterOptions,
     /// `--feature-gates`.
     pub feature_gates: FeatureGates,
+    /// `--federated-resource-quota-sync-period` (5m): the full FederatedResourceQuota
+    /// recalculation of the enforcement controller.
+    pub federated_resource_quota_sync_period: Duration,
 }
 
 /// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).

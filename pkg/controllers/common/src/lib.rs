@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod members;
 pub mod metrics;
 pub mod patch;
+pub mod quota;
 pub mod work;
 
 pub use conditions::set_condition;

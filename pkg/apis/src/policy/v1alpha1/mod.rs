@@ -1,8 +1,10 @@
-//! `policy.karmada.io/v1alpha1`: propagation and override policies.
+//! `policy.karmada.io/v1alpha1`: propagation and override policies, federated resource quotas.
 
+mod federated_resource_quota;
 mod override_policy;
 mod propagation;
 
+pub use federated_resource_quota::*;
 pub use override_policy::*;
 pub use propagation::*;
 

@@ -10,6 +10,11 @@
 //! deleted or gone, or — after a Cluster change — the set of clusters that fit it changed.
 //! Otherwise only `schedulerObservedGeneration` is brought up to date, so replicas are never
 //! reshuffled without a reason.
+//!
+//! With the `FederatedQuotaEnforcement` gate, a ResourceBinding result that would raise a
+//! resource beyond a FederatedResourceQuota's `overall` (counting the namespace's other bindings)
+//! is not written: `Scheduled=False`, reason `QuotaExceeded`, retried with backoff (Karmada's
+//! webhook refuses the scheduler's write, with the same outcome).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -18,7 +23,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
+use karmada_apis::policy::v1alpha1::{ClusterAffinity, FederatedResourceQuota, Placement};
 use karmada_apis::well_known::{
     BINDING_MANAGED_BY_LABEL, CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
     DEFAULT_SCHEDULER_NAME, POLICY_PLACEMENT_ANNOTATION, PROPAGATION_POLICY_PERMANENT_ID_LABEL,
@@ -39,6 +44,7 @@ use karmada_controllers_common::events::{EventRecorder, EventType};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
+use karmada_controllers_common::quota::{FEDERATED_QUOTA_ENFORCEMENT, placement_exceeds};
 use karmada_controllers_common::{ControllerContext, StartFn};
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
@@ -90,6 +96,9 @@ struct Inner {
     rb: SharedController<ResourceBinding>,
     crb: SharedController<ClusterResourceBinding>,
     clusters: SharedController<Cluster>,
+    /// FederatedResourceQuotas, with the `FederatedQuotaEnforcement` gate on: a ResourceBinding
+    /// placement that would exceed one is refused (`QuotaExceeded`), as Karmada's webhook does.
+    quotas: Option<SharedController<FederatedResourceQuota>>,
     /// Generation of each binding when it was last handled (`Kind/key`).
     handled: Mutex<HashMap<String, i64>>,
     /// Bindings to handle even if their generation did not change (Cluster changes, retries).
@@ -198,6 +207,15 @@ impl Scheduler {
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
         let clusters = shared_controller::<Cluster>(cp)?;
+        let quotas = if ctx
+            .settings
+            .feature_gates
+            .enabled(FEDERATED_QUOTA_ENFORCEMENT)
+        {
+            Some(shared_controller::<FederatedResourceQuota>(cp)?)
+        } else {
+            None
+        };
         let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Scheduler {
@@ -208,6 +226,7 @@ impl Scheduler {
                 rb,
                 crb,
                 clusters,
+                quotas,
                 handled: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
                 feasible: Mutex::new(HashMap::new()),
@@ -256,6 +275,11 @@ impl Scheduler {
         let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
+        if let Some(quotas) = &inner.quotas {
+            let SyncWait::Synced = quotas.wait_synced(&inner.cancel, timeout).await? else {
+                return Ok(());
+            };
+        }
         serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "scheduler").await;
         Ok(())
     }
@@ -440,6 +464,7 @@ impl Scheduler {
         b: &B,
         result: Result<ScheduleResult, ScheduleError>,
     ) -> Result<i64, SchedulerError> {
+        let result = self.within_quota(b, result);
         let spec_write = self.write_clusters(b, &result).await;
         let now = Time(Timestamp::now());
         let condition = match &spec_write.error {
@@ -481,6 +506,50 @@ impl Scheduler {
                 key: key_of(b),
                 source,
             }),
+        }
+    }
+
+    /// The result, or `QuotaExceeded` when it would place a ResourceBinding beyond a
+    /// FederatedResourceQuota of its namespace (gate `FederatedQuotaEnforcement`).
+    fn within_quota<B: BindingObject>(
+        &self,
+        b: &B,
+        result: Result<ScheduleResult, ScheduleError>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let (Some(quotas), Ok(outcome)) = (&self.inner.quotas, &result) else {
+            return result;
+        };
+        if B::kind(&()) != ResourceBinding::kind(&()) {
+            return result;
+        }
+        let (namespace, name) = namespace_and_name(b);
+        let in_namespace = |ns: Option<&str>| ns == Some(namespace.as_str());
+        let quotas: Vec<_> = quotas
+            .store()
+            .list()
+            .into_iter()
+            .filter(|q| in_namespace(q.metadata.namespace.as_deref()))
+            .collect();
+        if quotas.is_empty() {
+            return result;
+        }
+        let bindings: Vec<_> = self
+            .inner
+            .rb
+            .store()
+            .list()
+            .into_iter()
+            .filter(|r| in_namespace(r.metadata.namespace.as_deref()))
+            .collect();
+        match placement_exceeds(
+            &quotas,
+            &bindings,
+            &name,
+            b.binding_spec(),
+            &outcome.clusters,
+        ) {
+            Some(why) => Err(ScheduleError::QuotaExceeded(why)),
+            None => result,
         }
     }
 
