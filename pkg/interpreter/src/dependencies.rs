@@ -246,7 +246,8 @@ struct Volume {
     #[serde(rename = "cephfs")]
     ceph_fs: Option<SecretRefSource>,
     cinder: Option<SecretRefSource>,
-    flex_volume: Option<SecretRefSource>,
+    #[serde(rename = "flexVolume")]
+    flex: Option<SecretRefSource>,
     projected: Option<ProjectedSource>,
     rbd: Option<SecretRefSource>,
     secret: Option<SecretNameSource>,
@@ -279,53 +280,49 @@ fn name_of(r: &Option<NameRef>) -> Option<&str> {
     r.as_ref().and_then(|r| r.name.as_deref())
 }
 
-fn secret_ref(s: &Option<SecretRefSource>) -> Option<Option<&str>> {
-    s.as_ref().map(|s| name_of(&s.secret_ref))
+/// Where a volume's Secret comes from.
+enum SecretSource<'a> {
+    /// The Secrets of the projected sources.
+    Projected,
+    /// The one Secret a plugin names, if it names one.
+    Named(Option<&'a str>),
+}
+
+fn by_ref(s: &Option<SecretRefSource>) -> Option<SecretSource<'_>> {
+    s.as_ref()
+        .map(|s| SecretSource::Named(name_of(&s.secret_ref)))
+}
+
+fn by_name(s: &Option<SecretNameSource>) -> Option<SecretSource<'_>> {
+    s.as_ref()
+        .map(|s| SecretSource::Named(s.secret_name.as_deref()))
 }
 
 impl Volume {
-    /// The Secret a volume names: the first set source in Karmada's order decides, as a volume has
-    /// one source. `None` when that source names none.
-    fn secret(&self) -> Option<&str> {
-        if let Some(s) = &self.azure_file {
-            return s.secret_name.as_deref();
-        }
-        for plugin in [&self.ceph_fs, &self.cinder, &self.flex_volume] {
-            if let Some(found) = secret_ref(plugin) {
-                return found;
-            }
-        }
-        if self.projected.is_some() {
-            return None; // projected sources are visited separately
-        }
-        if let Some(found) = secret_ref(&self.rbd) {
-            return found;
-        }
-        if let Some(s) = &self.secret {
-            return s.secret_name.as_deref();
-        }
-        for plugin in [&self.scale_io, &self.iscsi, &self.storageos] {
-            if let Some(found) = secret_ref(plugin) {
-                return found;
-            }
-        }
-        self.csi
-            .as_ref()
-            .and_then(|c| name_of(&c.node_publish_secret_ref))
+    /// The source a volume's Secret comes from: the first set source in Karmada's order decides,
+    /// as a volume has one source.
+    fn secret_source(&self) -> Option<SecretSource<'_>> {
+        by_name(&self.azure_file)
+            .or_else(|| by_ref(&self.ceph_fs))
+            .or_else(|| by_ref(&self.cinder))
+            .or_else(|| by_ref(&self.flex))
+            .or_else(|| self.projected.as_ref().map(|_| SecretSource::Projected))
+            .or_else(|| by_ref(&self.rbd))
+            .or_else(|| by_name(&self.secret))
+            .or_else(|| by_ref(&self.scale_io))
+            .or_else(|| by_ref(&self.iscsi))
+            .or_else(|| by_ref(&self.storageos))
+            .or_else(|| {
+                self.csi
+                    .as_ref()
+                    .map(|c| SecretSource::Named(name_of(&c.node_publish_secret_ref)))
+            })
     }
 
     fn projections(&self) -> impl Iterator<Item = &Projection> {
         self.projected
             .iter()
             .flat_map(|p| p.sources.iter().flatten())
-    }
-
-    /// Whether an earlier source in Karmada's Secret order shadows `projected`.
-    fn projected_is_first(&self) -> bool {
-        self.azure_file.is_none()
-            && self.ceph_fs.is_none()
-            && self.cinder.is_none()
-            && self.flex_volume.is_none()
     }
 }
 
@@ -390,10 +387,12 @@ impl PodSpec {
             }));
         }
         for v in self.volumes() {
-            if v.projected.is_some() && v.projected_is_first() {
-                out.extend(v.projections().filter_map(|p| name_of(&p.secret)));
-            } else {
-                out.extend(v.secret());
+            match v.secret_source() {
+                Some(SecretSource::Projected) => {
+                    out.extend(v.projections().filter_map(|p| name_of(&p.secret)));
+                }
+                Some(SecretSource::Named(name)) => out.extend(name),
+                None => {}
             }
         }
         out
