@@ -98,10 +98,13 @@ fn placed_on(rb: &ResourceBinding) -> Vec<String> {
 }
 
 async fn binding_placed_on(rbs: &Api<ResourceBinding>, cluster: &str) -> ResourceBinding {
-    eventually(&format!("binding web-deployment placed on {cluster}"), || async {
-        let rb = rbs.get_opt("web-deployment").await.unwrap()?;
-        (placed_on(&rb) == [cluster]).then_some(rb)
-    })
+    eventually(
+        &format!("binding web-deployment placed on {cluster}"),
+        || async {
+            let rb = rbs.get_opt("web-deployment").await.unwrap()?;
+            (placed_on(&rb) == [cluster]).then_some(rb)
+        },
+    )
     .await
 }
 
@@ -130,9 +133,10 @@ async fn a_lazy_policy_change_waits_for_the_template_to_change() {
         &rb.resource_version().unwrap(),
         QUIET,
         |rb| {
-            (placed_on(rb) == ["lazy-a"])
-                .then_some(())
-                .ok_or(format!("placement followed the Lazy policy: {:?}", placed_on(rb)))
+            (placed_on(rb) == ["lazy-a"]).then_some(()).ok_or(format!(
+                "placement followed the Lazy policy: {:?}",
+                placed_on(rb)
+            ))
         },
     )
     .await;

@@ -192,6 +192,8 @@ impl DependenciesDistributor {
     /// the queue's workers until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
+        // Attached bindings and requirers are looked up per namespace.
+        inner.rb.cache().peek_store().index_by_namespace();
         register(
             &inner.rb,
             NAME,
@@ -740,6 +742,8 @@ impl DependenciesDistributor {
                 },
             );
         }
+        // Selected dependencies are looked up per namespace (idempotent).
+        ctrl.cache().peek_store().index_by_namespace();
         let timeout = self.inner.ctx.settings.cluster_cache_sync_timeout;
         match ctrl
             .wait_synced(&self.inner.cancel, timeout)
