@@ -51,6 +51,7 @@ pub fn settings() -> Settings {
         skipped_propagating_apis: String::new(),
         skipped_propagating_namespaces: vec![regex::Regex::new("^(?:kube-.*)$").unwrap()],
         concurrent_resource_template_syncs: 5,
+        concurrent_dependent_resource_syncs: 2,
         concurrent_propagation_policy_syncs: 1,
         concurrent_cluster_propagation_policy_syncs: 1,
         concurrent_work_syncs: 5,

@@ -229,6 +229,7 @@ fn controller_settings(opts: &Options) -> Settings {
         skipped_propagating_apis: opts.skipped_propagating_apis.clone(),
         skipped_propagating_namespaces: opts.skipped_propagating_namespaces.clone(),
         concurrent_resource_template_syncs: opts.concurrent_resource_template_syncs,
+        concurrent_dependent_resource_syncs: opts.concurrent_dependent_resource_syncs,
         concurrent_propagation_policy_syncs: opts.concurrent_propagation_policy_syncs,
         concurrent_cluster_propagation_policy_syncs: opts
             .concurrent_cluster_propagation_policy_syncs,
@@ -269,6 +270,14 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
             enabled_by_default: true,
             start: karmada_controllers::detector::start_fn(),
         });
+        // And, like Karmada, the dependencies distributor beside it while `PropagateDeps` is on.
+        if opts.feature_gates.enabled(crate::features::PROPAGATE_DEPS) {
+            enabled.push(controllers::ControllerSpec {
+                name: karmada_controllers::dependencies_distributor::NAME,
+                enabled_by_default: true,
+                start: karmada_controllers::dependencies_distributor::start_fn(),
+            });
+        }
         let names: Vec<&str> = enabled.iter().map(|s| s.name).collect();
         tracing::info!(controllers = ?names, "starting controllers");
         let mut running = JoinSet::new();

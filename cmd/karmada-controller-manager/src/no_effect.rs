@@ -42,8 +42,6 @@ pub const FLAGS: &[&str] = &[
     "cluster-api-kubeconfig",
     // Cache resyncs.
     "resync-period",
-    // Dependencies distributor (PropagateDeps).
-    "concurrent-dependent-resource-syncs",
     // Failover, taint manager and graceful eviction.
     "enable-taint-manager",
     "graceful-eviction-timeout",
@@ -64,7 +62,6 @@ pub const FLAGS: &[&str] = &[
 pub const GATES: &[&str] = &[
     crate::features::FAILOVER,
     crate::features::GRACEFUL_EVICTION,
-    crate::features::PROPAGATE_DEPS,
     crate::features::MULTI_CLUSTER_SERVICE,
     "StatefulFailoverInjection",
     "LoggingAlphaOptions",
@@ -179,7 +176,7 @@ mod tests {
             "--log_dir=/tmp",
             "--horizontal-pod-autoscaler-tolerance=0.2",
             "--kube-api-qps=100",
-            "--feature-gates=Failover=true,PropagateDeps=false,PropagationPolicyPreemption=true",
+            "--feature-gates=Failover=true,MultiClusterService=true,PropagationPolicyPreemption=true",
         ]);
         assert_eq!(
             c,
@@ -189,7 +186,7 @@ mod tests {
                 "--enable-taint-manager=false",
                 "--horizontal-pod-autoscaler-tolerance=0.2",
                 "Failover=true",
-                "PropagateDeps=false",
+                "MultiClusterService=true",
             ]
         );
         // AllAlpha turns on no-effect alpha gates too.

@@ -390,7 +390,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub concurrent_resource_template_syncs: String,
-    /// Dependent resources synced concurrently (no effect yet: dependencies are not propagated).
+    /// Dependent resources synced concurrently (workers of the dependencies distributor).
     #[arg(
         long = "concurrent-dependent-resource-syncs",
         value_name = "int",

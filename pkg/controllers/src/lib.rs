@@ -13,6 +13,7 @@
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement` |
+//! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
 
 pub mod registry;
 
@@ -26,6 +27,7 @@ pub use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, MemberClusters, Settings, StartFn, SyncReporter,
     context, members,
 };
+pub use karmada_controllers_dependencies::distributor as dependencies_distributor;
 pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler,
 };

@@ -1,6 +1,6 @@
 //! Per-kind resource knowledge (Karmada's "resource interpreter"): replicas and replica requirements,
 //! revising replicas, pruning server-set fields, retaining member-owned fields, status reflection,
-//! health and status aggregation.
+//! health, status aggregation and dependencies.
 //!
 //! Everything works on unstructured objects (`serde_json::Value`), so any kind flows through; what
 //! is known about a kind lives in one table of [`KindRules`] keyed by [`GroupKind`], pre-filled with
@@ -14,7 +14,8 @@
 //!   [`record_managed_labels`], [`record_managed_annotations`];
 //! - execution controller: [`Interpreter::retain`], [`Interpreter::matches_member`];
 //! - work-status controller: [`Interpreter::reflect_status`], [`Interpreter::interpret_health`];
-//! - binding-status controller: [`Interpreter::aggregate_status`].
+//! - binding-status controller: [`Interpreter::aggregate_status`];
+//! - dependencies distributor: [`Interpreter::get_dependencies`].
 //!
 //! ```
 //! use karmada_interpreter::{GroupKind, Interpreter, KindRules, Operation};
@@ -53,6 +54,7 @@
 //!   errors instead of panicking.
 
 mod aggregate;
+mod dependencies;
 pub mod division;
 mod error;
 mod health;
@@ -66,6 +68,7 @@ mod resources;
 mod retain;
 mod rules;
 
+pub use dependencies::{DependentObjectReference, native_dependencies};
 pub use division::{
     apply_job_completions, job_completions_per_cluster, should_divide_job_completions,
 };

@@ -45,6 +45,8 @@ pub struct Settings {
     pub skipped_propagating_namespaces: Vec<regex::Regex>,
     /// `--concurrent-resource-template-syncs` (5): detector workers.
     pub concurrent_resource_template_syncs: usize,
+    /// `--concurrent-dependent-resource-syncs` (2): dependencies distributor workers.
+    pub concurrent_dependent_resource_syncs: usize,
     /// `--concurrent-propagation-policy-syncs` (1).
     pub concurrent_propagation_policy_syncs: usize,
     /// `--concurrent-cluster-propagation-policy-syncs` (1).

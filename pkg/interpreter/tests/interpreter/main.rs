@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod aggregate;
+mod dependencies;
 mod health;
 mod prune;
 mod reflect;

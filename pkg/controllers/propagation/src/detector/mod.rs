@@ -19,6 +19,7 @@ pub mod binding;
 pub mod claim;
 pub mod error;
 pub mod fingerprint;
+mod lazy;
 pub mod metrics;
 mod policy;
 pub mod skip;
@@ -129,6 +130,8 @@ pub(crate) struct Inner {
     pub fingerprints: Mutex<HashMap<TemplateRef, u64>>,
     /// Templates to reconcile even if their fingerprint did not change (policy changes).
     pub forced: Mutex<HashSet<TemplateRef>>,
+    /// Which templates have a user change pending, for Lazy policies ([`lazy`]).
+    pub lazy: lazy::LazyActivation,
     /// Generation of each policy at its last successful reconcile (`pp/ns/name`, `cpp/name`).
     pub policy_generations: Mutex<HashMap<String, i64>>,
     /// Cancelled when the detector stops; handlers are removed with it.
@@ -196,6 +199,7 @@ impl Detector {
                 waiting: Mutex::new(HashSet::new()),
                 fingerprints: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
+                lazy: lazy::LazyActivation::default(),
                 policy_generations: Mutex::new(HashMap::new()),
                 cancel,
             }),

@@ -107,6 +107,7 @@ impl Detector {
             inner.waiting.lock().remove(&t);
             inner.fingerprints.lock().remove(&t);
             inner.forced.lock().remove(&t);
+            inner.lazy.forget(&t);
             return handler_result(self.delete_binding_of(w, &t).await);
         };
         let mut obj = (*obj).clone();
@@ -121,8 +122,10 @@ impl Detector {
             return HandlerResult::Success;
         }
         tracing::debug!(kind = %t.kind, namespace = %t.namespace, name = %t.name, "reconciling template");
+        inner.lazy.observe(&t, &obj);
         match self.propagate(w, &t, obj).await {
             Ok(()) => {
+                inner.lazy.settled(&t);
                 inner.fingerprints.lock().insert(t, fingerprint);
                 HandlerResult::Success
             }
@@ -369,6 +372,16 @@ impl Detector {
                     .map_err(|e| DetectorError::api("claim", w.ar.kind.clone(), key.clone(), e))?;
                 obj.types = types;
             }
+        }
+        let t = TemplateRef {
+            group: w.ar.group.clone(),
+            kind: w.ar.kind.clone(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        };
+        if super::lazy::is_lazy(spec) && !inner.lazy.user_change_pending(&t) {
+            tracing::info!(template = %t, policy = %policy, "lazy activation: the binding waits for the template's next change");
+            return Ok(false);
         }
         let value = serde_json::to_value(&obj).map_err(|source| DetectorError::Convert {
             what: format!("{} {key}", w.ar.kind),
