@@ -20,6 +20,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         Work::crd(),
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),
+        crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
     ]
     .into_iter()
     .map(tidy)
