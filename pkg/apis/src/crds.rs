@@ -21,6 +21,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         Work::crd(),
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),
+        crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -171,6 +171,14 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &["SCHEDULED", "FULLYAPPLIED", "AGE"],
         ),
+        (
+            "resourceinterpretercustomizations.config.karmada.io",
+            "ResourceInterpreterCustomization",
+            "Cluster",
+            Some("ric"),
+            false,
+            &["TARGET-API-VERSION", "TARGET-KIND", "AGE"],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {

@@ -23,46 +23,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Interpreter;
 use crate::error::{AtObject, ObjectRef, Result};
 use crate::object;
 
-/// An object a workload depends on (Karmada's `config.karmada.io/v1alpha1`
-/// `DependentObjectReference`, with its JSON form): one object by name, or every object of the
-/// kind in the namespace matching `label_selector` when `name` is empty.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DependentObjectReference {
-    /// API version of the referent, e.g. `v1`.
-    pub api_version: String,
-    /// Kind of the referent.
-    pub kind: String,
-    /// Namespace of the referent; empty for cluster-scoped kinds.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    /// Name of the referent; when empty, `label_selector` selects the referents.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// Selects the referents when `name` is empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-}
-
-impl DependentObjectReference {
-    /// A namespaced object by name.
-    pub fn named(api_version: &str, kind: &str, namespace: &str, name: &str) -> Self {
-        Self {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            label_selector: None,
-        }
-    }
-}
+/// An object a workload depends on: Karmada's `config.karmada.io/v1alpha1`
+/// `DependentObjectReference`, which customizations return too.
+pub use karmada_apis::config::v1alpha1::DependentObjectReference;
 
 impl Interpreter {
     /// The objects `object` depends on (Karmada's `GetDependencies`), for the dependencies
@@ -73,6 +43,10 @@ impl Interpreter {
         &self,
         object: &Value,
     ) -> Result<Option<Vec<DependentObjectReference>>> {
+        // A customization's rule comes first (customization > native, as in Karmada).
+        if let Some(r) = self.layered_dependencies(object) {
+            return r.map(Some);
+        }
         native_dependencies(object)
     }
 }

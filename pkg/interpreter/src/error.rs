@@ -125,6 +125,10 @@ pub enum Cause {
         /// Its value.
         value: String,
     },
+    /// A rule of an interpreter layer (a ResourceInterpreterCustomization's Lua script, ...)
+    /// failed; the source names the rule and why.
+    #[error("{0}")]
+    Layer(Box<dyn std::error::Error + Send + Sync>),
     /// The status a member cluster reported is malformed.
     #[error("status reported by cluster {cluster:?}: {cause}")]
     MemberStatus {

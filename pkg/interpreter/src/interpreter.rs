@@ -27,6 +27,8 @@ pub struct Interpreter {
     rules: HashMap<GroupKind, KindRules>,
     options: InterpreterOptions,
     clock: Clock,
+    /// Rule sources in front of `rules` ([`crate::layers`]), first match wins.
+    pub(crate) layers: Vec<crate::layers::Layer>,
 }
 
 impl Default for Interpreter {
@@ -40,6 +42,7 @@ impl std::fmt::Debug for Interpreter {
         f.debug_struct("Interpreter")
             .field("rules", &self.rules)
             .field("options", &self.options)
+            .field("layers", &self.layers)
             .finish_non_exhaustive()
     }
 }
@@ -51,6 +54,7 @@ impl Interpreter {
             rules: native::rules(),
             options,
             clock: Arc::new(|| Time(k8s_openapi::jiff::Timestamp::now())),
+            layers: Vec::new(),
         }
     }
 
@@ -120,6 +124,9 @@ impl Interpreter {
     /// binding's `spec.replicas` / `spec.replicaRequirements`. `Ok(None)` when the kind has no
     /// replicas rule (the binding then has no replicas).
     pub fn get_replicas(&self, object: &Value) -> Result<Option<Replicas>> {
+        if let Some(layered) = self.layered(|l| l.get_replicas(object)) {
+            return layered.map(Some);
+        }
         let (id, rules) = self.lookup(object)?;
         let Some(rule) = rules.and_then(|r| r.replicas.as_ref()) else {
             return Ok(None);
@@ -137,6 +144,10 @@ impl Interpreter {
     /// Sets a manifest's replicas to a cluster's share (Karmada's `ReviseReplica`). Returns whether
     /// the kind has a rule; without one the manifest is unchanged.
     pub fn revise_replica(&self, object: &mut Value, replicas: i64) -> Result<bool> {
+        if let Some(layered) = self.layered(|l| l.revise_replica(object, replicas)) {
+            *object = layered?;
+            return Ok(true);
+        }
         let (id, rules) = self.lookup(object)?;
         let Some(rule) = rules.and_then(|r| r.revise_replica.clone()) else {
             return Ok(false);
@@ -167,6 +178,10 @@ impl Interpreter {
             return Err(Cause::NotAnObject.at(&ObjectRef::of(observed)));
         }
         retain::retain_cluster_fields(desired, observed)?;
+        if let Some(layered) = self.layered(|l| l.retain(desired, observed)) {
+            *desired = layered?;
+            return Ok(());
+        }
         if let Some(rule) = rules.and_then(|r| r.retain.clone()) {
             rule(desired, observed, &self.context(&id))?;
         }
@@ -189,6 +204,9 @@ impl Interpreter {
     /// `ReflectStatus`): the kind's selection of status fields, else the whole `.status`.
     /// `Ok(None)` when there is nothing to report yet.
     pub fn reflect_status(&self, object: &Value) -> Result<Option<Value>> {
+        if let Some(layered) = self.layered(|l| l.reflect_status(object)) {
+            return layered.map(Some);
+        }
         let (id, rules) = self.lookup(object)?;
         match rules.and_then(|r| r.reflect_status.as_ref()) {
             Some(rule) => rule(object, &self.context(&id)),
@@ -209,6 +227,9 @@ impl Interpreter {
     /// Like [`Interpreter::interpret_health`] but reports the rule's error (for an event) and
     /// `Ok(None)` when the kind has no health rule.
     pub fn try_interpret_health(&self, object: &Value) -> Result<Option<bool>> {
+        if let Some(layered) = self.layered(|l| l.interpret_health(object)) {
+            return layered.map(Some);
+        }
         let (id, rules) = self.lookup(object)?;
         match rules.and_then(|r| r.health.as_ref()) {
             Some(rule) => rule(object, &self.context(&id)).map(Some),
@@ -224,6 +245,12 @@ impl Interpreter {
         template: &Value,
         items: &[AggregatedStatusItem],
     ) -> Result<Option<Value>> {
+        if let Some(layered) = self.layered(|l| l.aggregate_status(template, items)) {
+            let aggregated = layered?;
+            let status = aggregated.get("status").cloned().unwrap_or(Value::Null);
+            let unchanged = template.get("status").unwrap_or(&Value::Null) == &status;
+            return Ok((!unchanged).then_some(status));
+        }
         let (id, rules) = self.lookup(template)?;
         match rules.and_then(|r| r.aggregate_status.as_ref()) {
             Some(rule) => rule(template, items, &self.context(&id)),

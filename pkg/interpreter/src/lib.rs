@@ -16,6 +16,9 @@
 //! - work-status controller: [`Interpreter::reflect_status`], [`Interpreter::interpret_health`];
 //! - binding-status controller: [`Interpreter::aggregate_status`];
 //! - dependencies distributor: [`Interpreter::get_dependencies`].
+//! - every one of them through [`Interpreter::hook_enabled_for`] and the [`layers`] in front of
+//!   the native rules: ResourceInterpreterCustomizations (Lua, `karmada-luavm`, wired in by
+//!   `karmada-controllers-common`'s `interpreter`) come first, as in Karmada.
 //!
 //! ```
 //! use karmada_interpreter::{GroupKind, Interpreter, KindRules, Operation};
@@ -59,6 +62,7 @@ pub mod division;
 mod error;
 mod health;
 mod interpreter;
+pub mod layers;
 pub mod native;
 mod object;
 mod prune;
@@ -74,8 +78,10 @@ pub use division::{
 };
 pub use error::{Cause, InterpretError, ObjectRef, Result};
 pub use interpreter::Interpreter;
+pub use layers::{InterpreterLayer, Layer};
 pub use object::go_semantic_eq;
 pub use prune::prune_common;
+pub use replicas::pod_template_requirements;
 pub use retain::{record_managed_annotations, record_managed_labels, retain_cluster_fields};
 pub use rules::{
     AggregateStatusFn, Clock, GroupKind, HealthFn, InterpreterOptions, KindRules, Operation,

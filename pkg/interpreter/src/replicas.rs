@@ -123,3 +123,33 @@ pub(crate) fn revise_replicas_field(
 pub(crate) fn revise_job(object: &mut Value, replicas: i64, ctx: &RuleContext<'_>) -> Result<()> {
     apply_if_present(object, "parallelism", replicas, ctx)
 }
+
+/// Requirements of each replica of a pod template (Karmada's `GenerateReplicaRequirements`), for
+/// the Lua library's `kube.accuratePodRequirements`: `None` when the pods request nothing and have
+/// no node constraints; with `ResourceQuotaEstimate` also the template's namespace and
+/// priorityClassName.
+pub fn pod_template_requirements(
+    template: &Value,
+    options: &crate::InterpreterOptions,
+) -> Result<Option<ReplicaRequirements>> {
+    let wrapper = serde_json::json!({"kind": "PodTemplateSpec", "spec": {"template": template}});
+    let id = crate::ObjectRef::of(&wrapper);
+    let clock: crate::Clock = std::sync::Arc::new(|| {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+    });
+    let ctx = RuleContext {
+        object: &id,
+        options,
+        clock: &clock,
+    };
+    let mut found = requirements(&wrapper, &TEMPLATE_SPEC, &ctx)?;
+    if options.resource_quota_estimate
+        && let Some(found) = found.as_mut()
+    {
+        found.namespace = object::opt_str(template, &["metadata", "namespace"])
+            .at(&id)?
+            .unwrap_or_default()
+            .to_owned();
+    }
+    Ok(found)
+}

@@ -4,7 +4,8 @@
 //! guarded merge patches for objects we do not own, the Work writer and the propagation metrics
 //! (binding and namespace write Works, execution counts member writes), reading Works' manifests;
 //! also the errors every controller can meet
-//! and its start-up steps (shared controllers, handlers, serving).
+//! and its start-up steps (shared controllers, handlers, serving); the resource [`interpreter`] with
+//! the ResourceInterpreterCustomizations in front of the native rules.
 
 pub mod binding;
 pub mod conditions;
@@ -12,6 +13,7 @@ pub mod context;
 pub mod error;
 pub mod events;
 pub mod handlers;
+pub mod interpreter;
 pub mod manifest;
 pub mod members;
 pub mod metrics;

@@ -173,11 +173,16 @@ impl DependenciesDistributor {
             cp.metrics().queue(NAME),
         );
         let cancel = ctx.cancel.child_token();
+        // Customizations' `dependencyInterpretation` comes before the native rules.
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            cp,
+            karmada_interpreter::InterpreterOptions::default(),
+        );
         Ok(DependenciesDistributor {
             inner: Arc::new(Inner {
                 ctx,
                 client,
-                interpreter: Interpreter::default(),
+                interpreter,
                 recorder,
                 rb,
                 queue,

@@ -53,7 +53,7 @@ use karmada_apis::work::v1alpha2::{
 use karmada_apis::{
     Cluster, ClusterOverridePolicy, ClusterResourceBinding, OverridePolicy, ResourceBinding, Work,
 };
-use karmada_interpreter::{GroupKind, Interpreter, Operation};
+use karmada_interpreter::{Interpreter, Operation};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
@@ -465,6 +465,10 @@ fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
 impl BindingController {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingError> {
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            &ctx.control_plane,
+            karmada_interpreter::InterpreterOptions::default(),
+        );
         let cp = &ctx.control_plane;
         let client = cp
             .clients()
@@ -483,7 +487,7 @@ impl BindingController {
                 ctx,
                 client,
                 recorder,
-                interpreter: Interpreter::default(),
+                interpreter,
                 rb,
                 crb,
                 works,
@@ -965,11 +969,12 @@ impl BindingController {
         let r = &spec.resource;
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let (group, _) = apimachinery::split_api_version(&r.api_version);
-        let gk = GroupKind::new(group, r.kind.as_str());
         let revise = spec.is_workload()
-            && inner
-                .interpreter
-                .hook_enabled(&gk, Operation::ReviseReplica);
+            && inner.interpreter.hook_enabled_for(
+                &r.api_version,
+                &r.kind,
+                Operation::ReviseReplica,
+            );
         let completions = if group == "batch"
             && r.kind == "Job"
             && karmada_interpreter::should_divide_job_completions(

@@ -35,7 +35,7 @@ use karmada_apis::{
     ClusterResourceBinding, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus, Work,
     names,
 };
-use karmada_interpreter::{GroupKind, Interpreter, Operation};
+use karmada_interpreter::{Interpreter, Operation};
 use kube::ResourceExt;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -345,6 +345,10 @@ impl BindingStatusController {
     /// Builds the controller on the context's control plane (nothing is watched until
     /// [`BindingStatusController::run`]).
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingStatusError> {
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            &ctx.control_plane,
+            karmada_interpreter::InterpreterOptions::default(),
+        );
         let cp = &ctx.control_plane;
         let client = cp
             .clients()
@@ -359,7 +363,7 @@ impl BindingStatusController {
             inner: Arc::new(Inner {
                 ctx,
                 client,
-                interpreter: Interpreter::default(),
+                interpreter,
                 recorder,
                 rb,
                 crb,
@@ -667,12 +671,11 @@ impl BindingStatusController {
         r: &TemplateReference,
     ) -> Result<Option<(Api<DynamicObject>, ApiResource)>, BindingStatusError> {
         let (group, version) = split_api_version(&r.api_version);
-        let gk = GroupKind::new(group, &r.kind);
-        if !self
-            .inner
-            .interpreter
-            .hook_enabled(&gk, Operation::AggregateStatus)
-        {
+        if !self.inner.interpreter.hook_enabled_for(
+            &r.api_version,
+            &r.kind,
+            Operation::AggregateStatus,
+        ) {
             return Ok(None);
         }
         let gvk = GroupVersionKind::gvk(group, version, &r.kind);

@@ -158,9 +158,12 @@ impl Detector {
             SkippedResources::with_defaults()
         });
         let gates = &ctx.settings.feature_gates;
-        let interpreter = Interpreter::new(InterpreterOptions {
-            resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
-        });
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            cp,
+            InterpreterOptions {
+                resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
+            },
+        );
         let pp = shared_controller::<PropagationPolicy>(cp)?;
         let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
         let rb = cp

@@ -351,6 +351,10 @@ fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
 impl ExecutionController {
     /// Builds the controller on the context's control plane.
     pub fn new(ctx: ControllerContext) -> Result<Self, ExecutionError> {
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            &ctx.control_plane,
+            karmada_interpreter::InterpreterOptions::default(),
+        );
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let works = cp.controllers().for_kind::<Work>()?;
@@ -383,7 +387,7 @@ impl ExecutionController {
                 ctx,
                 client,
                 recorder,
-                interpreter: Interpreter::default(),
+                interpreter,
                 works,
                 clusters,
                 ready: Mutex::new(HashMap::new()),

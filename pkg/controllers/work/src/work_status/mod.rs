@@ -168,6 +168,10 @@ impl WorkStatusController {
     /// Builds the controller on the context's control plane (nothing is watched until
     /// [`WorkStatusController::run`]).
     pub fn new(ctx: ControllerContext) -> Result<Self, WorkStatusError> {
+        let interpreter = karmada_controllers_common::interpreter::interpreter(
+            &ctx.control_plane,
+            karmada_interpreter::InterpreterOptions::default(),
+        );
         let cp = &ctx.control_plane;
         let client = cp
             .clients()
@@ -179,7 +183,7 @@ impl WorkStatusController {
             inner: Arc::new(Inner {
                 ctx,
                 client,
-                interpreter: Interpreter::default(),
+                interpreter,
                 works,
                 registering: Mutex::new(()),
                 cancel,
