@@ -56,6 +56,7 @@ pub fn settings() -> Settings {
         concurrent_work_syncs: 5,
         rate_limiter: RateLimiterOptions::default(),
         feature_gates: FeatureGates::new(&[]),
+        failover: Default::default(),
     }
 }
 

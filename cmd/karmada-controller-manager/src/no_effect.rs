@@ -44,12 +44,6 @@ pub const FLAGS: &[&str] = &[
     "resync-period",
     // Dependencies distributor (PropagateDeps).
     "concurrent-dependent-resource-syncs",
-    // Failover, taint manager and graceful eviction.
-    "enable-taint-manager",
-    "graceful-eviction-timeout",
-    "enable-no-execute-taint-eviction",
-    "no-execute-taint-eviction-purge-mode",
-    "resource-eviction-rate",
     // FederatedHPA.
     "horizontal-pod-autoscaler-sync-period",
     "horizontal-pod-autoscaler-upscale-delay",
@@ -64,7 +58,6 @@ pub const FLAGS: &[&str] = &[
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
 pub const GATES: &[&str] = &[
-    crate::features::FAILOVER,
     crate::features::GRACEFUL_EVICTION,
     crate::features::PROPAGATE_DEPS,
     crate::features::MULTI_CLUSTER_SERVICE,

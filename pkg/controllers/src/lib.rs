@@ -12,6 +12,7 @@
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
+//! | `karmada-controllers-failover` | `gracefulEviction`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
 
@@ -21,6 +22,7 @@ pub use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, MemberClusters, Settings, StartFn, SyncReporter,
     context, members,
 };
+pub use karmada_controllers_failover::{cluster_taint_policy, graceful_eviction, taint_manager};
 pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler,
 };

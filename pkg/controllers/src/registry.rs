@@ -7,7 +7,10 @@ use crate::StartFn;
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {
     vec![
-        ("cluster", crate::cluster::start_fn()),
+        (
+            "cluster",
+            crate::taint_manager::alongside(crate::cluster::start_fn()),
+        ),
         ("clusterStatus", crate::cluster_status::start_fn()),
         ("scheduler", crate::scheduler::start_fn()),
         ("binding", crate::binding::start_fn()),
@@ -15,5 +18,10 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("namespace", crate::namespace::start_fn()),
         ("workStatus", crate::work_status::start_fn()),
         ("bindingStatus", crate::binding_status::start_fn()),
+        ("gracefulEviction", crate::graceful_eviction::start_fn()),
+        (
+            "clustertaintpolicy",
+            crate::cluster_taint_policy::start_fn(),
+        ),
     ]
 }

@@ -1,8 +1,10 @@
-//! `policy.karmada.io/v1alpha1`: propagation and override policies.
+//! `policy.karmada.io/v1alpha1`: propagation, override and cluster taint policies.
 
+mod cluster_taint_policy;
 mod override_policy;
 mod propagation;
 
+pub use cluster_taint_policy::*;
 pub use override_policy::*;
 pub use propagation::*;
 
