@@ -8,7 +8,8 @@
 //! over two members:
 //! - `graceful` (member1, member3; purge mode from `--no-execute-taint-eviction-purge-mode`,
 //!   Gracefully): all replicas move to member1; member3's Work stays until member1 reports the
-//!   workload healthy, then its eviction task is dropped and the Work deleted;
+//!   workload healthy (as in Karmada, the health last reported, which may still be that of the old
+//!   replica count), then its eviction task is dropped and the Work deleted, never before;
 //! - `direct` (member2, member3; the policy's `failover.cluster.purgeMode: Directly`): the replicas
 //!   move to member2 and member3's Work is deleted at once, while the task stays (member2 never
 //!   becomes healthy);
@@ -25,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Taint};
-use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::{Cluster, ClusterTaintPolicy, PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::Kcm;
 use kube::api::{Api, ListParams, PostParams};
@@ -350,17 +350,25 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         },
     )
     .await;
-    let rb = rbs.get(&binding_name("graceful")).await.unwrap();
-    let healthy = rb
-        .status
-        .iter()
-        .flat_map(|s| &s.aggregated_status)
-        .any(|s| s.cluster_name == "member1" && s.health == Some(ResourceHealth::Healthy));
-    assert!(
-        healthy,
-        "task dropped before member1 was healthy: {:?}",
-        rb.status
-    );
+    // Whole again: member1 runs both replicas, ready (kwok makes its pods ready).
+    let member1: Api<Deployment> = Api::namespaced(env.members()[0].client().await, NS);
+    eventually("graceful: 2 ready replicas in member1", &kcm, async || {
+        let d = member1.get_opt("graceful").await.unwrap();
+        let (spec, ready) = d
+            .map(|d| {
+                (
+                    d.spec.and_then(|s| s.replicas),
+                    d.status.and_then(|s| s.ready_replicas),
+                )
+            })
+            .unwrap_or_default();
+        if (spec, ready) == (Some(2), Some(2)) {
+            Ok(())
+        } else {
+            Err(format!("replicas {spec:?}, ready {ready:?}"))
+        }
+    })
+    .await;
     println!(
         "graceful whole on member1 {:?} after the kill",
         killed.elapsed()
