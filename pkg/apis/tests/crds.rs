@@ -140,6 +140,14 @@ fn names_scopes_and_columns_match_karmada() {
             &[],
         ),
         (
+            "clustertaintpolicies.policy.karmada.io",
+            "ClusterTaintPolicy",
+            "Cluster",
+            None,
+            false,
+            &[],
+        ),
+        (
             "works.work.karmada.io",
             "Work",
             "Namespaced",
