@@ -355,12 +355,7 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     eventually("graceful: 2 ready replicas in member1", &kcm, async || {
         let d = member1.get_opt("graceful").await.unwrap();
         let (spec, ready) = d
-            .map(|d| {
-                (
-                    d.spec.and_then(|s| s.replicas),
-                    d.status.and_then(|s| s.ready_replicas),
-                )
-            })
+            .map(|d| (d.spec.replicas, d.status.and_then(|s| s.ready_replicas)))
             .unwrap_or_default();
         if (spec, ready) == (Some(2), Some(2)) {
             Ok(())
