@@ -301,15 +301,7 @@ impl Controller {
         updated: &Cluster,
     ) -> Result<Cluster, kube::Error> {
         let api: Api<Cluster> = Api::all(self.client.clone());
-        let name = read.metadata.name.clone().unwrap_or_default();
-        match karmada_controllers_common::patch::guarded_merge_patch(read, updated) {
-            Ok(Some(patch)) => {
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-            }
-            Ok(None) => Ok(read.clone()),
-            Err(e) => Err(kube::Error::SerdeError(e)),
-        }
+        karmada_controllers_common::patch::patch_changes(&api, read, updated).await
     }
 
     /// Creates the execution namespace if missing; true if it was created now.

@@ -13,13 +13,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use karmada_apis::Cluster;
 use karmada_apis::policy::v1alpha1::{ClusterTaintPolicy, MatchCondition, PolicyTaint};
 use karmada_apis::well_known::event_reasons;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::conditions::now;
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -75,8 +76,7 @@ pub fn conditions_match(conditions: &[Condition], matches: &[MatchCondition]) ->
         && matches.iter().all(|m| {
             conditions
                 .iter()
-                .filter(|c| c.type_ == m.condition_type)
-                .next_back()
+                .rfind(|c| c.type_ == m.condition_type)
                 .is_some_and(|c| m.status_matches(&c.status))
         })
 }
@@ -228,7 +228,8 @@ impl ClusterTaintPolicyController {
         let mut updated = (*cluster).clone();
         updated.spec.taints = taints;
         let target = reference_of(&*cluster);
-        match self.patch(&cluster, &updated).await {
+        let api: Api<Cluster> = Api::all(self.inner.client.clone());
+        match patch_changes(&api, &cluster, &updated).await {
             Ok(written) => {
                 let msg = format!(
                     "Update Cluster({name}) with taints({}) succeed",
@@ -264,20 +265,6 @@ impl ClusterTaintPolicyController {
             }
         }
     }
-
-    /// Writes the taints as a merge patch guarded by `read`'s resourceVersion.
-    async fn patch(&self, read: &Cluster, updated: &Cluster) -> Result<Cluster, kube::Error> {
-        let api: Api<Cluster> = Api::all(self.inner.client.clone());
-        let name = read.metadata.name.clone().unwrap_or_default();
-        match karmada_controllers_common::patch::guarded_merge_patch(read, updated) {
-            Ok(Some(patch)) => {
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-            }
-            Ok(None) => Ok(read.clone()),
-            Err(e) => Err(kube::Error::SerdeError(e)),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -290,7 +277,7 @@ mod tests {
         MatchCondition {
             condition_type: "Ready".into(),
             operator: op,
-            status_values: values.iter().map(|v| v.to_string()).collect(),
+            status_values: values.iter().map(ToString::to_string).collect(),
         }
     }
 

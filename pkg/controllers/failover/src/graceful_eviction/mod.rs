@@ -18,7 +18,6 @@ use k8s_openapi::jiff::Timestamp;
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::work::v1alpha2::{AggregatedStatusItem, GracefulEvictionTask, TargetCluster};
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
-use kube::api::{Patch, PatchParams};
 use lariat::cache::CacheObject;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +26,7 @@ use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction
 use karmada_controllers_common::conditions::now;
 use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -280,16 +280,9 @@ impl GracefulEvictionController {
         let mut updated = (*binding).clone();
         updated.parts_mut().1.graceful_eviction_tasks = kept.clone();
         let written = async {
-            let patch = karmada_controllers_common::patch::guarded_merge_patch(&*binding, &updated)
-                .map_err(kube::Error::SerdeError)?;
-            let Some(patch) = patch else {
-                return Ok((*binding).clone());
-            };
             let ns = binding.meta().namespace.clone().unwrap_or_default();
-            let name = binding.meta().name.clone().unwrap_or_default();
-            B::api(inner.client.clone(), &ns)
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
+            let api = B::api(inner.client.clone(), &ns);
+            patch_changes(&api, &*binding, &updated).await
         };
         let written = match written.await {
             Ok(w) => w,

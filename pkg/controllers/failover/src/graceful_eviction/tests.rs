@@ -18,6 +18,7 @@ fn target(name: &str) -> TargetCluster {
     TargetCluster {
         name: name.into(),
         replicas: 1,
+        ..Default::default()
     }
 }
 

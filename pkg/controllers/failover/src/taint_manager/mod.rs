@@ -27,7 +27,6 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::work::v1alpha2::GracefulEvictionTask;
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding};
-use kube::api::{Patch, PatchParams};
 use lariat::queue::RateLimiter;
 use lariat::{Cache, HandlerResult, ObjectKey, SharedController, SyncWait, WorkQueue};
 use tokio::task::JoinSet;
@@ -36,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
 use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::register;
+use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 pub use rate::DynamicRateLimiter;
@@ -481,18 +481,12 @@ impl TaintManager {
             },
         );
         let write = async {
-            let patch = karmada_controllers_common::patch::guarded_merge_patch(&*binding, &updated)
-                .map_err(kube::Error::SerdeError)?;
-            let Some(patch) = patch else { return Ok(()) };
             let ns = binding.meta().namespace.clone().unwrap_or_default();
-            let name = binding.meta().name.clone().unwrap_or_default();
-            B::api(inner.client.clone(), &ns)
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map(|_| ())
+            let api = B::api(inner.client.clone(), &ns);
+            patch_changes(&api, &*binding, &updated).await
         };
         match write.await {
-            Ok(()) => {
+            Ok(_) => {
                 tracing::info!(cluster = %key.cluster, kind, binding = %key.binding, "evicted cluster from binding");
                 Ok(None)
             }
