@@ -241,7 +241,9 @@ fn controller_settings(opts: &Options) -> Settings {
         feature_gates: opts.feature_gates.clone(),
         failover: karmada_controllers::common::context::FailoverSettings {
             enable_taint_manager: opts.enable_taint_manager,
-            enable_no_execute_taint_eviction: opts.cluster_failover.enable_no_execute_taint_eviction,
+            enable_no_execute_taint_eviction: opts
+                .cluster_failover
+                .enable_no_execute_taint_eviction,
             no_execute_taint_eviction_purge_mode: opts
                 .cluster_failover
                 .no_execute_taint_eviction_purge_mode

@@ -182,9 +182,7 @@ mod tests {
             vec![
                 "--log-dir=/tmp",
                 "--resync-period=1m",
-                "--enable-taint-manager=false",
                 "--horizontal-pod-autoscaler-tolerance=0.2",
-                "Failover=true",
                 "PropagateDeps=false",
             ]
         );

@@ -1525,7 +1525,10 @@ mod tests {
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
         // AllAlpha turned on alpha gates that have no effect yet, too.
-        assert_eq!(o.no_effect[..2], ["--log-dir=/tmp", "Failover=true"]);
+        assert_eq!(
+            o.no_effect[..2],
+            ["--log-dir=/tmp", "MultiClusterService=true"]
+        );
         assert!(
             o.no_effect
                 .contains(&"MultiClusterService=true".to_string())
