@@ -58,6 +58,7 @@ pub fn settings() -> Settings {
         rate_limiter: RateLimiterOptions::default(),
         feature_gates: FeatureGates::new(&[]),
         federated_resource_quota_sync_period: Duration::from_secs(300),
+        failover: Default::default(),
     }
 }
 

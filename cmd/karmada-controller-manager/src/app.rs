@@ -241,6 +241,18 @@ fn controller_settings(opts: &Options) -> Settings {
         rate_limiter: control_plane_options(opts).controllers.rate_limiter,
         feature_gates: opts.feature_gates.clone(),
         federated_resource_quota_sync_period: opts.federated_resource_quota_sync_period,
+        failover: karmada_controllers::common::context::FailoverSettings {
+            enable_taint_manager: opts.enable_taint_manager,
+            enable_no_execute_taint_eviction: opts
+                .cluster_failover
+                .enable_no_execute_taint_eviction,
+            no_execute_taint_eviction_purge_mode: opts
+                .cluster_failover
+                .no_execute_taint_eviction_purge_mode
+                .clone(),
+            resource_eviction_rate: opts.cluster_failover.resource_eviction_rate,
+            graceful_eviction_timeout: opts.graceful_eviction_timeout,
+        },
     }
 }
 

@@ -226,9 +226,9 @@ mod tests {
             p[0].contains("available: binding, bindingStatus, cluster"),
             "{p:?}"
         );
-        let p = validate_selection(&sel(&["remedy", "gracefulEviction", "-remedy"]));
+        let p = validate_selection(&sel(&["remedy", "applicationFailover", "-remedy"]));
         assert!(
-            p[0].starts_with("\"remedy\", \"gracefulEviction\" are not implemented"),
+            p[0].starts_with("\"remedy\", \"applicationFailover\" are not implemented"),
             "{p:?}"
         );
         // Off by default and not implemented: fine to switch off, refused when asked for.

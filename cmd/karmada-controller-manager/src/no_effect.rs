@@ -42,12 +42,6 @@ pub const FLAGS: &[&str] = &[
     "cluster-api-kubeconfig",
     // Cache resyncs.
     "resync-period",
-    // Failover, taint manager and graceful eviction.
-    "enable-taint-manager",
-    "graceful-eviction-timeout",
-    "enable-no-execute-taint-eviction",
-    "no-execute-taint-eviction-purge-mode",
-    "resource-eviction-rate",
     // FederatedHPA.
     "horizontal-pod-autoscaler-sync-period",
     "horizontal-pod-autoscaler-upscale-delay",
@@ -60,7 +54,6 @@ pub const FLAGS: &[&str] = &[
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
 pub const GATES: &[&str] = &[
-    crate::features::FAILOVER,
     crate::features::GRACEFUL_EVICTION,
     crate::features::MULTI_CLUSTER_SERVICE,
     "StatefulFailoverInjection",
@@ -183,10 +176,7 @@ mod tests {
             vec![
                 "--log-dir=/tmp",
                 "--resync-period=1m",
-                "--enable-taint-manager=false",
                 "--horizontal-pod-autoscaler-tolerance=0.2",
-                "Failover=true",
-                "MultiClusterService=true",
             ]
         );
         // AllAlpha turns on no-effect alpha gates too.

@@ -398,10 +398,10 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub concurrent_dependent_resource_syncs: String,
-    /// Honour NoExecute taints on clusters (with the Failover gate): evict what does not tolerate them (no effect yet).
+    /// Honour NoExecute taints on clusters (with the Failover gate): evict what does not tolerate them.
     #[arg(long = "enable-taint-manager", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
     pub enable_taint_manager: String,
-    /// How long graceful eviction waits before removing a workload from its old cluster regardless (no effect yet).
+    /// How long graceful eviction waits before removing a workload from its old cluster regardless.
     #[arg(
         long = "graceful-eviction-timeout",
         value_name = "duration",
@@ -527,17 +527,17 @@ pub struct GenericFlags {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Cluster failover flags")]
 pub struct ClusterFailoverFlags {
-    /// React to NoExecute taints on clusters by evicting workloads that do not tolerate them; off by default because evictions are disruptive (no effect yet).
+    /// React to NoExecute taints on clusters by evicting workloads that do not tolerate them; off by default because evictions are disruptive.
     #[arg(long = "enable-no-execute-taint-eviction", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_no_execute_taint_eviction: String,
-    /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules (no effect yet).
+    /// How NoExecute evictions clean up: "Gracefully" reschedules first and removes the old copy once the new one runs; "Directly" removes first, then reschedules.
     #[arg(
         long = "no-execute-taint-eviction-purge-mode",
         value_name = "mode",
         default_value = "Gracefully"
     )]
     pub no_execute_taint_eviction_purge_mode: String,
-    /// Resources evicted per second during cluster failover (no effect yet).
+    /// Resources evicted per second during cluster failover, per eviction worker.
     #[arg(
         long = "resource-eviction-rate",
         value_name = "float",
@@ -1528,7 +1528,10 @@ mod tests {
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
         // AllAlpha turned on alpha gates that have no effect yet, too.
-        assert_eq!(o.no_effect[..2], ["--log-dir=/tmp", "Failover=true"]);
+        assert_eq!(
+            o.no_effect[..2],
+            ["--log-dir=/tmp", "MultiClusterService=true"]
+        );
         assert!(
             o.no_effect
                 .contains(&"MultiClusterService=true".to_string())

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::{
     Cluster, ClusterOverridePolicy, ClusterPropagationPolicy, ClusterResourceBinding,
-    OverridePolicy, PropagationPolicy, ResourceBinding, Work,
+    ClusterTaintPolicy, OverridePolicy, PropagationPolicy, ResourceBinding, Work,
 };
 
 /// Every CRD, in a stable order, with schemas tidied to Karmada's conventions (see [`tidy`]).
@@ -18,6 +18,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         OverridePolicy::crd(),
         ClusterOverridePolicy::crd(),
         crate::policy::v1alpha1::FederatedResourceQuota::crd(),
+        ClusterTaintPolicy::crd(),
         Work::crd(),
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),

@@ -25,8 +25,8 @@ pub mod work;
 
 pub use cluster::v1alpha1::{Cluster, ClusterSpec, ClusterStatus};
 pub use policy::v1alpha1::{
-    ClusterOverridePolicy, ClusterPropagationPolicy, OverridePolicy, OverrideSpec,
-    PropagationPolicy, PropagationSpec,
+    ClusterOverridePolicy, ClusterPropagationPolicy, ClusterTaintPolicy, OverridePolicy,
+    OverrideSpec, PropagationPolicy, PropagationSpec,
 };
 pub use work::v1alpha1::{Work, WorkSpec, WorkStatus};
 pub use work::v1alpha2::{

@@ -148,6 +148,14 @@ fn names_scopes_and_columns_match_karmada() {
             &["OVERALL", "OVERALL_USED"],
         ),
         (
+            "clustertaintpolicies.policy.karmada.io",
+            "ClusterTaintPolicy",
+            "Cluster",
+            None,
+            false,
+            &[],
+        ),
+        (
             "works.work.karmada.io",
             "Work",
             "Namespaced",
@@ -190,9 +198,10 @@ fn names_scopes_and_columns_match_karmada() {
             short.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "{name}"
         );
-        // Karmada serves Cluster from its aggregated API server, without a category.
+        // Karmada serves Cluster from its aggregated API server, without a category; its
+        // ClusterTaintPolicy CRD has none either.
         let categories = crd.spec.names.categories.clone().unwrap_or_default();
-        if *kind == "Cluster" {
+        if *kind == "Cluster" || *kind == "ClusterTaintPolicy" {
             assert!(categories.is_empty());
         } else {
             assert_eq!(categories, vec!["karmada-io".to_string()], "{name}");

@@ -7,7 +7,10 @@ use crate::StartFn;
 /// `(name, start)` for every implemented controller.
 pub fn implemented() -> Vec<(&'static str, StartFn)> {
     vec![
-        ("cluster", crate::cluster::start_fn()),
+        (
+            "cluster",
+            crate::taint_manager::alongside(crate::cluster::start_fn()),
+        ),
         ("clusterStatus", crate::cluster_status::start_fn()),
         ("scheduler", crate::scheduler::start_fn()),
         ("binding", crate::binding::start_fn()),
@@ -26,6 +29,11 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         (
             "federatedResourceQuotaEnforcement",
             crate::federated_resource_quota_enforcement::start_fn(),
+        ),
+        ("gracefulEviction", crate::graceful_eviction::start_fn()),
+        (
+            "clustertaintpolicy",
+            crate::cluster_taint_policy::start_fn(),
         ),
     ]
 }

@@ -399,6 +399,26 @@ impl ResourceBindingSpec {
             .any(|task| task.from_cluster == cluster)
     }
 
+    /// Removes `cluster` from the scheduling result and records a graceful eviction task for it
+    /// built from `task` (its `fromCluster` and `replicas` are filled in here), unless the cluster
+    /// already has one (Karmada's `GracefulEvictCluster`). Nothing happens if `cluster` is not a
+    /// target; returns whether the spec changed.
+    pub fn graceful_evict_cluster(&mut self, cluster: &str, task: GracefulEvictionTask) -> bool {
+        let Some(i) = self.clusters.iter().position(|c| c.name == cluster) else {
+            return false;
+        };
+        let evicted = self.clusters.remove(i);
+        if self.cluster_in_graceful_eviction_tasks(cluster) {
+            return true;
+        }
+        self.graceful_eviction_tasks.push(GracefulEvictionTask {
+            from_cluster: evicted.name,
+            replicas: (evicted.replicas > 0).then_some(evicted.replicas),
+            ..task
+        });
+        true
+    }
+
     /// Whether scheduling is suspended.
     pub fn scheduling_suspended(&self) -> bool {
         self.suspension

@@ -78,3 +78,41 @@ impl BindingObject for karmada_apis::ClusterResourceBinding {
         kube::Api::all(client)
     }
 }
+
+/// Records the outcome of evicting `binding` from `cluster` on the binding and on its resource
+/// template (Karmada's `EmitClusterEvictionEventForResourceBinding` and its ClusterResourceBinding
+/// twin): `EvictWorkloadFromClusterSucceed` or, Warning, `EvictWorkloadFromClusterFailed`.
+pub async fn record_cluster_eviction<B: BindingObject>(
+    events: &crate::events::EventRecorder,
+    binding: &B,
+    cluster: &str,
+    ok: bool,
+) {
+    use crate::events::{EventType, reference_of};
+    use karmada_apis::well_known::event_reasons;
+    let resource = &binding.binding_spec().resource;
+    let template = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(resource.api_version.clone()),
+        kind: Some(resource.kind.clone()),
+        namespace: (!resource.namespace.is_empty()).then(|| resource.namespace.clone()),
+        name: Some(resource.name.clone()),
+        uid: (!resource.uid.is_empty()).then(|| resource.uid.clone()),
+        ..Default::default()
+    };
+    let (type_, reason, message) = if ok {
+        (
+            EventType::Normal,
+            event_reasons::EVICT_WORKLOAD_FROM_CLUSTER_SUCCEED,
+            format!("Evict from cluster {cluster} succeed."),
+        )
+    } else {
+        (
+            EventType::Warning,
+            event_reasons::EVICT_WORKLOAD_FROM_CLUSTER_FAILED,
+            format!("Evict from cluster {cluster} failed."),
+        )
+    };
+    for target in [reference_of(binding), template] {
+        events.record(&target, type_, reason, message.clone()).await;
+    }
+}

@@ -60,6 +60,35 @@ pub struct Settings {
     /// `--federated-resource-quota-sync-period` (5m): the full FederatedResourceQuota
     /// recalculation of the enforcement controller.
     pub federated_resource_quota_sync_period: Duration,
+    /// The taint manager and graceful eviction flags.
+    pub failover: FailoverSettings,
+}
+
+/// The failover flags (Karmada's defaults in [`Default`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailoverSettings {
+    /// `--enable-taint-manager` (true): run the taint manager (with the `Failover` gate).
+    pub enable_taint_manager: bool,
+    /// `--enable-no-execute-taint-eviction` (false): evict what does not tolerate a NoExecute taint.
+    pub enable_no_execute_taint_eviction: bool,
+    /// `--no-execute-taint-eviction-purge-mode` (`Gracefully`; or `Directly`).
+    pub no_execute_taint_eviction_purge_mode: String,
+    /// `--resource-eviction-rate` (0.5): evictions per second per eviction worker.
+    pub resource_eviction_rate: f32,
+    /// `--graceful-eviction-timeout` (10m): how long an eviction task waits at most.
+    pub graceful_eviction_timeout: Duration,
+}
+
+impl Default for FailoverSettings {
+    fn default() -> Self {
+        Self {
+            enable_taint_manager: true,
+            enable_no_execute_taint_eviction: false,
+            no_execute_taint_eviction_purge_mode: "Gracefully".to_owned(),
+            resource_eviction_rate: 0.5,
+            graceful_eviction_timeout: Duration::from_secs(600),
+        }
+    }
 }
 
 /// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).

@@ -79,6 +79,21 @@ pub fn guarded_metadata_patch(
     guarded_merge_patch(&Metadata { metadata: old }, &Metadata { metadata: new })
 }
 
+/// Writes what differs between `read` and `updated` as a merge patch guarded by `read`'s
+/// resourceVersion ([`guarded_merge_patch`]): the object written, or `read` when nothing differs.
+pub async fn patch_changes<K>(api: &kube::Api<K>, read: &K, updated: &K) -> Result<K, kube::Error>
+where
+    K: kube::Resource + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let Some(patch) = guarded_merge_patch(read, updated).map_err(kube::Error::SerdeError)? else {
+        return Ok(read.clone());
+    };
+    let name = read.meta().name.clone().unwrap_or_default();
+    let params = kube::api::PatchParams::default();
+    api.patch(&name, &params, &kube::api::Patch::Merge(&patch))
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

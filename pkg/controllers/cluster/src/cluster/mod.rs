@@ -165,20 +165,7 @@ pub fn desired_taints(cluster: &Cluster) -> Vec<Taint> {
     out
 }
 
-/// Karmada's event text for a cluster's taints.
-pub fn taints_message(taints: &[Taint]) -> String {
-    if taints.is_empty() {
-        return "cluster now does not have taints".to_string();
-    }
-    let parts: Vec<String> = taints
-        .iter()
-        .map(|t| match t.value.as_deref().filter(|v| !v.is_empty()) {
-            Some(v) => format!("{{Key:{},Value:{v},Effect:{}}}", t.key, t.effect),
-            None => format!("{{Key:{},Effect:{}}}", t.key, t.effect),
-        })
-        .collect();
-    format!("cluster now has taints([{}])", parts.join(","))
-}
+pub use karmada_controllers_common::events::taints_message;
 
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers
@@ -314,15 +301,7 @@ impl Controller {
         updated: &Cluster,
     ) -> Result<Cluster, kube::Error> {
         let api: Api<Cluster> = Api::all(self.client.clone());
-        let name = read.metadata.name.clone().unwrap_or_default();
-        match karmada_controllers_common::patch::guarded_merge_patch(read, updated) {
-            Ok(Some(patch)) => {
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-            }
-            Ok(None) => Ok(read.clone()),
-            Err(e) => Err(kube::Error::SerdeError(e)),
-        }
+        karmada_controllers_common::patch::patch_changes(&api, read, updated).await
     }
 
     /// Creates the execution namespace if missing; true if it was created now.
