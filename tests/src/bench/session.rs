@@ -257,18 +257,7 @@ impl Session {
     pub async fn stop_controllers(&mut self) -> anyhow::Result<()> {
         match self.running.take() {
             None => {}
-            Some(Impl::Rust) => {
-                let Some(mut old) = self.kcm.take() else {
-                    bail!("this session runs no controller-manager")
-                };
-                old.signal(libc::SIGTERM);
-                if old.wait_exit(Duration::from_secs(30)).await.is_none() {
-                    bail!(
-                        "the controller-manager did not exit within 30 s of SIGTERM; log:\n{}",
-                        old.log()
-                    );
-                }
-            }
+            Some(Impl::Rust) => self.stop_kcm().await?,
             Some(Impl::Karmada) => {
                 self.karmada
                     .as_mut()
@@ -382,6 +371,15 @@ impl Session {
                 .context("this session runs no Karmada Go processes")?;
             return k.restart().await;
         }
+        self.stop_kcm().await?;
+        let kcm = spawn_kcm(&self.env, self.qps, &self.extra_args);
+        let spawned = kcm.started;
+        self.kcm = Some(kcm);
+        Ok(spawned)
+    }
+
+    /// Stops our controller-manager with SIGTERM; it must exit within 30 s.
+    async fn stop_kcm(&mut self) -> anyhow::Result<()> {
         let Some(mut old) = self.kcm.take() else {
             bail!("this session runs no controller-manager")
         };
@@ -392,10 +390,7 @@ impl Session {
                 old.log()
             );
         }
-        let kcm = spawn_kcm(&self.env, self.qps, &self.extra_args);
-        let spawned = kcm.started;
-        self.kcm = Some(kcm);
-        Ok(spawned)
+        Ok(())
     }
 
     /// Waits until the controllers are ready again (after [`restart_kcm`](Self::restart_kcm)).
