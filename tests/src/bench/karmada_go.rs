@@ -56,11 +56,16 @@ pub fn binaries() -> anyhow::Result<[PathBuf; 3]> {
 }
 
 /// Karmada's Go trio, running. Dropping it kills the processes.
+///
+/// The controller-manager and the scheduler can be stopped and started again while the webhook keeps
+/// serving ([`stop_controllers`](Self::stop_controllers), [`start_controllers`](Self::start_controllers)):
+/// the webhook configurations stay registered with failure policy `Fail`, so the host admits
+/// Karmada's objects only while the webhook runs, whoever the controllers are.
 pub struct KarmadaGo {
-    /// `karmada-controller-manager`.
-    pub controller_manager: Kcm,
-    /// `karmada-scheduler`.
-    pub scheduler: Kcm,
+    /// `karmada-controller-manager`; `None` while stopped.
+    pub controller_manager: Option<Kcm>,
+    /// `karmada-scheduler`; `None` while stopped.
+    pub scheduler: Option<Kcm>,
     /// `karmada-webhook`.
     pub webhook: Kcm,
     bins: [PathBuf; 3],
@@ -126,23 +131,9 @@ impl KarmadaGo {
         ];
         cm_args.extend(qps_args.iter().map(ToString::to_string));
         cm_args.extend(extra_args.iter().cloned());
-        let mut scheduler = spawn(&bins[1], &kubeconfig, &scheduler_args);
-        let mut controller_manager = spawn(&bins[0], &kubeconfig, &cm_args);
-        wait_healthy(
-            "karmada-scheduler",
-            &mut scheduler,
-            Duration::from_secs(120),
-        )
-        .await?;
-        wait_healthy(
-            "karmada-controller-manager",
-            &mut controller_manager,
-            Duration::from_secs(120),
-        )
-        .await?;
-        Ok(KarmadaGo {
-            controller_manager,
-            scheduler,
+        let mut karmada = KarmadaGo {
+            controller_manager: None,
+            scheduler: None,
             webhook,
             bins,
             kubeconfig,
@@ -153,18 +144,28 @@ impl KarmadaGo {
                 .trim_start_matches("https://")
                 .trim_end_matches('/')
                 .to_string(),
-        })
+        };
+        karmada.start_controllers()?;
+        karmada.wait_ready(Duration::from_secs(120)).await?;
+        Ok(karmada)
     }
 
-    fn processes(&self) -> [(&'static str, &Kcm); 3] {
+    /// The processes running now, by name.
+    fn processes(&self) -> Vec<(&'static str, &Kcm)> {
         [
-            ("karmada-controller-manager", &self.controller_manager),
-            ("karmada-scheduler", &self.scheduler),
-            ("karmada-webhook", &self.webhook),
+            (
+                "karmada-controller-manager",
+                self.controller_manager.as_ref(),
+            ),
+            ("karmada-scheduler", self.scheduler.as_ref()),
+            ("karmada-webhook", Some(&self.webhook)),
         ]
+        .into_iter()
+        .filter_map(|(name, p)| p.map(|p| (name, p)))
+        .collect()
     }
 
-    /// CPU and memory of the three together (peak RSS: the sum of each one's peak).
+    /// CPU and memory of the running processes together (peak RSS: the sum of each one's peak).
     pub fn sample(&self) -> anyhow::Result<ProcessSample> {
         let mut sum = ProcessSample::default();
         for (name, p) in self.processes() {
@@ -177,7 +178,7 @@ impl KarmadaGo {
         Ok(sum)
     }
 
-    /// The metrics of the three together. client-go's `rest_client_requests_total` carries no
+    /// The metrics of the running processes together. client-go's `rest_client_requests_total` carries no
     /// `cluster` label in Karmada: it gets `cluster=""` for requests to the host API server and
     /// `cluster="member"` for the others, so the benchmark's request counts read both alike.
     pub fn metrics(&self) -> anyhow::Result<Vec<Sample>> {
@@ -208,10 +209,18 @@ impl KarmadaGo {
     /// starts them again with the same flags; the webhook keeps serving (so its request counters,
     /// reads only, still count from the session's start). Returns when both are spawned.
     pub async fn restart(&mut self) -> anyhow::Result<Instant> {
-        for (name, p) in [
+        self.stop_controllers().await?;
+        self.start_controllers()
+    }
+
+    /// Stops the controller-manager and the scheduler with SIGTERM (each must exit within 30 s); the
+    /// webhook keeps serving. Nothing happens to one already stopped.
+    pub async fn stop_controllers(&mut self) -> anyhow::Result<()> {
+        for (name, slot) in [
             ("karmada-controller-manager", &mut self.controller_manager),
             ("karmada-scheduler", &mut self.scheduler),
         ] {
+            let Some(mut p) = slot.take() else { continue };
             p.signal(libc::SIGTERM);
             if p.wait_exit(Duration::from_secs(30)).await.is_none() {
                 bail!(
@@ -220,21 +229,31 @@ impl KarmadaGo {
                 );
             }
         }
-        self.scheduler = spawn(&self.bins[1], &self.kubeconfig, &self.scheduler_args);
-        self.controller_manager = spawn(&self.bins[0], &self.kubeconfig, &self.cm_args);
-        Ok(self.controller_manager.started)
+        Ok(())
+    }
+
+    /// Spawns the controller-manager and the scheduler with the flags of [`start`](Self::start);
+    /// returns when both are spawned (an error when either still runs).
+    pub fn start_controllers(&mut self) -> anyhow::Result<Instant> {
+        if self.controller_manager.is_some() || self.scheduler.is_some() {
+            bail!("karmada-controller-manager or karmada-scheduler is still running");
+        }
+        self.scheduler = Some(spawn(&self.bins[1], &self.kubeconfig, &self.scheduler_args));
+        let cm = spawn(&self.bins[0], &self.kubeconfig, &self.cm_args);
+        let started = cm.started;
+        self.controller_manager = Some(cm);
+        Ok(started)
     }
 
     /// Waits until the controller-manager and the scheduler answer `/healthz` (Karmada serves no
-    /// `/readyz` on them).
+    /// `/readyz` on them); an error when they are stopped.
     pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
-        wait_healthy("karmada-scheduler", &mut self.scheduler, timeout).await?;
-        wait_healthy(
-            "karmada-controller-manager",
-            &mut self.controller_manager,
-            timeout,
-        )
-        .await
+        let (Some(scheduler), Some(cm)) = (&mut self.scheduler, &mut self.controller_manager)
+        else {
+            bail!("karmada-controller-manager and karmada-scheduler are stopped");
+        };
+        wait_healthy("karmada-scheduler", scheduler, timeout).await?;
+        wait_healthy("karmada-controller-manager", cm, timeout).await
     }
 
     /// The last `lines` of each process's log, for error messages.

@@ -215,7 +215,7 @@ pub async fn wait_arrivals(
 }
 
 /// Waits until the controller-manager's work queues are empty on two scrapes 500 ms apart.
-async fn wait_settled(s: &Session, timeout: Duration) -> anyhow::Result<Instant> {
+pub async fn wait_settled(s: &Session, timeout: Duration) -> anyhow::Result<Instant> {
     let deadline = Instant::now() + timeout;
     let mut empty_since = None;
     loop {

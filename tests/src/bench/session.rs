@@ -104,8 +104,10 @@ pub struct Session {
     pub namespaces: Vec<String>,
     /// The controller-manager, when this session runs ours.
     pub kcm: Option<Kcm>,
-    /// Karmada's Go trio, when this session runs it.
+    /// Karmada's Go trio, when this session runs it or ran it (after [`swap_to`](Self::swap_to) ours,
+    /// only its webhook runs).
     pub karmada: Option<KarmadaGo>,
+    running: Option<Impl>,
     qps: Qps,
     extra_args: Vec<String>,
     /// Watches on host and members.
@@ -213,6 +215,7 @@ impl Session {
             namespaces,
             kcm,
             karmada,
+            running: qps.map(|_| imp),
             qps: qps.unwrap_or(Qps::Raised),
             extra_args,
             observer,
@@ -225,6 +228,71 @@ impl Session {
         &self.env
     }
 
+    /// Whose controllers run; `None` in a session without controllers or between
+    /// [`stop_controllers`](Self::stop_controllers) and [`start_controllers`](Self::start_controllers).
+    pub fn running(&self) -> Option<Impl> {
+        self.running
+    }
+
+    /// Karmada's trio; an error for a session that never ran it.
+    pub fn karmada(&self) -> anyhow::Result<&KarmadaGo> {
+        self.karmada
+            .as_ref()
+            .context("this session runs no Karmada Go processes")
+    }
+
+    /// Stops the running controllers and starts those of `to` on the same control plane, with the
+    /// session's QPS and extra flags; returns when they are ready. Karmada's webhook keeps serving
+    /// while ours runs: its webhook configurations stay registered, as a user moving between the two
+    /// would leave them (they also validate policies, and Karmada's controllers cannot run without
+    /// them); ours keeps the permanent ids it finds. A session that started with ours installs
+    /// Karmada's webhook on the first swap to Karmada.
+    pub async fn swap_to(&mut self, to: Impl) -> anyhow::Result<()> {
+        self.stop_controllers().await?;
+        self.start_controllers(to).await
+    }
+
+    /// Stops the running controllers (ours, or Karmada's controller-manager and scheduler; its
+    /// webhook keeps serving) with SIGTERM; each must exit within 30 s. Nothing to do when none run.
+    pub async fn stop_controllers(&mut self) -> anyhow::Result<()> {
+        match self.running.take() {
+            None => {}
+            Some(Impl::Rust) => self.stop_kcm().await?,
+            Some(Impl::Karmada) => {
+                self.karmada
+                    .as_mut()
+                    .context("this session runs no Karmada Go processes")?
+                    .stop_controllers()
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the controllers of `imp` (see [`swap_to`](Self::swap_to)); an error while others run.
+    pub async fn start_controllers(&mut self, imp: Impl) -> anyhow::Result<()> {
+        if let Some(running) = self.running {
+            bail!("{} still runs", running.label());
+        }
+        match imp {
+            Impl::Rust => {
+                self.kcm = Some(start_kcm(&self.env, self.qps, &self.extra_args).await?);
+            }
+            Impl::Karmada => match &mut self.karmada {
+                Some(k) => {
+                    k.start_controllers()?;
+                    k.wait_ready(Duration::from_secs(120)).await?;
+                }
+                None => {
+                    self.karmada =
+                        Some(KarmadaGo::start(&self.env, self.qps.args(), &self.extra_args).await?);
+                }
+            },
+        }
+        self.running = Some(imp);
+        Ok(())
+    }
+
     /// The controller-manager; an error for a session without one.
     pub fn kcm(&self) -> anyhow::Result<&Kcm> {
         self.kcm
@@ -234,8 +302,8 @@ impl Session {
 
     /// CPU and memory of the controller-manager now (Karmada's: of its three processes together).
     pub fn sample(&self) -> anyhow::Result<ProcessSample> {
-        if let Some(k) = &self.karmada {
-            return k.sample();
+        if self.running == Some(Impl::Karmada) {
+            return self.karmada()?.sample();
         }
         let kcm = self.kcm()?;
         ProcessSample::read(kcm.pid()).context("read the controller-manager's /proc entry")
@@ -256,8 +324,8 @@ impl Session {
 
     /// The controller-manager's metrics now (Karmada's: of its three processes together).
     pub fn metrics(&self) -> anyhow::Result<Vec<Sample>> {
-        if let Some(k) = &self.karmada {
-            return k.metrics();
+        if self.running == Some(Impl::Karmada) {
+            return self.karmada()?.metrics();
         }
         let text = self
             .kcm()?
@@ -296,9 +364,22 @@ impl Session {
     /// the same flags (Karmada's: its controller-manager and scheduler). Returns when the new process
     /// is spawned.
     pub async fn restart_kcm(&mut self) -> anyhow::Result<Instant> {
-        if let Some(k) = &mut self.karmada {
+        if self.running == Some(Impl::Karmada) {
+            let k = self
+                .karmada
+                .as_mut()
+                .context("this session runs no Karmada Go processes")?;
             return k.restart().await;
         }
+        self.stop_kcm().await?;
+        let kcm = spawn_kcm(&self.env, self.qps, &self.extra_args);
+        let spawned = kcm.started;
+        self.kcm = Some(kcm);
+        Ok(spawned)
+    }
+
+    /// Stops our controller-manager with SIGTERM; it must exit within 30 s.
+    async fn stop_kcm(&mut self) -> anyhow::Result<()> {
         let Some(mut old) = self.kcm.take() else {
             bail!("this session runs no controller-manager")
         };
@@ -309,15 +390,16 @@ impl Session {
                 old.log()
             );
         }
-        let kcm = spawn_kcm(&self.env, self.qps, &self.extra_args);
-        let spawned = kcm.started;
-        self.kcm = Some(kcm);
-        Ok(spawned)
+        Ok(())
     }
 
     /// Waits until the controllers are ready again (after [`restart_kcm`](Self::restart_kcm)).
     pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
-        if let Some(k) = &mut self.karmada {
+        if self.running == Some(Impl::Karmada) {
+            let k = self
+                .karmada
+                .as_mut()
+                .context("this session runs no Karmada Go processes")?;
             return k.wait_ready(timeout).await;
         }
         wait_ready(self.kcm()?, timeout).await
@@ -325,7 +407,7 @@ impl Session {
 
     /// The tail of the controller-manager's log, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
-        if let Some(k) = &self.karmada {
+        if let (Some(Impl::Karmada), Some(k)) = (self.running, &self.karmada) {
             return k.log_tail(lines);
         }
         let log = self.kcm.as_ref().map(Kcm::log).unwrap_or_default();
