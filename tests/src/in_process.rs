@@ -56,6 +56,11 @@ pub fn settings() -> Settings {
         concurrent_work_syncs: 5,
         rate_limiter: RateLimiterOptions::default(),
         feature_gates: FeatureGates::new(&[]),
+        cluster_lease_duration: Duration::from_secs(40),
+        cluster_lease_renew_interval_fraction: 0.25,
+        cluster_monitor_period: Duration::from_secs(5),
+        cluster_monitor_grace_period: Duration::from_secs(40),
+        cluster_startup_grace_period: Duration::from_secs(60),
     }
 }
 

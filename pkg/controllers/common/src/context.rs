@@ -55,6 +55,17 @@ pub struct Settings {
     pub rate_limiter: lariat::RateLimiterOptions,
     /// `--feature-gates`.
     pub feature_gates: FeatureGates,
+    /// Agent `--cluster-lease-duration` (40s): the Lease a Pull cluster's agent renews.
+    pub cluster_lease_duration: Duration,
+    /// Agent `--cluster-lease-renew-interval-fraction` (0.25): renew every duration × fraction.
+    pub cluster_lease_renew_interval_fraction: f64,
+    /// `--cluster-monitor-period` (5s): how often Pull clusters' Leases are checked.
+    pub cluster_monitor_period: Duration,
+    /// `--cluster-monitor-grace-period` (40s): a Pull cluster whose Lease was not renewed for this
+    /// long becomes `Ready=Unknown`.
+    pub cluster_monitor_grace_period: Duration,
+    /// `--cluster-startup-grace-period` (60s): the same, for a cluster that never reported.
+    pub cluster_startup_grace_period: Duration,
 }
 
 /// Tells the manager a controller's caches have synced (readiness waits for every enabled controller).
