@@ -6,6 +6,10 @@
 //! `--enable-cluster-resource-modeling`, `nodeSummary` and `resourceSummary` from slimmed member
 //! Node and Pod caches. Status is written only when it changed.
 //!
+//! The same controller runs in `karmada-agent` for the agent's own (Pull) cluster, reached with the
+//! agent's credentials instead of a Secret ([`MemberClusters::serves`]); there it also renews the
+//! cluster [`lease`] once the member is healthy, as Karmada's agent does.
+//!
 //! One deliberate difference from Karmada: a member that rejects the credentials (HTTP 401) is
 //! reported with reason [`REASON_AUTHENTICATION_FAILED`] instead of `ClusterNotReachable`, so an
 //! operator can tell a bad token from a dead endpoint.
