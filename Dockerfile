@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# karmada-rs image: karmada-controller-manager (the entrypoint) and karmadactl, nothing else.
+# karmada-rs image: karmada-controller-manager (the entrypoint), karmada-agent and karmadactl, nothing else.
 #
 #   make image                      # docker build -t ghcr.io/karmada-rs/karmada-controller-manager:<version> .
 #
@@ -20,8 +20,9 @@ ENV SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} \
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked -p karmada-controller-manager -p karmadactl --bins \
+    cargo build --release --locked -p karmada-controller-manager -p karmada-agent -p karmadactl --bins \
  && install -D -m 0755 target/release/karmada-controller-manager /out/karmada-controller-manager \
+ && install -D -m 0755 target/release/karmada-agent /out/karmada-agent \
  && install -D -m 0755 target/release/karmadactl /out/karmadactl
 
 # ---- runtime -----------------------------------------------------------------------------------------
@@ -29,6 +30,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
 # manager. The :nonroot tag runs as 65532:65532.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/karmada-controller-manager /karmada-controller-manager
+COPY --from=build /out/karmada-agent /karmada-agent
 COPY --from=build /out/karmadactl /karmadactl
 USER 65532:65532
 EXPOSE 8080 10357

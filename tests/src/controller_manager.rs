@@ -24,47 +24,58 @@ pub const LEASE: &str = "karmada-controller-manager";
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("KARMADA_CONTROLLER_MANAGER_BIN") {
-            return PathBuf::from(p);
-        }
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut cargo = Command::new(env!("CARGO"));
-        if !cfg!(debug_assertions) {
-            cargo.arg("build").arg("--release");
-        } else {
-            cargo.arg("build");
-        }
-        let out = cargo
-            .current_dir(&workspace)
-            .args([
-                "-q",
-                "-p",
-                "karmada-controller-manager",
-                "--bin",
-                "karmada-controller-manager",
-                "--message-format=json",
-            ])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p karmada-controller-manager failed"
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        for line in stdout.lines() {
-            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if msg["reason"] == "compiler-artifact"
-                && msg["target"]["name"] == "karmada-controller-manager"
-                && let Some(exe) = msg["executable"].as_str()
-            {
-                return PathBuf::from(exe);
-            }
-        }
-        panic!("cargo did not report the karmada-controller-manager executable");
+        build(
+            "karmada-controller-manager",
+            "KARMADA_CONTROLLER_MANAGER_BIN",
+        )
     })
+}
+
+/// The built `karmada-agent`, as [`binary`] (`KARMADA_AGENT_BIN` overrides it).
+pub fn agent_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build("karmada-agent", "KARMADA_AGENT_BIN"))
+}
+
+/// Builds the binary `package` (same name) and returns its path; the variable `env` overrides it.
+fn build(package: &str, env: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env) {
+        return PathBuf::from(p);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cargo = Command::new(env!("CARGO"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("build").arg("--release");
+    } else {
+        cargo.arg("build");
+    }
+    let out = cargo
+        .current_dir(&workspace)
+        .args([
+            "-q",
+            "-p",
+            package,
+            "--bin",
+            package,
+            "--message-format=json",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(out.status.success(), "cargo build -p {package} failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stdout.lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] == "compiler-artifact"
+            && msg["target"]["name"] == package
+            && let Some(exe) = msg["executable"].as_str()
+        {
+            return PathBuf::from(exe);
+        }
+    }
+    panic!("cargo did not report the {package} executable");
 }
 
 /// A free TCP port on 127.0.0.1.

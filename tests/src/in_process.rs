@@ -59,6 +59,11 @@ pub fn settings() -> Settings {
         feature_gates: FeatureGates::new(&[]),
         federated_resource_quota_sync_period: Duration::from_secs(300),
         failover: Default::default(),
+        cluster_lease_duration: Duration::from_secs(40),
+        cluster_lease_renew_interval_fraction: 0.25,
+        cluster_monitor_period: Duration::from_secs(5),
+        cluster_monitor_grace_period: Duration::from_secs(40),
+        cluster_startup_grace_period: Duration::from_secs(60),
     }
 }
 

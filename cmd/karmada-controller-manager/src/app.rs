@@ -11,8 +11,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use karmada_controllers::{MemberClusters, Settings};
 use lariat::controller::WorkerOptions;
-use lariat::runtime::client::{ClientConfigError, ConfigSource, load_config, wait_for_api_server};
-use lariat::runtime::logging::{self, LogOptions};
+use lariat::runtime::client::wait_for_api_server;
 use lariat::runtime::{
     GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
     SignalHandler,
@@ -20,12 +19,13 @@ use lariat::runtime::{
 use lariat::{
     CacheOptions, ClientOptions, Cluster, ClusterOptions, ControllerOptions, RateLimiterOptions,
 };
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::controllers::{ControllerContext, SyncReporter};
+use crate::controllers::ControllerContext;
 use crate::options::{self, Command, LEASE_NAME, Options};
-use crate::{controllers, no_effect, version};
+use crate::{controllers, no_effect};
+use karmada_process::flags::Logs;
+use karmada_process::{shell, version};
 
 const NAME: &str = "karmada-controller-manager";
 
@@ -35,17 +35,6 @@ const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Test hook: after the controllers stopped, wait this long (a Go duration) before releasing the lease,
 /// as if a handler were still finishing. Lets tests exercise "second signal during a slow shutdown".
 const SLOW_SHUTDOWN_ENV: &str = "KARMADA_RS_TEST_SLOW_SHUTDOWN";
-
-/// A problem with the command line found after parsing (exit 2).
-#[derive(Debug)]
-struct UsageError(String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for UsageError {}
 
 /// Parses the command line, runs the process and returns its exit code.
 pub fn main() -> ExitCode {
@@ -60,55 +49,23 @@ pub fn main() -> ExitCode {
     }
     let opts = match validated {
         Ok(o) => o,
-        Err(problems) => {
-            for p in problems {
-                eprintln!("error: {p}");
-            }
-            eprintln!("Run '{NAME} --help' for usage.");
-            return ExitCode::from(2);
-        }
+        Err(problems) => return shell::usage_problems(NAME, &problems),
     };
-    if let Err(e) = logging::init(&LogOptions {
+    let logs = Logs {
         verbosity: opts.verbosity,
         format: opts.logging_format,
-        own_targets: vec![
-            "karmada_controller_manager".into(),
-            "karmada_controllers".into(),
-            "karmada_interpreter".into(),
-            "lariat".into(),
-        ],
-    }) {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
     };
-    let result = runtime.block_on(run(opts));
-    // Don't wait for stray blocking tasks (e.g. a hung DNS lookup) on the way out.
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    match result {
-        Ok(()) => {
-            tracing::info!("exiting");
-            ExitCode::SUCCESS
-        }
-        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            tracing::error!(error = %format!("{e:#}"), "{NAME} failed");
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    shell::run_to_exit(
+        NAME,
+        logs,
+        &[
+            "karmada_controller_manager",
+            "karmada_controllers",
+            "karmada_interpreter",
+            "lariat",
+        ],
+        run(opts),
+    )
 }
 
 async fn run(opts: Options) -> anyhow::Result<()> {
@@ -130,18 +87,8 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     tracing::info!(version = %version::INFO, "{NAME} starting");
     version::register_build_info().context("cannot register karmada_build_info")?;
 
-    let (config, source) = match load_config(opts.kubeconfig.as_deref()).await {
-        Ok(c) => c,
-        Err(
-            e @ ClientConfigError::Kubeconfig {
-                source_desc: ConfigSource::Flag(_),
-                ..
-            },
-        ) => {
-            return Err(UsageError(format!("invalid value for --kubeconfig: {e}")).into());
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (config, source) =
+        shell::load_kubeconfig(opts.kubeconfig.as_deref(), "kubeconfig", None).await?;
     let server = config.cluster_url.to_string();
     tracing::info!(server = %server, kubeconfig = %source, "using the Karmada API server");
     let client = kube::Client::try_from(config.clone())
@@ -253,6 +200,12 @@ fn controller_settings(opts: &Options) -> Settings {
             resource_eviction_rate: opts.cluster_failover.resource_eviction_rate,
             graceful_eviction_timeout: opts.graceful_eviction_timeout,
         },
+        // The agent's flags; the controller-manager renews no Lease.
+        cluster_lease_duration: Duration::from_secs(40),
+        cluster_lease_renew_interval_fraction: 0.25,
+        cluster_monitor_period: opts.cluster_monitor_period,
+        cluster_monitor_grace_period: opts.cluster_monitor_grace_period,
+        cluster_startup_grace_period: opts.cluster_startup_grace_period,
     }
 }
 
@@ -283,66 +236,31 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
             start: karmada_controllers::detector::start_fn(),
         });
         // And, like Karmada, the dependencies distributor beside it while `PropagateDeps` is on.
-        if opts.feature_gates.enabled(crate::features::PROPAGATE_DEPS) {
+        if opts
+            .feature_gates
+            .enabled(karmada_process::features::PROPAGATE_DEPS)
+        {
             enabled.push(controllers::ControllerSpec {
                 name: karmada_controllers::dependencies_distributor::NAME,
                 enabled_by_default: true,
                 start: karmada_controllers::dependencies_distributor::start_fn(),
             });
         }
-        let names: Vec<&str> = enabled.iter().map(|s| s.name).collect();
-        tracing::info!(controllers = ?names, "starting controllers");
-        let mut running = JoinSet::new();
-        let mut receivers = Vec::new();
-        for spec in enabled {
-            let (reporter, rx): (SyncReporter, _) = SyncReporter::new();
-            receivers.push(rx);
-            let cctx = ControllerContext {
-                name: spec.name,
+        let enabled = enabled.into_iter().map(|s| (s.name, s.start)).collect();
+        let failure = shell::run_controllers(
+            enabled,
+            |name, synced, cancel| ControllerContext {
+                name,
                 control_plane: control_plane.clone(),
                 members: members.clone(),
                 settings: settings.clone(),
-                cancel: ctx.cancel.child_token(),
-                synced: reporter,
-            };
-            let start = spec.start.clone();
-            let name = spec.name;
-            running.spawn(async move { (name, start(cctx).await) });
-        }
-        let all_synced = async move {
-            for mut rx in receivers {
-                // An error means the controller ended without reporting: nothing left to wait for.
-                let _ = rx.wait_for(|synced| *synced).await;
-            }
-        };
-        tokio::pin!(all_synced);
-        let mut synced = false;
-        let mut failure = None;
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut all_synced, if !synced => {
-                    synced = true;
-                    if !ctx.cancel.is_cancelled() {
-                        ctx.readiness.set_ready();
-                        tracing::info!("all controllers' caches synced; ready");
-                    }
-                }
-                joined = running.join_next() => match joined {
-                    None => break,
-                    Some(Ok((_, Ok(())))) => {}
-                    Some(Ok((name, Err(e)))) => {
-                        failure = Some(format!("controller {name:?} failed: {e}"));
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        failure = Some(format!("a controller panicked: {e}"));
-                        break;
-                    }
-                },
-            }
-        }
-        running.abort_all();
+                cancel,
+                synced,
+            },
+            &ctx,
+        )
+        .await
+        .err();
         if ctx.cancel.is_cancelled()
             && let Ok(v) = std::env::var(SLOW_SHUTDOWN_ENV)
             && let Ok(d) = GoDuration::parse(&v)

@@ -107,19 +107,7 @@ pub fn left_out(selection: &[String]) -> Vec<&'static str> {
 /// Karmada's rule: the first entry equal to `name` or `-name` decides; otherwise `*` turns on the
 /// controllers that are on by default; otherwise it is off.
 pub fn is_enabled(selection: &[String], name: &str) -> bool {
-    let mut star = false;
-    for item in selection {
-        if item == name {
-            return true;
-        }
-        if item.strip_prefix('-') == Some(name) {
-            return false;
-        }
-        if item == "*" {
-            star = true;
-        }
-    }
-    star && !DISABLED_BY_DEFAULT.contains(&name)
+    karmada_process::flags::controller_enabled(selection, name, DISABLED_BY_DEFAULT)
 }
 
 /// One registry entry.

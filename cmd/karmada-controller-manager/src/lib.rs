@@ -3,7 +3,6 @@
 
 pub mod app;
 pub mod controllers;
-pub mod features;
+
 pub mod no_effect;
 pub mod options;
-pub mod version;

@@ -33,10 +33,6 @@ pub const FLAGS: &[&str] = &[
     // Profiling.
     "enable-pprof",
     "profiling-bind-address",
-    // Karmada's cluster health monitor only acts on Pull-mode clusters (not supported).
-    "cluster-monitor-period",
-    "cluster-monitor-grace-period",
-    "cluster-startup-grace-period",
     // Cluster API discovery.
     "cluster-api-context",
     "cluster-api-kubeconfig",
@@ -54,14 +50,14 @@ pub const FLAGS: &[&str] = &[
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
 pub const GATES: &[&str] = &[
-    crate::features::GRACEFUL_EVICTION,
-    crate::features::MULTI_CLUSTER_SERVICE,
+    karmada_process::features::GRACEFUL_EVICTION,
+    karmada_process::features::MULTI_CLUSTER_SERVICE,
     "StatefulFailoverInjection",
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
     "ContextualLogging",
     "MultiplePodTemplatesScheduling",
-    crate::features::CONTROLLER_PRIORITY_QUEUE,
+    karmada_process::features::CONTROLLER_PRIORITY_QUEUE,
     "SchedulingOvercommitProtection",
 ];
 
@@ -131,8 +127,8 @@ mod tests {
     use clap::{CommandFactory, FromArgMatches};
 
     use super::*;
-    use crate::features::KARMADA_FEATURES;
     use crate::options::{Cli, normalize_args};
+    use karmada_process::features::KARMADA_FEATURES;
 
     fn changed_for(args: &[&str]) -> Vec<String> {
         let mut all = vec!["karmada-controller-manager".to_string()];

@@ -11,12 +11,14 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 use lariat::runtime::features::FeatureGates;
-use lariat::runtime::leader_election::{TimingProblem, timing_problems};
 use lariat::runtime::logging::LogFormat;
 use lariat::runtime::{BindAddress, GoDuration};
 
-use crate::features::KARMADA_FEATURES;
 use crate::{controllers, no_effect};
+use karmada_process::features::KARMADA_FEATURES;
+pub use karmada_process::flags::LeaderElectionOptions;
+use karmada_process::flags::{Checker, LeaderElectFlags, check_leader_election, check_logs};
+pub use karmada_process::flags::{LogFlags, normalize_args, parse_go_bool};
 
 /// Lease name, as Karmada's component name.
 pub const LEASE_NAME: &str = "karmada-controller-manager";
@@ -63,79 +65,6 @@ pub struct Cli {
 pub enum Command {
     /// Print the version information.
     Version,
-}
-
-/// `Logs flags` section.
-#[derive(Args, Debug)]
-#[command(next_help_heading = "Logs flags")]
-pub struct LogFlags {
-    /// Log verbosity, klog style: 0-3 info, 4-5 adds debug, 6 and up adds trace.
-    #[arg(
-        short = 'v',
-        long = "v",
-        value_name = "Level",
-        default_value = "0",
-        allow_hyphen_values = true
-    )]
-    pub v: String,
-    /// Log format: text (stderr) or json (stdout).
-    #[arg(long = "logging-format", value_name = "format", default_value = "text")]
-    pub logging_format: String,
-    /// Maximum time between log flushes (logs are written unbuffered: no effect).
-    #[arg(
-        long = "log-flush-frequency",
-        value_name = "duration",
-        default_value = "5s"
-    )]
-    pub log_flush_frequency: String,
-    /// Per-file verbosity (pattern=N,...); accepted for compatibility, no effect.
-    #[arg(long = "vmodule", value_name = "pattern=N,...")]
-    pub vmodule: Option<String>,
-    /// klog: add the file directory to the header (accepted for compatibility, no effect).
-    #[arg(long = "add-dir-header", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub add_dir_header: Option<String>,
-    /// klog: log to stderr as well as files (accepted for compatibility, no effect).
-    #[arg(long = "alsologtostderr", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub alsologtostderr: Option<String>,
-    /// klog: emit a stack trace at file:N (accepted for compatibility, no effect).
-    #[arg(long = "log-backtrace-at", value_name = "file:N")]
-    pub log_backtrace_at: Option<String>,
-    /// klog: directory for log files (no effect: logs always go to stderr/stdout).
-    #[arg(long = "log-dir", value_name = "dir")]
-    pub log_dir: Option<String>,
-    /// klog: log file (no effect: logs always go to stderr/stdout).
-    #[arg(long = "log-file", value_name = "file")]
-    pub log_file: Option<String>,
-    /// klog: maximum log file size in MB (accepted for compatibility, no effect).
-    #[arg(long = "log-file-max-size", value_name = "uint")]
-    pub log_file_max_size: Option<String>,
-    /// klog: log to standard error instead of files (always the case here: no effect).
-    #[arg(long = "logtostderr", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub logtostderr: Option<String>,
-    /// klog: write each line only at its own severity (accepted for compatibility, no effect).
-    #[arg(long = "one-output", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub one_output: Option<String>,
-    /// klog: omit header prefixes (accepted for compatibility, no effect).
-    #[arg(long = "skip-headers", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub skip_headers: Option<String>,
-    /// klog: omit headers in log files (accepted for compatibility, no effect).
-    #[arg(long = "skip-log-headers", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub skip_log_headers: Option<String>,
-    /// klog: severity threshold for stderr (accepted for compatibility, no effect).
-    #[arg(long = "stderrthreshold", value_name = "severity")]
-    pub stderrthreshold: Option<String>,
-    /// Split JSON output into stdout (info) and stderr (errors); accepted for compatibility, no effect.
-    #[arg(long = "log-json-split-stream", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub log_json_split_stream: Option<String>,
-    /// Buffer size for split JSON info output; accepted for compatibility, no effect.
-    #[arg(long = "log-json-info-buffer-size", value_name = "quantity")]
-    pub log_json_info_buffer_size: Option<String>,
-    /// Split text output into stdout (info) and stderr (errors); accepted for compatibility, no effect.
-    #[arg(long = "log-text-split-stream", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub log_text_split_stream: Option<String>,
-    /// Buffer size for split text info output; accepted for compatibility, no effect.
-    #[arg(long = "log-text-info-buffer-size", value_name = "quantity")]
-    pub log_text_info_buffer_size: Option<String>,
 }
 
 /// `Generic flags` section.
@@ -226,7 +155,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_failure_threshold: String,
-    /// How often Karmada's cluster controller checks Pull-mode clusters' health (no effect: Push mode only).
+    /// How often the cluster controller checks Pull-mode clusters' Leases.
     #[arg(
         long = "cluster-monitor-period",
         value_name = "duration",
@@ -234,7 +163,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_monitor_period: String,
-    /// How long a running Pull-mode cluster may go without a status update before it is marked unhealthy (no effect: Push mode only).
+    /// How long a running Pull-mode cluster may go without renewing its Lease or status before its Ready condition becomes Unknown.
     #[arg(
         long = "cluster-monitor-grace-period",
         value_name = "duration",
@@ -242,7 +171,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_monitor_grace_period: String,
-    /// Like --cluster-monitor-grace-period, for a cluster that has just joined (no effect: Push mode only).
+    /// Like --cluster-monitor-grace-period, for a cluster whose agent has never reported.
     #[arg(
         long = "cluster-startup-grace-period",
         value_name = "duration",
@@ -614,21 +543,6 @@ pub struct ClusterFailoverOptions {
     pub resource_eviction_rate: f32,
 }
 
-/// Leader election settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeaderElectionOptions {
-    /// Elect at all.
-    pub enabled: bool,
-    /// Lease namespace.
-    pub namespace: String,
-    /// Lease duration.
-    pub lease_duration: Duration,
-    /// Renew deadline.
-    pub renew_deadline: Duration,
-    /// Retry period.
-    pub retry_period: Duration,
-}
-
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -726,142 +640,6 @@ pub mod group_kinds {
     pub const NAMESPACE: &str = "Namespace";
 }
 
-struct Checker {
-    problems: Vec<String>,
-}
-
-impl Checker {
-    fn bad(&mut self, flag: &str, value: &str, reason: impl std::fmt::Display) {
-        self.problems
-            .push(format!("invalid value {value:?} for --{flag}: {reason}"));
-    }
-
-    fn duration(&mut self, flag: &str, value: &str) -> Option<GoDuration> {
-        match GoDuration::parse(value) {
-            Ok(d) => Some(d),
-            Err(_) => {
-                self.bad(
-                    flag,
-                    value,
-                    "not a duration (use Go's syntax, e.g. 300ms, 15s, 1m30s)",
-                );
-                None
-            }
-        }
-    }
-
-    /// Must be > 0.
-    fn positive_duration(&mut self, flag: &str, value: &str) -> Duration {
-        match self.duration(flag, value) {
-            Some(d) if d.is_positive() => d.to_std(),
-            Some(_) => {
-                self.bad(flag, value, "must be greater than 0");
-                Duration::ZERO
-            }
-            None => Duration::ZERO,
-        }
-    }
-
-    /// Must be ≥ 0.
-    fn non_negative_duration(&mut self, flag: &str, value: &str) -> Duration {
-        match self.duration(flag, value) {
-            Some(d) if !d.is_negative() => d.to_std(),
-            Some(_) => {
-                self.bad(flag, value, "must not be negative");
-                Duration::ZERO
-            }
-            None => Duration::ZERO,
-        }
-    }
-
-    fn boolean(&mut self, flag: &str, value: &str) -> bool {
-        parse_go_bool(value).unwrap_or_else(|| {
-            self.bad(flag, value, "must be true or false");
-            false
-        })
-    }
-
-    fn opt_boolean(&mut self, flag: &str, value: &Option<String>) {
-        if let Some(v) = value {
-            self.boolean(flag, v);
-        }
-    }
-
-    fn int(&mut self, flag: &str, value: &str) -> Option<i64> {
-        match value.parse::<i64>() {
-            Ok(v) => Some(v),
-            Err(_) => {
-                self.bad(flag, value, "not an integer");
-                None
-            }
-        }
-    }
-
-    /// Must be ≥ 1.
-    fn positive_int(&mut self, flag: &str, value: &str) -> usize {
-        match self.int(flag, value) {
-            Some(v) if v >= 1 => usize::try_from(v).unwrap_or(usize::MAX),
-            Some(_) => {
-                self.bad(flag, value, "must be greater than 0");
-                1
-            }
-            None => 1,
-        }
-    }
-
-    fn float(&mut self, flag: &str, value: &str) -> Option<f64> {
-        match value.parse::<f64>() {
-            Ok(v) if v.is_finite() => Some(v),
-            _ => {
-                self.bad(flag, value, "not a number");
-                None
-            }
-        }
-    }
-
-    fn address(&mut self, flag: &str, value: &str) -> BindAddress {
-        match BindAddress::parse(value) {
-            Ok(a) => a,
-            Err(e) => {
-                self.bad(flag, value, e);
-                BindAddress::Disabled
-            }
-        }
-    }
-}
-
-/// A boolean flag value as Go's `strconv.ParseBool` reads it.
-pub(crate) fn parse_go_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Rewrites `--some_flag` to `--some-flag` (Kubernetes' word-separator normalisation, so klog-style
-/// spellings such as `--log_dir` keep working). Values are left alone.
-pub fn normalize_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest_are_positional = false;
-    for arg in args {
-        if rest_are_positional || !arg.starts_with("--") {
-            out.push(arg);
-            continue;
-        }
-        if arg == "--" {
-            rest_are_positional = true;
-            out.push(arg);
-            continue;
-        }
-        match arg.split_once('=') {
-            Some((name, value)) => out.push(format!("{}={value}", name.replace('_', "-"))),
-            None => out.push(arg.replace('_', "-")),
-        }
-    }
-    out
-}
-
 fn explicit(matches: &ArgMatches, id: &str) -> bool {
     matches.value_source(id) == Some(ValueSource::CommandLine)
 }
@@ -872,13 +650,20 @@ impl Cli {
     ///
     /// One step per flag group, in the order the problems are listed.
     pub fn validate(&self, matches: &ArgMatches) -> Result<Options, Vec<String>> {
-        let mut c = Checker {
-            problems: Vec::new(),
-        };
+        let mut c = Checker::default();
         let g = &self.generic;
         let logs = check_logs(&mut c, &self.logs);
         let controllers = check_controllers(&mut c, &g.controllers);
-        let leader_election = check_leader_election(&mut c, g);
+        let leader_election = check_leader_election(
+            &mut c,
+            &LeaderElectFlags {
+                leader_elect: &g.leader_elect,
+                resource_namespace: &g.leader_elect_resource_namespace,
+                lease_duration: &g.leader_elect_lease_duration,
+                renew_deadline: &g.leader_elect_renew_deadline,
+                retry_period: &g.leader_elect_retry_period,
+            },
+        );
         let servers = check_servers(&mut c, g, matches);
         let health = check_cluster_health(&mut c, g);
         let skipped_propagating_namespaces = check_propagation_filters(&mut c, g);
@@ -943,44 +728,6 @@ impl Cli {
     }
 }
 
-/// The logging settings the controller manager acts on.
-struct Logs {
-    verbosity: u32,
-    format: LogFormat,
-}
-
-/// `-v`, `--logging-format`, and the klog flags that are accepted but only checked for syntax.
-fn check_logs(c: &mut Checker, l: &LogFlags) -> Logs {
-    let verbosity = match l.v.parse::<u32>() {
-        Ok(v) => v,
-        Err(_) => {
-            c.bad("v", &l.v, "must be a non-negative integer");
-            0
-        }
-    };
-    let format = match l.logging_format.parse::<LogFormat>() {
-        Ok(f) => f,
-        Err(e) => {
-            c.bad("logging-format", &l.logging_format, e);
-            LogFormat::Text
-        }
-    };
-    c.non_negative_duration("log-flush-frequency", &l.log_flush_frequency);
-    for (flag, value) in [
-        ("add-dir-header", &l.add_dir_header),
-        ("alsologtostderr", &l.alsologtostderr),
-        ("logtostderr", &l.logtostderr),
-        ("one-output", &l.one_output),
-        ("skip-headers", &l.skip_headers),
-        ("skip-log-headers", &l.skip_log_headers),
-        ("log-json-split-stream", &l.log_json_split_stream),
-        ("log-text-split-stream", &l.log_text_split_stream),
-    ] {
-        c.opt_boolean(flag, value);
-    }
-    Logs { verbosity, format }
-}
-
 /// `--controllers`: the trimmed, non-empty names, each a known controller (or `*`, `-name`).
 fn check_controllers(c: &mut Checker, given: &[String]) -> Vec<String> {
     let controllers: Vec<String> = given
@@ -993,67 +740,6 @@ fn check_controllers(c: &mut Checker, given: &[String]) -> Vec<String> {
             .push(format!("invalid value for --controllers: {problem}"));
     }
     controllers
-}
-
-/// The `--leader-elect*` flags. The timing relations (lease > renew deadline > 1.2 × retry
-/// period) and the namespace are only checked when election is on, as client-go does.
-fn check_leader_election(c: &mut Checker, g: &GenericFlags) -> LeaderElectionOptions {
-    let enabled = c.boolean("leader-elect", &g.leader_elect);
-    let durations = [
-        (
-            "leader-elect-lease-duration",
-            &g.leader_elect_lease_duration,
-        ),
-        (
-            "leader-elect-renew-deadline",
-            &g.leader_elect_renew_deadline,
-        ),
-        ("leader-elect-retry-period", &g.leader_elect_retry_period),
-    ];
-    let parsed: Vec<Option<GoDuration>> = durations.iter().map(|(f, v)| c.duration(f, v)).collect();
-    let (mut lease, mut renew, mut retry) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-    if let [Some(l_d), Some(r_d), Some(p_d)] = parsed[..] {
-        lease = l_d.to_std();
-        renew = r_d.to_std();
-        retry = p_d.to_std();
-        if enabled {
-            for p in timing_problems(l_d, r_d, p_d) {
-                let (flag, value) = match p {
-                    TimingProblem::LeaseDurationNotPositive
-                    | TimingProblem::LeaseNotAboveRenewDeadline => durations[0],
-                    TimingProblem::RenewDeadlineNotPositive
-                    | TimingProblem::RenewDeadlineNotAboveRetry => durations[1],
-                    TimingProblem::RetryPeriodNotPositive => durations[2],
-                };
-                let reason = match p {
-                    TimingProblem::LeaseNotAboveRenewDeadline => format!(
-                        "must be greater than --leader-elect-renew-deadline ({})",
-                        g.leader_elect_renew_deadline
-                    ),
-                    TimingProblem::RenewDeadlineNotAboveRetry => format!(
-                        "must be greater than 1.2 × --leader-elect-retry-period ({})",
-                        g.leader_elect_retry_period
-                    ),
-                    other => other.to_string(),
-                };
-                c.bad(flag, value, reason);
-            }
-        }
-    }
-    if enabled && g.leader_elect_resource_namespace.trim().is_empty() {
-        c.bad(
-            "leader-elect-resource-namespace",
-            &g.leader_elect_resource_namespace,
-            "must not be empty when --leader-elect is on",
-        );
-    }
-    LeaderElectionOptions {
-        enabled,
-        namespace: g.leader_elect_resource_namespace.clone(),
-        lease_duration: lease,
-        renew_deadline: renew,
-        retry_period: retry,
-    }
 }
 
 /// The addresses the metrics and probe servers listen on.

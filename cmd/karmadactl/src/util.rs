@@ -147,31 +147,10 @@ pub fn code(err: &kube::Error) -> Option<u16> {
 
 /// Validates a cluster name as Karmada does: a DNS-1123 label of at most 48 characters.
 pub fn validate_cluster_name(name: &str) -> anyhow::Result<()> {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let ok_ends = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if name.is_empty() {
-        return Err(anyhow!("cluster name is required"));
+    match karmada_apis::cluster::v1alpha1::cluster_name_problem(name) {
+        Some(problem) => Err(anyhow!(problem)),
+        None => Ok(()),
     }
-    if name.len() > karmada_apis::cluster::v1alpha1::CLUSTER_NAME_MAX_LENGTH
-        || !ok_chars
-        || !ok_ends
-    {
-        return Err(anyhow!(
-            "invalid cluster name({name}): must be a DNS-1123 label (lowercase alphanumerics and '-', \
-             starting and ending with an alphanumeric) of at most {} characters",
-            karmada_apis::cluster::v1alpha1::CLUSTER_NAME_MAX_LENGTH
-        ));
-    }
-    Ok(())
 }
 
 /// `karmada-controller-manager:<service account>`, Karmada's ClusterRole and binding name.

@@ -370,6 +370,8 @@ pub const DERIVED_SERVICE_PREFIX: &str = "derived";
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Name of the controller-manager (its leader-election Lease, events' reporting component).
 pub const KARMADA_CONTROLLER_MANAGER_NAME: &str = "karmada-controller-manager";
+/// The agent's component name (its User-Agent; its leader Lease is `karmada-agent-<cluster>`).
+pub const KARMADA_AGENT_NAME: &str = "karmada-agent";
 
 /// Cluster field names usable in field selectors and spread constraints.
 pub const PROVIDER_FIELD: &str = "provider";

@@ -20,11 +20,20 @@ rules:
 - level: None
 ";
 
-/// The kube-apiserver flags that write the audit log to `dir/audit.log` (policy in
+/// The audit policy: every request at `Metadata` level, reads included; one event per request.
+pub const ALL_REQUESTS_POLICY: &str = "\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+";
+
+/// The kube-apiserver flags that write the audit log to `dir/audit.log` (`policy` in
 /// `dir/audit-policy.yaml`, written here). Returns (flags, log path).
-pub(crate) fn flags(dir: &Path) -> Result<(Vec<String>, PathBuf), Error> {
+pub(crate) fn flags(dir: &Path, policy_text: &str) -> Result<(Vec<String>, PathBuf), Error> {
     let policy = dir.join("audit-policy.yaml");
-    std::fs::write(&policy, WRITE_POLICY).map_err(|e| Error::io(&policy, e))?;
+    std::fs::write(&policy, policy_text).map_err(|e| Error::io(&policy, e))?;
     let log = dir.join("audit.log");
     Ok((
         vec![

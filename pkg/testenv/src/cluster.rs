@@ -90,7 +90,12 @@ impl ApiServer {
 
     /// Makes it write an audit log of every write (before it is started).
     pub(crate) fn enable_audit_log(&mut self) -> Result<(), Error> {
-        let (flags, log) = crate::audit::flags(&self.dir)?;
+        self.enable_audit_log_of(crate::audit::WRITE_POLICY)
+    }
+
+    /// Makes it write an audit log under `policy` (before it is started).
+    pub(crate) fn enable_audit_log_of(&mut self, policy: &str) -> Result<(), Error> {
+        let (flags, log) = crate::audit::flags(&self.dir, policy)?;
         self.args.extend(flags);
         self.audit_log = Some(log);
         Ok(())

@@ -55,6 +55,9 @@ pub struct EnvOptions {
     /// The host API server writes an audit log of every write ([`audit::WRITE_POLICY`]); read it with
     /// [`ApiServer::audit_events`].
     pub host_audit_log: bool,
+    /// Every member API server writes an audit log of every request, reads included
+    /// ([`audit::ALL_REQUESTS_POLICY`]), to show who contacted a member at all.
+    pub member_audit_logs: bool,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
 }
@@ -68,6 +71,7 @@ impl Default for EnvOptions {
             host_controller_manager: true,
             install_crds: false,
             host_audit_log: false,
+            member_audit_logs: false,
             dir: None,
         }
     }
@@ -129,12 +133,11 @@ impl TestEnv {
             servers[0].enable_audit_log()?;
         }
         for i in 1..=options.members {
-            servers.push(ApiServer::prepare(
-                &format!("member{i}"),
-                &dir,
-                &etcd_url,
-                &pid_file,
-            )?);
+            let mut member = ApiServer::prepare(&format!("member{i}"), &dir, &etcd_url, &pid_file)?;
+            if options.member_audit_logs {
+                member.enable_audit_log_of(audit::ALL_REQUESTS_POLICY)?;
+            }
+            servers.push(member);
         }
         for s in &servers {
             s.spawn()?;

@@ -69,6 +69,7 @@ async fn main() -> anyhow::Result<()> {
         host_controller_manager: true,
         install_crds,
         host_audit_log: false,
+        member_audit_logs: false,
         dir,
     };
     let started = std::time::Instant::now();

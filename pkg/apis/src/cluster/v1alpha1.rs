@@ -24,6 +24,26 @@ pub const VERSION: &str = "v1alpha1";
 /// namespace name (63 characters), so Karmada reserves room for the prefix.
 pub const CLUSTER_NAME_MAX_LENGTH: usize = 48;
 
+/// What is wrong with `name` as a Cluster name (Karmada's rule: a DNS-1123 label of at most
+/// [`CLUSTER_NAME_MAX_LENGTH`] characters); `None` when it is fine.
+pub fn cluster_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("cluster name is required".to_owned());
+    }
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let ok_ends = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if name.len() > CLUSTER_NAME_MAX_LENGTH || !ok_chars || !ok_ends {
+        return Some(format!(
+            "invalid cluster name({name}): must be a DNS-1123 label (lowercase alphanumerics and '-', \
+             starting and ending with an alphanumeric) of at most {CLUSTER_NAME_MAX_LENGTH} characters"
+        ));
+    }
+    None
+}
+
 /// The desired state of a member cluster: how to reach it and how to schedule onto it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(

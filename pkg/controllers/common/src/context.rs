@@ -62,6 +62,17 @@ pub struct Settings {
     pub federated_resource_quota_sync_period: Duration,
     /// The taint manager and graceful eviction flags.
     pub failover: FailoverSettings,
+    /// Agent `--cluster-lease-duration` (40s): the Lease a Pull cluster's agent renews.
+    pub cluster_lease_duration: Duration,
+    /// Agent `--cluster-lease-renew-interval-fraction` (0.25): renew every duration × fraction.
+    pub cluster_lease_renew_interval_fraction: f64,
+    /// `--cluster-monitor-period` (5s): how often Pull clusters' Leases are checked.
+    pub cluster_monitor_period: Duration,
+    /// `--cluster-monitor-grace-period` (40s): a Pull cluster whose Lease was not renewed for this
+    /// long becomes `Ready=Unknown`.
+    pub cluster_monitor_grace_period: Duration,
+    /// `--cluster-startup-grace-period` (60s): the same, for a cluster that never reported.
+    pub cluster_startup_grace_period: Duration,
 }
 
 /// The failover flags (Karmada's defaults in [`Default`]).

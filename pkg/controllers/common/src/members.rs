@@ -4,6 +4,11 @@
 //! The clusterStatus controller connects a member (building its client from `Cluster.spec` and the
 //! Secret named by `spec.secretRef`) and reconnects it when its endpoint or credentials change; the
 //! cluster controller disconnects it when the Cluster goes. Other controllers only look members up.
+//!
+//! The same set serves `karmada-agent` (Pull mode): there it holds exactly one member, the agent's
+//! own cluster, connected once at start-up with the agent's own credentials
+//! ([`MemberClusters::for_own_cluster`]). [`MemberClusters::serves`] is how controllers tell which
+//! Clusters are theirs: the controller-manager's are the Push ones, the agent's is its own.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -11,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use karmada_apis::Cluster;
-use karmada_apis::cluster::v1alpha1::{SECRET_CA_DATA_KEY, SECRET_TOKEN_KEY};
+use karmada_apis::cluster::v1alpha1::{ClusterSyncMode, SECRET_CA_DATA_KEY, SECRET_TOKEN_KEY};
 use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use lariat::{ClientOptions, ClusterOptions, ClusterRegistry, ControllerOptions};
@@ -213,6 +218,8 @@ pub enum MemberEvent {
 /// The registry of connected member clusters.
 pub struct MemberClusters {
     registry: ClusterRegistry,
+    /// The agent's own cluster; `None` in the controller-manager.
+    own: Option<String>,
     options: MemberOptions,
     credentials: Mutex<HashMap<String, Credentials>>,
     events: broadcast::Sender<MemberEvent>,
@@ -228,6 +235,7 @@ impl MemberClusters {
     pub fn with_options(token: CancellationToken, options: MemberOptions) -> Self {
         MemberClusters {
             registry: ClusterRegistry::new(token),
+            own: None,
             options,
             credentials: Mutex::new(HashMap::new()),
             events: broadcast::channel(256).0,
@@ -247,6 +255,43 @@ impl MemberClusters {
                 },
             },
         )
+    }
+
+    /// The set of a `karmada-agent`: its own cluster `name`, connected with `config` (the agent's
+    /// `--kubeconfig`) and client limits and queue settings from `settings`, as the only member.
+    /// It stays connected for the life of the set: [`Self::disconnect`] leaves it alone.
+    pub fn for_own_cluster(
+        token: CancellationToken,
+        settings: &crate::Settings,
+        name: &str,
+        config: kube::Config,
+        user_agent: &str,
+    ) -> Result<Self, ConnectError> {
+        let mut set = Self::from_settings(token, settings);
+        set.own = Some(name.to_owned());
+        let mut options = set.cluster_options();
+        options.clients.user_agent = user_agent.to_owned();
+        set.registry
+            .add(name, config, options)
+            .map_err(|source| ConnectError::Framework {
+                cluster: name.to_owned(),
+                source: Box::new(source),
+            })?;
+        Ok(set)
+    }
+
+    /// The agent's own cluster; `None` in the controller-manager.
+    pub fn own_cluster(&self) -> Option<&str> {
+        self.own.as_deref()
+    }
+
+    /// Whether this process acts on `cluster`'s member: the controller-manager on Push clusters
+    /// (it never contacts a Pull member), the agent on its own cluster only.
+    pub fn serves(&self, cluster: &Cluster) -> bool {
+        match &self.own {
+            Some(own) => cluster.metadata.name.as_deref() == Some(own.as_str()),
+            None => cluster.spec.sync_mode == ClusterSyncMode::Push,
+        }
     }
 
     /// Connection changes from now on (a slow receiver may miss some and sees `Lagged`).
@@ -348,6 +393,9 @@ impl MemberClusters {
     /// Disconnects the member called `name` (stops its watches, workers and metric series). Does
     /// nothing if it is not connected.
     pub async fn disconnect(&self, name: &str) {
+        if self.own.as_deref() == Some(name) {
+            return;
+        }
         self.lock_credentials().remove(name);
         if self.registry.get(name).is_none() {
             return;

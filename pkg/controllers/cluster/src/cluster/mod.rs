@@ -6,8 +6,9 @@
 //! namespace and waits for it, waits until no ResourceBinding or ClusterResourceBinding lists the
 //! cluster in `spec.clusters`, disconnects the member, and removes the finalizer.
 //!
-//! Pull-mode lease monitoring is not done here: karmada-rs has no agent, and Karmada's
-//! controller-manager skips Push clusters in its health monitor.
+//! Pull clusters' health comes from their agent's Lease ([`monitor`]).
+
+pub mod monitor;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,6 +106,12 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             Arc::new(|crb: &ClusterResourceBinding| binding_clusters(&crb.spec)),
         );
         let client = plane.clients().client_for_controller(CONTROLLER_NAME)?;
+        let monitor = monitor::run(
+            client.clone(),
+            clusters.store(),
+            ctx.settings.clone(),
+            ctx.cancel.clone(),
+        );
         let controller = Arc::new(Controller {
             events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
             client,
@@ -120,7 +127,11 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             &controller,
             |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
         );
-        serve_when_synced(&clusters, &ctx, "cluster controller").await?;
+        let (served, ()) = tokio::join!(
+            serve_when_synced(&clusters, &ctx, "cluster controller"),
+            monitor
+        );
+        served?;
         Ok::<(), BoxError>(())
     })
 }

@@ -6,6 +6,10 @@
 //! `--enable-cluster-resource-modeling`, `nodeSummary` and `resourceSummary` from slimmed member
 //! Node and Pod caches. Status is written only when it changed.
 //!
+//! The same controller runs in `karmada-agent` for the agent's own (Pull) cluster, reached with the
+//! agent's credentials instead of a Secret ([`MemberClusters::serves`]); there it also renews the
+//! cluster [`lease`] once the member is healthy, as Karmada's agent does.
+//!
 //! One deliberate difference from Karmada: a member that rejects the credentials (HTTP 401) is
 //! reported with reason [`REASON_AUTHENTICATION_FAILED`] instead of `ClusterNotReachable`, so an
 //! operator can tell a bad token from a dead endpoint.
@@ -14,6 +18,7 @@
 
 pub mod conditions;
 pub mod discovery;
+pub mod lease;
 pub mod metrics;
 pub mod summary;
 
@@ -178,6 +183,8 @@ struct Controller {
     /// Per cluster: generation and time of the last sync (Karmada's GenerationChangedPredicate
     /// plus periodic requeue, on a queue shared with the cluster controller).
     last_sync: Mutex<HashMap<String, (Option<i64>, Instant)>>,
+    /// The Lease renewers of Pull clusters (only ever started in the agent).
+    leases: lease::Renewers,
 }
 
 /// The start function registered under `clusterStatus`.
@@ -195,7 +202,7 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             .clients()
             .client_for_controller(CONTROLLER_NAME)?;
         let controller = Arc::new(Controller {
-            client,
+            client: client.clone(),
             members: ctx.members.clone(),
             conditions: ConditionCache::new(
                 ctx.settings.cluster_success_threshold,
@@ -203,6 +210,7 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             ),
             settings: ctx.settings.clone(),
             last_sync: Mutex::new(HashMap::new()),
+            leases: lease::Renewers::new(client.clone(), &ctx.settings, &ctx.cancel),
         });
         metrics::cluster_metrics();
         register(
@@ -234,6 +242,7 @@ impl Controller {
 
     /// Forgets a cluster that is gone: member connection, flap state, metric series.
     async fn forget(&self, name: &str) {
+        self.leases.stop(name);
         self.members.disconnect(name).await;
         self.conditions.delete(name);
         self.lock_last_sync().remove(name);
@@ -248,13 +257,16 @@ impl Controller {
             self.forget(&name).await;
             return HandlerResult::Success;
         };
-        // Pull clusters report their own status through the agent.
-        if cluster.spec.sync_mode != ClusterSyncMode::Push {
+        // The controller-manager reports Push clusters (Pull clusters report their own status
+        // through their agent); the agent reports its own cluster.
+        if !self.members.serves(&cluster) {
             return HandlerResult::Success;
         }
-        let Some(secret_ref) = cluster.spec.secret_ref.clone() else {
+        let own = self.members.own_cluster().is_some();
+        let secret_ref = cluster.spec.secret_ref.clone();
+        if secret_ref.is_none() && !own {
             return HandlerResult::Success;
-        };
+        }
         // Start only once the cluster controller owns the object, as Karmada does.
         if !has_finalizer(&cluster) {
             tracing::debug!(cluster = %name, "waiting for the cluster-controller finalizer");
@@ -273,7 +285,7 @@ impl Controller {
             last.insert(name.clone(), (generation, Instant::now()));
         }
         let started = Instant::now();
-        let result = self.sync(&cluster, &secret_ref).await;
+        let result = self.sync(&cluster, secret_ref.as_ref()).await;
         let m = metrics::cluster_metrics();
         if let Some(m) = m {
             m.record_sync_duration(&name, started.elapsed().as_secs_f64());
@@ -300,20 +312,16 @@ impl Controller {
     async fn sync(
         &self,
         cluster: &Cluster,
-        secret_ref: &karmada_apis::cluster::v1alpha1::LocalSecretReference,
+        secret_ref: Option<&karmada_apis::cluster::v1alpha1::LocalSecretReference>,
     ) -> Result<Cluster, SyncError> {
         let name = cluster.metadata.name.clone().unwrap_or_default();
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &secret_ref.namespace);
-        let member = match secrets.get(&secret_ref.name).await {
-            Ok(secret) => self
+        let member = match self.members.own_cluster() {
+            // The agent: its own cluster, connected at start-up.
+            Some(_) => self
                 .members
-                .connect(cluster, &secret)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(format!(
-                "cannot get secret {}/{}: {e}",
-                secret_ref.namespace, secret_ref.name
-            )),
+                .get(&name)
+                .ok_or_else(|| format!("cluster {name} is not connected")),
+            None => self.connect(cluster, secret_ref).await,
         };
         let member = match member {
             Ok(m) => m,
@@ -346,6 +354,10 @@ impl Controller {
             .threshold_adjusted_at(cluster, observed, probed_at);
         if !online || health != Health::Healthy || ready.status != "True" {
             return self.update_status(cluster, None, vec![ready]).await;
+        }
+        if cluster.spec.sync_mode == ClusterSyncMode::Pull {
+            // As Karmada's agent: renew the cluster Lease once the member is known healthy.
+            self.leases.ensure(cluster);
         }
 
         let mut collected = Collected::default();
@@ -406,6 +418,29 @@ impl Controller {
         }
         self.update_status(cluster, Some(collected), vec![api_condition, ready])
             .await
+    }
+
+    /// Connects a Push member with the credentials in the Secret `secret_ref` names.
+    async fn connect(
+        &self,
+        cluster: &Cluster,
+        secret_ref: Option<&karmada_apis::cluster::v1alpha1::LocalSecretReference>,
+    ) -> Result<lariat::Cluster, String> {
+        let Some(secret_ref) = secret_ref else {
+            return Err("spec.secretRef is empty".to_owned());
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &secret_ref.namespace);
+        match secrets.get(&secret_ref.name).await {
+            Ok(secret) => self
+                .members
+                .connect(cluster, &secret)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(format!(
+                "cannot get secret {}/{}: {e}",
+                secret_ref.namespace, secret_ref.name
+            )),
+        }
     }
 
     /// The member's Node and Pod stores: unfiltered (every node and pod counts) but slimmed to the

@@ -63,7 +63,6 @@ use std::time::Instant;
 use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, set_status_condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::names::{cluster_name, execution_space_name};
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_ANNOTATION, CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
@@ -524,7 +523,9 @@ impl ExecutionController {
             }
             return Err(ExecutionError::ClusterNotFound(cluster.to_owned()));
         };
-        if cluster_obj.spec.sync_mode == ClusterSyncMode::Pull {
+        // The controller-manager leaves Pull clusters' Works to their agents; an agent applies
+        // only its own cluster's.
+        if !inner.ctx.members.serves(&cluster_obj) {
             return Ok(());
         }
         if deleting {

@@ -1,0 +1,277 @@
+//! The process: parse flags, set up logging, register the cluster, serve probes and metrics,
+//! elect, and run the agent's controllers (the controller-manager's `clusterStatus`, `execution`
+//! and `workStatus`, serving only this cluster).
+//!
+//! Exit codes as the controller-manager's: 0 after a graceful shutdown, 1 on a runtime failure
+//! (including a refused registration), 2 for invalid flags.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use karmada_apis::names::execution_space_name;
+use karmada_apis::well_known::KARMADA_AGENT_NAME;
+use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn};
+use karmada_process::flags::Logs;
+use karmada_process::{shell, version};
+use lariat::runtime::client::wait_for_api_server;
+use lariat::runtime::{
+    Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,
+};
+use lariat::{
+    CacheOptions, CacheScope, ClientOptions, Cluster, ClusterOptions, ControllerOptions,
+    RateLimiterOptions,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::options::{self, Command, Options};
+use crate::register;
+
+const NAME: &str = KARMADA_AGENT_NAME;
+
+/// How long controllers get to finish after the first signal.
+const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connect timeout of the member client.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Parses the command line, runs the process and returns its exit code.
+pub fn main() -> ExitCode {
+    let (cli, validated) = match options::parse_from(std::env::args()) {
+        Ok(parsed) => parsed,
+        Err(e) => e.exit(),
+    };
+    if cli.version || cli.command == Some(Command::Version) {
+        println!("{NAME} version: {}", version::INFO);
+        return ExitCode::SUCCESS;
+    }
+    let opts = match validated {
+        Ok(o) => o,
+        Err(problems) => return shell::usage_problems(NAME, &problems),
+    };
+    let logs = Logs {
+        verbosity: opts.verbosity,
+        format: opts.logging_format,
+    };
+    shell::run_to_exit(
+        NAME,
+        logs,
+        &[
+            "karmada_agent",
+            "karmada_controllers",
+            "karmada_interpreter",
+            "lariat",
+        ],
+        run(opts),
+    )
+}
+
+/// The agent's controllers as the registry of `karmada-controllers` starts them.
+fn implemented() -> Vec<(&'static str, StartFn)> {
+    karmada_controllers::registry::implemented()
+        .into_iter()
+        .filter(|(n, _)| options::IMPLEMENTED.contains(n))
+        .collect()
+}
+
+async fn run(opts: Options) -> anyhow::Result<()> {
+    let signals = SignalHandler::install().context("cannot install signal handlers")?;
+    let shutdown = signals.token();
+    for w in &opts.warnings {
+        tracing::warn!("{w}");
+    }
+    if !opts.placeholders.is_empty() {
+        tracing::warn!(
+            controllers = %opts.placeholders.join(","),
+            "--controllers: these Karmada agent controllers are not implemented in karmada-rs yet \
+             and do not run (README's agent section)"
+        );
+    }
+    tracing::info!(version = %version::INFO, cluster = %opts.cluster_name, "{NAME} starting");
+    version::register_build_info().context("cannot register karmada_build_info")?;
+
+    let (cp_config, cp_source) = shell::load_kubeconfig(
+        opts.karmada_kubeconfig.as_deref(),
+        "karmada-kubeconfig",
+        opts.karmada_context.as_deref(),
+    )
+    .await?;
+    let (mut member_config, member_source) =
+        shell::load_kubeconfig(opts.kubeconfig.as_deref(), "kubeconfig", None).await?;
+    member_config.connect_timeout = Some(CONNECT_TIMEOUT);
+    let server = cp_config.cluster_url.to_string();
+    tracing::info!(server = %server, kubeconfig = %cp_source, "using the Karmada API server");
+    tracing::info!(server = %member_config.cluster_url, kubeconfig = %member_source, "using the member cluster");
+    let cp_client = kube::Client::try_from(cp_config.clone())
+        .with_context(|| format!("cannot build a client for {server} ({cp_source})"))?;
+    let member_client = kube::Client::try_from(member_config.clone()).with_context(|| {
+        format!(
+            "cannot build a client for the member cluster {} ({member_source})",
+            member_config.cluster_url
+        )
+    })?;
+
+    let leader_election = opts.leader_election.enabled.then(|| LeaderElectionConfig {
+        lease_name: format!("{NAME}-{}", opts.cluster_name),
+        namespace: opts.leader_election.namespace.clone(),
+        identity: lariat::runtime::leader_election::default_identity(),
+        lease_duration: opts.leader_election.lease_duration,
+        renew_deadline: opts.leader_election.renew_deadline,
+        retry_period: opts.leader_election.retry_period,
+    });
+    let manager = Manager::serve(
+        ManagerConfig {
+            leader_election,
+            health_probe_address: opts.health_probe_bind_address.clone(),
+            metrics_address: opts.metrics_bind_address.clone(),
+            graceful_shutdown_timeout: GRACEFUL_SHUTDOWN_TIMEOUT,
+        },
+        Health::new(),
+    )
+    .await?;
+
+    if !wait_for_api_server(&cp_client, &server, &cp_source, &shutdown).await {
+        manager.shutdown().await;
+        return Ok(());
+    }
+    let registered = tokio::select! {
+        r = register::register(&cp_client, &member_client, member_config.accept_invalid_certs, &opts) => r,
+        _ = shutdown.cancelled() => {
+            manager.shutdown().await;
+            return Ok(());
+        }
+    };
+    if let Err(e) = registered {
+        manager.shutdown().await;
+        return Err(anyhow::Error::new(e).context(format!(
+            "failed to register cluster {} with the Karmada control plane",
+            opts.cluster_name
+        )));
+    }
+
+    let opts = Arc::new(opts);
+    let result = manager
+        .lead(cp_client, &shutdown, move |ctx| {
+            run_controllers(cp_config, member_config, opts, ctx)
+        })
+        .await;
+    manager.shutdown().await;
+    drop(signals);
+    result.map_err(Into::into)
+}
+
+/// The control plane as the agent sees it: Works of its execution namespace only, its own
+/// Cluster only.
+fn control_plane_options(opts: &Options) -> ClusterOptions {
+    let mut scopes = HashMap::new();
+    scopes.insert(
+        "Work.work.karmada.io".to_owned(),
+        CacheScope {
+            namespace: Some(execution_space_name(&opts.cluster_name)),
+            ..CacheScope::default()
+        },
+    );
+    scopes.insert(
+        "Cluster.cluster.karmada.io".to_owned(),
+        CacheScope {
+            field_selector: Some(format!("metadata.name={}", opts.cluster_name)),
+            ..CacheScope::default()
+        },
+    );
+    ClusterOptions {
+        clients: ClientOptions {
+            qps: f64::from(opts.kube_api_qps),
+            burst: opts.kube_api_burst,
+            user_agent: NAME.to_owned(),
+            ..ClientOptions::default()
+        },
+        caches: CacheOptions {
+            scopes,
+            ..CacheOptions::default()
+        },
+        metrics: None,
+        controllers: ControllerOptions::default(),
+    }
+}
+
+/// The controllers' settings from the agent's flags.
+fn controller_settings(opts: &Options) -> Settings {
+    Settings {
+        cluster_status_update_frequency: opts.cluster_status_update_frequency,
+        cluster_success_threshold: opts.cluster_success_threshold,
+        cluster_failure_threshold: opts.cluster_failure_threshold,
+        cluster_cache_sync_timeout: opts.cluster_cache_sync_timeout,
+        cluster_api_qps: opts.cluster_api_qps,
+        cluster_api_burst: opts.cluster_api_burst,
+        enable_cluster_resource_modeling: opts.enable_cluster_resource_modeling,
+        skipped_propagating_apis: String::new(),
+        skipped_propagating_namespaces: Vec::new(),
+        concurrent_resource_template_syncs: 1,
+        concurrent_propagation_policy_syncs: 1,
+        concurrent_cluster_propagation_policy_syncs: 1,
+        concurrent_work_syncs: opts.concurrent_work_syncs,
+        rate_limiter: RateLimiterOptions::default(),
+        feature_gates: opts.feature_gates.clone(),
+        cluster_lease_duration: opts.cluster_lease_duration,
+        cluster_lease_renew_interval_fraction: opts.cluster_lease_renew_interval_fraction,
+        // The control plane's flags; the agent does not monitor Leases.
+        cluster_monitor_period: Duration::from_secs(5),
+        cluster_monitor_grace_period: Duration::from_secs(40),
+        cluster_startup_grace_period: Duration::from_secs(60),
+    }
+}
+
+fn run_controllers(
+    cp_config: kube::Config,
+    member_config: kube::Config,
+    opts: Arc<Options>,
+    ctx: LeaderContext,
+) -> LeaderWork {
+    Box::pin(async move {
+        let cluster_token = CancellationToken::new();
+        let _stop_on_drop = cluster_token.clone().drop_guard();
+        let control_plane =
+            Cluster::new("", cp_config, control_plane_options(&opts), &cluster_token)?;
+        control_plane.controllers().start();
+        let settings = Arc::new(controller_settings(&opts));
+        let members = Arc::new(MemberClusters::for_own_cluster(
+            cluster_token.child_token(),
+            &settings,
+            &opts.cluster_name,
+            member_config,
+            NAME,
+        )?);
+        members.start();
+        let enabled = implemented()
+            .into_iter()
+            .filter(|(n, _)| options::is_enabled(&opts.controllers, n))
+            .collect();
+        let failure = shell::run_controllers(
+            enabled,
+            |name, synced, cancel| ControllerContext {
+                name,
+                control_plane: control_plane.clone(),
+                members: members.clone(),
+                settings: settings.clone(),
+                cancel,
+                synced,
+            },
+            &ctx,
+        )
+        .await
+        .err();
+        let (members_done, control_plane_done) = tokio::join!(
+            members.shutdown(GRACEFUL_SHUTDOWN_TIMEOUT),
+            control_plane.stop(GRACEFUL_SHUTDOWN_TIMEOUT)
+        );
+        if !(members_done && control_plane_done) {
+            tracing::warn!("some controller workers did not stop in time");
+        }
+        match failure {
+            Some(f) => Err(f.into()),
+            None => Ok(()),
+        }
+    })
+}

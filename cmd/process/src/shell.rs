@@ -1,0 +1,181 @@
+//! The process shell: exit codes (0 graceful, 1 runtime failure, 2 invalid flags), logging set-up,
+//! the async runtime, loading a kubeconfig named by a flag, and running the enabled controllers
+//! until they stop or one fails.
+
+use std::future::Future;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use karmada_controllers::{ControllerContext, StartFn, SyncReporter};
+use lariat::runtime::LeaderContext;
+use lariat::runtime::client::{ClientConfigError, ConfigSource, load_config};
+use lariat::runtime::logging::{self, LogOptions};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::flags::Logs;
+
+/// A problem with the command line found after parsing (exit 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Prints every flag problem (one line each) and the usage hint; the exit code for invalid flags.
+pub fn usage_problems(name: &str, problems: &[String]) -> ExitCode {
+    for p in problems {
+        eprintln!("error: {p}");
+    }
+    eprintln!("Run '{name} --help' for usage.");
+    ExitCode::from(2)
+}
+
+/// Sets up logging (`own_targets` are this process's crates, logged at `-v`), runs `run` on a
+/// multi-threaded runtime and maps its result to the exit code: 0, 2 for a [`UsageError`], 1
+/// otherwise (the error is logged and printed).
+pub fn run_to_exit<F>(name: &str, logs: Logs, own_targets: &[&str], run: F) -> ExitCode
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    if let Err(e) = logging::init(&LogOptions {
+        verbosity: logs.verbosity,
+        format: logs.format,
+        own_targets: own_targets.iter().map(ToString::to_string).collect(),
+    }) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run);
+    // Don't wait for stray blocking tasks (e.g. a hung DNS lookup) on the way out.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => {
+            tracing::info!("exiting");
+            ExitCode::SUCCESS
+        }
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "{name} failed");
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Loads the client configuration from the kubeconfig given by `--<flag>` (or the usual fallbacks
+/// when it is `None`), using `context` when given. A bad file named by the flag is a [`UsageError`].
+pub async fn load_kubeconfig(
+    path: Option<&Path>,
+    flag: &str,
+    context: Option<&str>,
+) -> anyhow::Result<(kube::Config, ConfigSource)> {
+    if let (Some(path), Some(context)) = (path, context) {
+        let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+            UsageError(format!(
+                "invalid value for --{flag}: {}: {e}",
+                path.display()
+            ))
+        })?;
+        let options = kube::config::KubeConfigOptions {
+            context: Some(context.to_string()),
+            ..Default::default()
+        };
+        let config = kube::Config::from_custom_kubeconfig(kc, &options)
+            .await
+            .map_err(|e| {
+                UsageError(format!(
+                    "invalid kubeconfig {} (context {context}): {e}",
+                    path.display()
+                ))
+            })?;
+        return Ok((config, ConfigSource::Flag(path.to_path_buf())));
+    }
+    match load_config(path).await {
+        Ok(loaded) => Ok(loaded),
+        Err(
+            e @ ClientConfigError::Kubeconfig {
+                source_desc: ConfigSource::Flag(_),
+                ..
+            },
+        ) => Err(UsageError(format!("invalid value for --{flag}: {e}")).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Starts every controller in `enabled` with the context `context_for` builds (given its name,
+/// sync reporter and cancellation token, a child of `ctx.cancel`), marks the process ready once
+/// all of them reported synced, and waits until they all stopped or one failed (its error is the
+/// result). Running controllers are aborted on the way out.
+pub async fn run_controllers<C>(
+    enabled: Vec<(&'static str, StartFn)>,
+    context_for: C,
+    ctx: &LeaderContext,
+) -> Result<(), String>
+where
+    C: Fn(&'static str, SyncReporter, CancellationToken) -> ControllerContext,
+{
+    let names: Vec<&str> = enabled.iter().map(|(n, _)| *n).collect();
+    tracing::info!(controllers = ?names, "starting controllers");
+    let mut running = JoinSet::new();
+    let mut receivers = Vec::new();
+    for (name, start) in enabled {
+        let (reporter, rx) = SyncReporter::new();
+        receivers.push(rx);
+        let cctx = context_for(name, reporter, ctx.cancel.child_token());
+        running.spawn(async move { (name, start(cctx).await) });
+    }
+    let all_synced = async move {
+        for mut rx in receivers {
+            // An error means the controller ended without reporting: nothing left to wait for.
+            let _ = rx.wait_for(|synced| *synced).await;
+        }
+    };
+    tokio::pin!(all_synced);
+    let mut synced = false;
+    let mut failure = None;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut all_synced, if !synced => {
+                synced = true;
+                if !ctx.cancel.is_cancelled() {
+                    ctx.readiness.set_ready();
+                    tracing::info!("all controllers' caches synced; ready");
+                }
+            }
+            joined = running.join_next() => match joined {
+                None => break,
+                Some(Ok((_, Ok(())))) => {}
+                Some(Ok((name, Err(e)))) => {
+                    failure = Some(format!("controller {name:?} failed: {e}"));
+                    break;
+                }
+                Some(Err(e)) => {
+                    failure = Some(format!("a controller panicked: {e}"));
+                    break;
+                }
+            },
+        }
+    }
+    running.abort_all();
+    failure.map_or(Ok(()), Err)
+}
