@@ -402,10 +402,10 @@ async fn swap(s: &mut Session, to: Impl, prefix: &str) -> (Snapshot, Fate, Fate)
 ///   its work-status controller rewrites each Work's `Applied` condition time and
 ///   `manifestStatuses`, and its detector refreshes a binding's `spec.resource.resourceVersion`
 ///   when the template changed in ways it ignores while running (the scheduler then re-schedules it);
-/// - both sides, each swap: every Work's `status.manifestStatuses[].identifier.resource` flips
-///   (ours writes the plural, Karmada `""`), and the namespace Works' `spec.suspendDispatching` and
-///   `spec.preserveResourcesOnDeletion` flip (ours writes `false`, Karmada's namespace controller
-///   leaves them unset), a spec update each way. Those two are differences of ours from Karmada.
+/// - two differences of ours this test found are fixed: ours wrote the plural into every Work's
+///   `status.manifestStatuses[].identifier.resource` (Karmada leaves it `""`) and `false` into the
+///   namespace Works' `spec.suspendDispatching`/`preserveResourcesOnDeletion` (Karmada's namespace
+///   controller leaves them unset), so both flipped at every swap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_swap_between_karmada_go_and_ours_recreates_and_rewrites_nothing() {
     let mut s = Session::start_impl(Impl::Karmada, 2, 1, Some(Qps::Raised), &[])

@@ -1,6 +1,11 @@
 //! Cost of one interpretation through a ResourceInterpreterCustomization script, beside the
 //! native rule for the same operation (a Deployment with two containers).
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::semicolon_if_nothing_returned)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::semicolon_if_nothing_returned
+)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use karmada_apis::work::v1alpha2::AggregatedStatusItem;

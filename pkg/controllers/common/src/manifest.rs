@@ -51,7 +51,7 @@ pub fn manifest_index(
 
 /// The `status.manifestStatuses` entry of the member object `observed` (with `apiVersion` and
 /// `kind`), the `ordinal`-th manifest of its Work: its reflected status and health, as Karmada's
-/// work-status controller records them. `resource` is the kind's plural in the member. The
+/// work-status controller records them (its identifier leaves `resource` empty, as Karmada's does). The
 /// execution controller writes it with `Applied` after a create or update (one status write per
 /// Work instead of two); the work-status controller writes it when the object changes later.
 pub fn manifest_status(
@@ -59,7 +59,6 @@ pub fn manifest_status(
     observed: &Value,
     ordinal: usize,
     gvk: &GroupVersionKind,
-    resource: String,
 ) -> Result<ManifestStatus, InterpretError> {
     Ok(ManifestStatus {
         identifier: ResourceIdentifier {
@@ -67,7 +66,7 @@ pub fn manifest_status(
             group: gvk.group.clone(),
             version: gvk.version.clone(),
             kind: gvk.kind.clone(),
-            resource,
+            resource: String::new(),
             namespace: text(observed, &["metadata", "namespace"]).to_owned(),
             name: text(observed, &["metadata", "name"]).to_owned(),
         },

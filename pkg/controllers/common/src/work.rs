@@ -113,10 +113,11 @@ pub struct WorkTarget {
     pub finalizers: Vec<String>,
     /// Owner references (set when non-empty).
     pub owner_references: Vec<OwnerReference>,
-    /// `spec.suspendDispatching`.
-    pub suspend_dispatching: bool,
-    /// `spec.preserveResourcesOnDeletion`.
-    pub preserve_resources_on_deletion: bool,
+    /// `spec.suspendDispatching`; `None` leaves it unset, as Karmada's callers that pass no option
+    /// (the namespace and quota controllers) do.
+    pub suspend_dispatching: Option<bool>,
+    /// `spec.preserveResourcesOnDeletion`; `None` leaves it unset.
+    pub preserve_resources_on_deletion: Option<bool>,
 }
 
 fn string_map_mut<'a>(
@@ -235,8 +236,8 @@ fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -
             workload: WorkloadTemplate {
                 manifests: vec![Manifest(manifest)],
             },
-            suspend_dispatching: Some(target.suspend_dispatching),
-            preserve_resources_on_deletion: Some(target.preserve_resources_on_deletion),
+            suspend_dispatching: target.suspend_dispatching,
+            preserve_resources_on_deletion: target.preserve_resources_on_deletion,
         },
         status: existing.and_then(|w| w.status.clone()),
     }

@@ -278,8 +278,10 @@ impl WorkPlan<'_> {
             annotations,
             finalizers: vec![EXECUTION_CONTROLLER_FINALIZER.to_owned()],
             owner_references: Vec::new(),
-            suspend_dispatching: suspend_dispatching(spec, &t.name),
-            preserve_resources_on_deletion: spec.preserve_resources_on_deletion.unwrap_or(false),
+            suspend_dispatching: Some(suspend_dispatching(spec, &t.name)),
+            preserve_resources_on_deletion: Some(
+                spec.preserve_resources_on_deletion.unwrap_or(false),
+            ),
         };
         (target, w)
     }

@@ -288,8 +288,6 @@ struct Target {
     cache: lariat::Cache<DynamicObject>,
     id: Ident,
     gvk: GroupVersionKind,
-    /// The kind's plural in the member (a manifest status's `resource`).
-    resource: String,
 }
 
 impl Target {
@@ -724,13 +722,11 @@ impl ExecutionController {
             Api::all_with(client, &ar)
         };
         let cache = member.caches().for_resource(&ar)?;
-        let resource = ar.plural.clone();
         Ok(Target {
             api,
             cache,
             id,
             gvk,
-            resource,
         })
     }
 
@@ -767,14 +763,7 @@ impl ExecutionController {
     ) -> Outcome {
         let status = written.and_then(|o| to_value(o).ok()).and_then(|v| {
             let observed = t.typed(v);
-            manifest_status(
-                &self.inner.interpreter,
-                &observed,
-                ordinal,
-                &t.gvk,
-                t.resource.clone(),
-            )
-            .ok()
+            manifest_status(&self.inner.interpreter, &observed, ordinal, &t.gvk).ok()
         });
         Outcome { applied, status }
     }

@@ -19,8 +19,7 @@
 //!
 //! Deliberate differences from Karmada: a Work is served when its member is connected (the
 //! clusterStatus and cluster controllers connect and disconnect members by the Cluster's health)
-//! instead of re-reading the Cluster's Ready condition; `identifier.resource` carries the plural
-//! resource name; a Work with several manifests keeps one entry per manifest (sorted by ordinal)
+//! instead of re-reading the Cluster's Ready condition; a Work with several manifests keeps one entry per manifest (sorted by ordinal)
 //! instead of only the latest one.
 
 pub mod drift;
@@ -445,22 +444,14 @@ impl WorkStatusController {
             self.inner.works.enqueue(Some(work_ns), work_name);
         }
 
-        let resource = match self.inner.ctx.members.get(cluster) {
-            Some(m) => m
-                .clients()
-                .resolve(gvk)
-                .await
-                .map(|(ar, _)| ar.plural)
-                .unwrap_or_default(),
-            None => String::new(),
-        };
-        let new = manifest_status(&self.inner.interpreter, &observed, ordinal, gvk, resource)
-            .map_err(|source| WorkStatusError::Reflect {
+        let new = manifest_status(&self.inner.interpreter, &observed, ordinal, gvk).map_err(
+            |source| WorkStatusError::Reflect {
                 cluster: cluster.to_owned(),
                 kind: gvk.kind.clone(),
                 key: key.to_string(),
                 source,
-            })?;
+            },
+        )?;
         self.write_manifest_status(&work, new).await
     }
 
