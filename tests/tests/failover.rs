@@ -203,7 +203,7 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
             .items
             .iter()
             .filter(|c| ready(c))
-            .map(|c| c.name_any())
+            .map(ResourceExt::name_any)
             .collect();
         if ready.len() == 3 {
             Ok(())
@@ -384,7 +384,9 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     let task = task_from_member3(&rb)
         .expect("direct keeps its eviction task while member2 is not healthy");
     assert_eq!(
-        task.purge_mode.as_ref().map(|m| m.as_str()),
+        task.purge_mode
+            .as_ref()
+            .map(karmada_apis::policy::v1alpha1::PurgeMode::as_str),
         Some("Directly")
     );
     assert_eq!(
