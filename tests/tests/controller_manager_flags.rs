@@ -68,7 +68,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
             "--controllers=*,-remedy",
             "--resync-period=1m",
             "--enable-taint-manager=true",
-            "--feature-gates=Failover=true,PropagateDeps=true",
+            "--feature-gates=MultiClusterService=true,PropagateDeps=true",
             "--log-dir=/tmp",
         ],
         &[],
@@ -116,10 +116,14 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
     assert_eq!(ignored.len(), 1, "{log}");
     let line = ignored[0];
     assert!(line.contains("WARN"), "{log}");
-    for set in ["--resync-period=1m", "--log-dir=/tmp", "Failover=true"] {
+    for set in [
+        "--resync-period=1m",
+        "--log-dir=/tmp",
+        "MultiClusterService=true",
+    ] {
         assert!(line.contains(set), "{set} missing in {line}");
     }
-    // At their defaults: nothing to warn about.
+    // At their defaults, or with an effect now: nothing to warn about.
     assert!(!line.contains("enable-taint-manager"), "{line}");
     assert!(!line.contains("PropagateDeps"), "{line}");
     assert!(line.contains("Accepted, no effect yet"), "{line}");

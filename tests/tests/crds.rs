@@ -431,6 +431,8 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("clusterpropagationpolicies", "cpp", "karmada-io"),
         ("clusterresourcebindings", "crb", "karmada-io"),
         ("clusters", "", ""),
+        ("clustertaintpolicies", "", ""),
+        ("federatedresourcequotas", "", "karmada-io"),
         ("overridepolicies", "op", "karmada-io"),
         ("propagationpolicies", "pp", "karmada-io"),
         ("resourcebindings", "rb", "karmada-io"),

@@ -604,6 +604,24 @@ async fn host_api_server_down_for_30s_mid_burst_recovers_without_a_write_storm()
         busiest.map_or("", |(k, _)| k.as_str()),
         events.len(),
     );
+    // Who wrote the busiest object, and how, so a failure below says why.
+    if let Some((key, _)) = busiest {
+        for e in after.iter().filter(|e| {
+            let o = &e.object_ref;
+            &format!(
+                "{}/{}/{}/{}",
+                o.resource,
+                o.namespace.as_deref().unwrap_or_default(),
+                o.name.as_deref().unwrap_or_default(),
+                o.subresource.as_deref().unwrap_or_default()
+            ) == key
+        }) {
+            eprintln!(
+                "  {key}: {} {} by {} -> {}",
+                e.request_received_timestamp, e.verb, e.user_agent, e.response_status.code
+            );
+        }
+    }
     // Finishing the burst costs about 3 writes per object (measured); a relist that rewrote what had
     // converged, or a hot loop on one object, would break these bounds.
     assert!(

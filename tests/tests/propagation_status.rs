@@ -414,7 +414,8 @@ async fn deployment_status_comes_home() {
             id.namespace.as_str(),
             id.name.as_str()
         ),
-        (0, "apps", "v1", "Deployment", "deployments", ns, "nginx")
+        // Karmada leaves `resource` empty.
+        (0, "apps", "v1", "Deployment", "", ns, "nginx")
     );
 
     // The template's readyReplicas is the sum of the members' real values: 2 + 0.

@@ -173,6 +173,7 @@ mod tests {
                 "--log-dir=/tmp",
                 "--resync-period=1m",
                 "--horizontal-pod-autoscaler-tolerance=0.2",
+                "MultiClusterService=true",
             ]
         );
         // AllAlpha turns on no-effect alpha gates too.
