@@ -572,8 +572,9 @@ async fn host_api_server_down_for_30s_mid_burst_recovers_without_a_write_storm()
             .entry(e.object_ref.resource.as_str())
             .or_default() += 1;
     }
+    // Per object, what was stored: a write refused with a conflict changed nothing.
     let mut per_object: BTreeMap<String, usize> = BTreeMap::new();
-    for e in &after {
+    for e in after.iter().filter(|e| e.succeeded()) {
         let o = &e.object_ref;
         *per_object
             .entry(format!(
@@ -629,8 +630,11 @@ async fn host_api_server_down_for_30s_mid_burst_recovers_without_a_write_storm()
         "write storm: {} host writes after the restart for {objects} objects",
         after.len()
     );
+    // A binding whose Works land during the replay: the scheduler's result, then one aggregation per
+    // Work as it lands (live changes are served before the replayed objects, so they are no longer
+    // coalesced behind the replay) and FullyApplied; a hot loop would exceed it at once.
     assert!(
-        busiest.is_none_or(|(_, n)| *n <= 5),
+        busiest.is_none_or(|(_, n)| *n <= 6),
         "an object was written {busiest:?} times after the restart"
     );
 }
