@@ -250,8 +250,8 @@ impl WorkStatusController {
         }
     }
 
-    /// A Work changed: make sure the member objects of an applied Work are watched, and look at
-    /// cached ones whose status is missing from the Work again.
+    /// A Work changed: make sure the member objects of an applied Work are watched, and compare the
+    /// cached ones with the Work's status again (only a difference is written).
     async fn handle_work(&self, key: ObjectKey, work: Option<Arc<Work>>) -> HandlerResult<Work> {
         let Some(work) = work else {
             return HandlerResult::Success;
