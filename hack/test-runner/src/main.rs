@@ -1,0 +1,434 @@
+//! `make test`'s runner: builds every test target of the workspace once (`cargo test --workspace
+//! --no-run`), then runs the test binaries and the doc-tests a few at a time, longest first, and ends
+//! with the failures and the command that reruns each.
+//!
+//! Why not plain `cargo test`: it runs the test binaries one after another, and most of ours spend
+//! their time waiting on API servers and controllers, not on the CPU. Two at a time nearly halves the
+//! wall time on CI's 2 cores. Each binary runs exactly as under `cargo test` (its package folder as
+//! working directory, `CARGO_MANIFEST_DIR` set, libtest's own arguments), so a failure reproduces
+//! with the printed `cargo test -p … --test …`.
+//!
+//! Usage: `cargo run -p test-runner -- [--jobs N] [--timeout SECONDS] [-- <libtest args>]`.
+//! Each binary's output goes to `target/test-logs/<name>.log`; the durations of the last run go to
+//! `target/test-durations.tsv` and order the next run (seeded from `durations.tsv` beside this file).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// One thing to run: a test binary, or the workspace's doc-tests.
+struct Job {
+    /// What `cargo test` takes to run only this: `-p karmada-e2e --test failover`.
+    label: String,
+    /// File name of the log under `target/test-logs/`.
+    log_name: String,
+    program: PathBuf,
+    args: Vec<String>,
+    /// Working directory (the package folder, as `cargo test` uses).
+    dir: PathBuf,
+}
+
+/// How a job ended.
+struct Outcome {
+    label: String,
+    log: PathBuf,
+    elapsed: Duration,
+    ok: bool,
+    /// libtest's `test result:` line, or why there is none.
+    summary: String,
+}
+
+struct Options {
+    jobs: usize,
+    timeout: Duration,
+    libtest_args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("test-runner: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        jobs: std::env::var("TEST_JOBS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2),
+        timeout: Duration::from_secs(1200),
+        libtest_args: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = |name: &str| -> Result<u64, String> {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{name} takes a number"))
+        };
+        match arg.as_str() {
+            "--jobs" => options.jobs = usize::try_from(number("--jobs")?).unwrap_or(1).max(1),
+            "--timeout" => options.timeout = Duration::from_secs(number("--timeout")?),
+            "--" => {
+                options.libtest_args = args.collect();
+                break;
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other} (usage: [--jobs N] [--timeout SECONDS] [-- <libtest args>])"
+                ));
+            }
+        }
+    }
+    Ok(options)
+}
+
+fn run() -> Result<bool, String> {
+    let options = parse_options()?;
+    let root = workspace_root()?;
+    let target = root.join("target");
+    let logs = target.join("test-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("create {}: {e}", logs.display()))?;
+
+    let mut jobs = build_test_binaries(&options.libtest_args)?;
+    jobs.push(Job {
+        label: "--workspace --doc".to_owned(),
+        log_name: "doc-tests".to_owned(),
+        program: PathBuf::from(cargo()),
+        args: ["test", "--workspace", "--doc", "--"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(options.libtest_args.iter().cloned())
+            .collect(),
+        dir: root.clone(),
+    });
+
+    let durations_file = target.join("test-durations.tsv");
+    let known = read_durations(&durations_file)
+        .or_else(|| read_durations(&root.join("hack/test-runner/durations.tsv")))
+        .unwrap_or_default();
+    // Longest first; never-measured jobs count as long, so a new slow file does not start last.
+    jobs.sort_by(|a, b| {
+        let d = |j: &Job| known.get(&j.label).copied().unwrap_or(f64::MAX);
+        d(b).total_cmp(&d(a))
+    });
+    println!(
+        "test-runner: {} test binaries + doc-tests, {} at a time (logs in {})",
+        jobs.len() - 1,
+        options.jobs,
+        logs.display()
+    );
+
+    let started = Instant::now();
+    let outcomes = run_jobs(jobs, &options, &logs);
+    write_durations(&durations_file, &known, &outcomes);
+
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok).collect();
+    for o in &failed {
+        println!(
+            "\n===== FAILED: cargo test {} ({})",
+            o.label,
+            o.log.display()
+        );
+        print_tail(&o.log, 300);
+    }
+    println!(
+        "\ntest-runner: {} jobs in {:.0}s, {} failed",
+        outcomes.len(),
+        started.elapsed().as_secs_f64(),
+        failed.len()
+    );
+    for o in &failed {
+        println!("  failed: cargo test {}   ({})", o.label, o.summary);
+    }
+    Ok(failed.is_empty())
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// The workspace root: this crate lives in `<root>/hack/test-runner`.
+fn workspace_root() -> Result<PathBuf, String> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "cannot find the workspace root".to_owned())
+}
+
+/// `cargo test --workspace --no-run`, and the test binaries it reports.
+fn build_test_binaries(libtest_args: &[String]) -> Result<Vec<Job>, String> {
+    let mut child = Command::new(cargo())
+        .args([
+            "test",
+            "--workspace",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("run cargo test --no-run: {e}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| "cargo's stdout is not captured".to_owned())?;
+    let mut jobs = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("read cargo's output: {e}"))?;
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if let Some(job) = job_of(&msg, libtest_args) {
+            jobs.push(job);
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("wait for cargo test --no-run: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo test --workspace --no-run failed ({status})"));
+    }
+    Ok(jobs)
+}
+
+/// The job of a `compiler-artifact` message for a test binary, `None` for anything else.
+fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
+    if msg["reason"] != "compiler-artifact" || msg["profile"]["test"] != true {
+        return None;
+    }
+    let program = PathBuf::from(msg["executable"].as_str()?);
+    let dir = Path::new(msg["manifest_path"].as_str()?)
+        .parent()?
+        .to_path_buf();
+    let package = package_name(msg["package_id"].as_str()?)?;
+    let name = msg["target"]["name"].as_str()?;
+    let kind = msg["target"]["kind"][0].as_str()?;
+    let label = match kind {
+        "lib" | "rlib" | "proc-macro" => format!("-p {package} --lib"),
+        "bin" => format!("-p {package} --bin {name}"),
+        "test" => format!("-p {package} --test {name}"),
+        "bench" => format!("-p {package} --bench {name}"),
+        "example" => format!("-p {package} --example {name}"),
+        _ => return None,
+    };
+    Some(Job {
+        log_name: format!("{package}.{kind}.{name}"),
+        label,
+        program,
+        args: libtest_args.to_vec(),
+        dir,
+    })
+}
+
+/// The package name in a cargo package id: `path+file:///w/tests#karmada-e2e@0.1.0` or
+/// `path+file:///w/pkg/testenv#0.1.0` (folder named as the package).
+fn package_name(id: &str) -> Option<String> {
+    let (url, fragment) = id.split_once('#')?;
+    match fragment.split_once('@') {
+        Some((name, _)) => Some(name.to_owned()),
+        None => Some(url.rsplit('/').next()?.to_owned()),
+    }
+}
+
+/// Runs `jobs` on `options.jobs` threads; each outcome is printed as it ends.
+fn run_jobs(jobs: Vec<Job>, options: &Options, logs: &Path) -> Vec<Outcome> {
+    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs {
+            let queue = Arc::clone(&queue);
+            let outcomes = Arc::clone(&outcomes);
+            scope.spawn(move || {
+                loop {
+                    let next = queue
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pop_front();
+                    let Some(job) = next else { break };
+                    let outcome = run_job(&job, options.timeout, logs);
+                    println!(
+                        "{} {:>6.1}s  cargo test {}  ({})",
+                        if outcome.ok { "ok    " } else { "FAILED" },
+                        outcome.elapsed.as_secs_f64(),
+                        outcome.label,
+                        outcome.summary
+                    );
+                    let _ = std::io::stdout().flush();
+                    outcomes
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(outcome);
+                }
+            });
+        }
+    });
+    let mut outcomes =
+        std::mem::take(&mut *outcomes.lock().unwrap_or_else(PoisonError::into_inner));
+    outcomes.sort_by(|a, b| a.label.cmp(&b.label));
+    outcomes
+}
+
+fn run_job(job: &Job, timeout: Duration, logs: &Path) -> Outcome {
+    let log = logs.join(format!("{}.log", job.log_name));
+    let started = Instant::now();
+    let result = spawn_logged(job, &log).and_then(|child| wait_with_timeout(child, timeout));
+    let elapsed = started.elapsed();
+    let (ok, summary) = match result {
+        Ok(Some(status)) => (
+            status.success(),
+            test_result_line(&log).unwrap_or_else(|| status.to_string()),
+        ),
+        Ok(None) => (
+            false,
+            format!("killed after {}s (--timeout)", timeout.as_secs()),
+        ),
+        Err(e) => (false, e),
+    };
+    Outcome {
+        label: job.label.clone(),
+        log,
+        elapsed,
+        ok,
+        summary,
+    }
+}
+
+fn spawn_logged(job: &Job, log: &Path) -> Result<Child, String> {
+    let out = File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("open {}: {e}", log.display()))?;
+    Command::new(&job.program)
+        .args(&job.args)
+        .current_dir(&job.dir)
+        .env("CARGO_MANIFEST_DIR", &job.dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("run {}: {e}", job.program.display()))
+}
+
+/// The exit status, or `None` when the child ran past `timeout` and was killed.
+fn wait_with_timeout(
+    mut child: Child,
+    timeout: Duration,
+) -> Result<Option<std::process::ExitStatus>, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Some(status)),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// The last `test result:` line of a log (the doc-tests print one per crate; the last failing one
+/// is the interesting one, so a failing line wins).
+fn test_result_line(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let results: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("test result:"))
+        .collect();
+    let line = results
+        .iter()
+        .find(|l| l.contains("FAILED"))
+        .or_else(|| results.last())?;
+    Some(line.trim_start_matches("test result: ").to_owned())
+}
+
+fn print_tail(log: &Path, lines: usize) {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        println!("(no log at {})", log.display());
+        return;
+    };
+    let all: Vec<&str> = text.lines().collect();
+    if all.len() > lines {
+        println!("[… {} earlier lines in the log]", all.len() - lines);
+    }
+    for line in &all[all.len().saturating_sub(lines)..] {
+        println!("{line}");
+    }
+}
+
+fn read_durations(path: &Path) -> Option<BTreeMap<String, f64>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let (secs, label) = l.split_once('\t')?;
+                Some((label.to_owned(), secs.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// Keeps the durations of this run (and the older ones of jobs that did not run).
+fn write_durations(path: &Path, known: &BTreeMap<String, f64>, outcomes: &[Outcome]) {
+    let mut all = known.clone();
+    for o in outcomes {
+        all.insert(o.label.clone(), o.elapsed.as_secs_f64());
+    }
+    let mut rows: Vec<(&String, &f64)> = all.iter().collect();
+    rows.sort_by(|a, b| b.1.total_cmp(a.1));
+    let mut text = String::new();
+    for (label, secs) in rows {
+        let _ = writeln!(text, "{secs:.1}\t{label}");
+    }
+    if let Err(e) = std::fs::write(path, text) {
+        eprintln!("test-runner: write {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names_from_ids() {
+        assert_eq!(
+            package_name("path+file:///w/tests#karmada-e2e@0.1.0").as_deref(),
+            Some("karmada-e2e")
+        );
+        assert_eq!(
+            package_name("path+file:///w/pkg/testenv#0.1.0").as_deref(),
+            Some("testenv")
+        );
+    }
+
+    #[test]
+    fn a_test_artifact_becomes_a_job_and_a_plain_build_does_not() {
+        let msg = serde_json::json!({
+            "reason": "compiler-artifact",
+            "package_id": "path+file:///w/tests#karmada-e2e@0.1.0",
+            "manifest_path": "/w/tests/Cargo.toml",
+            "target": {"kind": ["test"], "name": "failover"},
+            "profile": {"test": true},
+            "executable": "/w/target/debug/deps/failover-123",
+        });
+        let job = job_of(&msg, &[]).unwrap();
+        assert_eq!(job.label, "-p karmada-e2e --test failover");
+        assert_eq!(job.dir, PathBuf::from("/w/tests"));
+        let mut build = msg.clone();
+        build["profile"]["test"] = serde_json::json!(false);
+        assert!(job_of(&build, &[]).is_none());
+    }
+}
