@@ -11,6 +11,13 @@
 //!
 //! Triggers: namespace changes, a new Cluster (all namespaces), and ClusterOverridePolicy changes
 //! (the namespaces they select, or all).
+//!
+//! Namespaces are watched through the control plane's dynamic view of `v1/Namespace`, the one the
+//! resource detector uses too: one cache serves both, so a (Cluster)PropagationPolicy can select
+//! namespaces while this controller runs. As in Karmada, the two do not coordinate: a namespace a
+//! policy claims is still propagated here unless it is labelled to skip auto-propagation, and both
+//! write the same Work (Karmada's Work name depends only on the kind and name) in the policy's
+//! clusters.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -25,6 +32,7 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, ClusterOverridePolicy, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
+use kube::api::{ApiResource, DynamicObject};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -58,7 +66,8 @@ struct Inner {
     ctx: ControllerContext,
     client: kube::Client,
     interpreter: Interpreter,
-    namespaces: SharedController<Namespace>,
+    /// The dynamic view of `v1/Namespace`, shared with the resource detector.
+    namespaces: SharedController<DynamicObject>,
     clusters: SharedController<Cluster>,
     cops: SharedController<ClusterOverridePolicy>,
     works: SharedController<Work>,
@@ -86,7 +95,7 @@ impl NamespaceController {
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let c = cp.controllers();
-        let namespaces = c.for_kind::<Namespace>()?;
+        let namespaces = namespace_controller(cp)?;
         let clusters = c.for_kind::<Cluster>()?;
         let cops = c.for_kind::<ClusterOverridePolicy>()?;
         let works = c.for_kind::<Work>()?;
@@ -128,7 +137,9 @@ impl NamespaceController {
             NAME,
             &inner.cancel,
             &self,
-            |this: Self, k, o: Option<Arc<Namespace>>| async move { this.handle_namespace(k, o).await },
+            |this: Self, k, o: Option<Arc<DynamicObject>>| async move {
+                this.handle_namespace(k, o).await
+            },
         );
         register(
             &inner.clusters,
@@ -208,8 +219,8 @@ impl NamespaceController {
     async fn handle_namespace(
         &self,
         key: ObjectKey,
-        obj: Option<Arc<Namespace>>,
-    ) -> HandlerResult<Namespace> {
+        obj: Option<Arc<DynamicObject>>,
+    ) -> HandlerResult<DynamicObject> {
         let Some(ns) = obj else {
             // Its Works are owned by it: the garbage collector removes them.
             return HandlerResult::Success;
@@ -223,7 +234,7 @@ impl NamespaceController {
         }
     }
 
-    async fn sync(&self, ns: &Namespace) -> Result<(), NamespaceError> {
+    async fn sync(&self, ns: &DynamicObject) -> Result<(), NamespaceError> {
         let inner = &self.inner;
         let name = ns.name_any();
         if !should_sync(&name, &inner.ctx.settings.skipped_propagating_namespaces)
@@ -302,6 +313,16 @@ impl NamespaceController {
     }
 }
 
+/// The control plane's dynamic shared controller of `v1/Namespace`: the one the resource detector
+/// gets for the kind through discovery, so both run on one watch (a typed view here would make
+/// the kind unwatchable for the detector).
+pub fn namespace_controller(
+    cp: &lariat::Cluster,
+) -> Result<SharedController<DynamicObject>, lariat::Error> {
+    cp.controllers()
+        .for_resource(&ApiResource::erase::<Namespace>(&()))
+}
+
 /// The start function registered as `namespace`.
 pub fn start_fn() -> StartFn {
     start_fn_of(NamespaceController::new, NamespaceController::run)
@@ -319,5 +340,38 @@ mod tests {
         assert!(!should_sync("kube-system", &skipped));
         assert!(!should_sync("karmada-system", &skipped));
         assert!(!should_sync("karmada-es-member1", &skipped));
+    }
+
+    /// The ApiResource discovery reports for namespaces, as the detector watches it.
+    fn discovered() -> ApiResource {
+        ApiResource {
+            group: String::new(),
+            version: "v1".to_owned(),
+            api_version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            plural: "namespaces".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn shares_the_detectors_namespace_watch_in_either_order() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let cancel = CancellationToken::new();
+        let options = lariat::ClusterOptions::default();
+        let first =
+            lariat::Cluster::new("ns-first", config.clone(), options.clone(), &cancel).unwrap();
+        let ours = namespace_controller(&first).unwrap();
+        let detectors = first.controllers().for_resource(&discovered()).unwrap();
+        assert_eq!(ours.name(), detectors.name());
+        ours.enqueue(None, "team-a");
+        assert!(detectors.is_initialized(), "one controller, one watch");
+        assert_eq!(first.caches().started().len(), 1);
+
+        let second = lariat::Cluster::new("ns-second", config, options, &cancel).unwrap();
+        second.controllers().for_resource(&discovered()).unwrap();
+        namespace_controller(&second).unwrap();
+        assert_eq!(second.caches().len(), 1);
+        first.stop(std::time::Duration::from_secs(5)).await;
+        second.stop(std::time::Duration::from_secs(5)).await;
     }
 }
