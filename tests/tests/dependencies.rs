@@ -2,7 +2,8 @@
 //! controllers against real API servers (a host and two members): a Deployment under a policy
 //! with `propagateDeps: true` lands in its member with the ConfigMap, Secret and ServiceAccount it
 //! uses; moving it (a policy change) moves them; deleting it removes them; a ConfigMap two
-//! Deployments share stays until both are gone.
+//! Deployments share stays until both are gone. The same pipeline propagates Namespaces a
+//! ClusterPropagationPolicy selects, beside the namespace controller, as Karmada does.
 //!
 //! Cluster objects are written by the test (Ready, with the APIs they serve), as the cluster and
 //! clusterStatus controllers would. The tests share one environment and run one at a time, each
@@ -14,11 +15,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
+use karmada_apis::names::work_name;
+use karmada_apis::{
+    Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
+    Work,
+};
 use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, gone, serial};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use lariat::ClusterOptions;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -76,7 +81,8 @@ async fn clusters_ready(client: &Client) {
         {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
         {"groupVersion": "v1", "resources": [
             {"name": "configmaps", "kind": "ConfigMap"}, {"name": "secrets", "kind": "Secret"},
-            {"name": "serviceaccounts", "kind": "ServiceAccount"}]}
+            {"name": "serviceaccounts", "kind": "ServiceAccount"},
+            {"name": "namespaces", "kind": "Namespace"}]}
     ]});
     for (i, name) in MEMBERS.iter().enumerate() {
         create_namespace(
@@ -328,6 +334,133 @@ async fn a_shared_config_map_stays_until_both_workloads_are_gone() {
         .unwrap();
     eventually("the ConfigMap gone from member1", || async {
         (!in_member::<ConfigMap>("member1", ns, "shared").await).then_some(())
+    })
+    .await;
+    controllers.stop().await;
+}
+
+/// The namespace `name` in `cluster`, unless it is gone or being deleted.
+async fn member_namespace(cluster: &str, name: &str) -> Option<Namespace> {
+    Api::<Namespace>::all(member(cluster).await)
+        .get_opt(name)
+        .await
+        .unwrap()
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+}
+
+/// The clusters of ClusterResourceBinding `name` once it is scheduled.
+async fn scheduled_clusters(crbs: &Api<ClusterResourceBinding>, name: &str) -> Option<Vec<String>> {
+    let crb = crbs.get_opt(name).await.unwrap()?;
+    let scheduled = crb
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Scheduled" && c.status == "True");
+    scheduled.then(|| crb.spec.clusters.iter().map(|c| c.name.clone()).collect())
+}
+
+#[tokio::test]
+async fn namespaces_a_cluster_policy_selects_land_in_its_clusters_beside_auto_propagation() {
+    let _serial = serial().lock().await;
+    let (client, controllers) = setup("deps-nsp").await;
+    let cpps: Api<ClusterPropagationPolicy> = Api::all(client.clone());
+    let crbs: Api<ClusterResourceBinding> = Api::all(client.clone());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let o: ClusterPropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "deps-nsp"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace",
+                "labelSelector": {"matchLabels": {"team": "nsp"}}}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}
+        }
+    }))
+    .unwrap();
+    cpps.create(&PostParams::default(), &o).await.unwrap();
+    // Skipped by the namespace controller: the policy alone places it.
+    create_namespace(
+        &client,
+        "deps-nsp-only",
+        json!({"team": "nsp", "tier": "web", "namespace.karmada.io/skip-auto-propagation": "true"}),
+    )
+    .await;
+    // Not skipped: the namespace controller still sends it everywhere (Karmada does not let a
+    // policy claim stop auto-propagation).
+    create_namespace(&client, "deps-nsp-both", json!({"team": "nsp"})).await;
+
+    let only = eventually("deps-nsp-only in member1", || {
+        member_namespace("member1", "deps-nsp-only")
+    })
+    .await;
+    assert_eq!(only.labels()["team"], "nsp");
+    assert_eq!(only.labels()["tier"], "web");
+    assert_eq!(only.labels()["karmada.io/managed"], "true");
+    assert!(
+        only.labels()
+            .contains_key("clusterresourcebinding.karmada.io/permanent-id")
+    );
+    let clusters = eventually("deps-nsp-only's binding scheduled", || {
+        scheduled_clusters(&crbs, "deps-nsp-only-namespace")
+    })
+    .await;
+    assert_eq!(clusters, ["member1"]);
+    // member1 got it, so both handlers of its namespace key have run: no Work in member2.
+    let member2_works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member2");
+    let wname = work_name("Namespace", "deps-nsp-only", "");
+    assert!(member2_works.get_opt(&wname).await.unwrap().is_none());
+    assert!(member_namespace("member2", "deps-nsp-only").await.is_none());
+
+    for cluster in MEMBERS {
+        eventually(&format!("deps-nsp-both in {cluster}"), || {
+            member_namespace(cluster, "deps-nsp-both")
+        })
+        .await;
+    }
+    let clusters = eventually("deps-nsp-both's binding scheduled", || {
+        scheduled_clusters(&crbs, "deps-nsp-both-namespace")
+    })
+    .await;
+    assert_eq!(clusters, ["member1"]);
+
+    // Deleting the policy releases the namespaces and keeps their bindings and member copies.
+    cpps.delete("deps-nsp", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the policy gone", || gone(&cpps, "deps-nsp")).await;
+    eventually("deps-nsp-only released", || async {
+        let n = namespaces.get("deps-nsp-only").await.unwrap();
+        (!n.labels()
+            .contains_key("clusterpropagationpolicy.karmada.io/permanent-id"))
+        .then_some(())
+    })
+    .await;
+    assert!(
+        crbs.get_opt("deps-nsp-only-namespace")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(member_namespace("member1", "deps-nsp-only").await.is_some());
+
+    // Deleting the namespace deletes its binding, its Work and its member copy.
+    for name in ["deps-nsp-only", "deps-nsp-both"] {
+        namespaces
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eventually("deps-nsp-only's binding gone", || {
+        gone(&crbs, "deps-nsp-only-namespace")
+    })
+    .await;
+    let member1_works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
+    eventually("deps-nsp-only's Work gone", || gone(&member1_works, &wname)).await;
+    eventually("deps-nsp-only gone from member1", || async {
+        member_namespace("member1", "deps-nsp-only")
+            .await
+            .is_none()
+            .then_some(())
     })
     .await;
     controllers.stop().await;
