@@ -1,16 +1,18 @@
 //! `make test`'s runner: builds every test target of the workspace once (`cargo test --workspace
-//! --no-run`), then runs the test binaries and the doc-tests a few at a time, longest first, and ends
+//! --no-run`), runs the doc-tests, then the test binaries a few at a time, longest first, and ends
 //! with the failures and the command that reruns each.
 //!
-//! Why not plain `cargo test`: it runs the test binaries one after another, and most of ours spend
-//! their time waiting on API servers and controllers, not on the CPU. Two at a time nearly halves the
-//! wall time on CI's 2 cores. Each binary runs exactly as under `cargo test` (its package folder as
-//! working directory, `CARGO_MANIFEST_DIR` set, libtest's own arguments), so a failure reproduces
-//! with the printed `cargo test -p … --test …`.
+//! Why not plain `cargo test`: CI keeps only the end of the log, and `cargo test` ends with a list of
+//! failed targets, not their output; this runner ends with the failures' log tails and the command
+//! that reruns each, and stops a binary that runs past `--timeout` instead of hanging CI. Each binary
+//! runs exactly as under `cargo test` (its package folder as working directory, `CARGO_MANIFEST_DIR`
+//! set, libtest's own arguments). `--jobs 2` runs two binaries at once; on a 2-core machine that was
+//! measured slower, not faster (our integration tests are CPU-bound in aggregate: load ~9, each file
+//! ~3× slower) and it made a lease-timing test fail, so `make test` runs one at a time.
 //!
-//! Usage: `cargo run -p test-runner -- [--jobs N] [--timeout SECONDS] [-- <libtest args>]`.
+//! Usage: `target/debug/test-runner [--jobs N] [--timeout SECONDS] [-- <libtest args>]`.
 //! Each binary's output goes to `target/test-logs/<name>.log`; the durations of the last run go to
-//! `target/test-durations.tsv` and order the next run (seeded from `durations.tsv` beside this file).
+//! `target/test-durations.tsv` and order the next run, longest first.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -43,6 +45,7 @@ struct Outcome {
     summary: String,
 }
 
+#[derive(Clone)]
 struct Options {
     jobs: usize,
     timeout: Duration,
@@ -65,7 +68,7 @@ fn parse_options() -> Result<Options, String> {
         jobs: std::env::var("TEST_JOBS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(2),
+            .unwrap_or(1),
         timeout: Duration::from_secs(1200),
         libtest_args: Vec::new(),
     };
@@ -96,12 +99,16 @@ fn parse_options() -> Result<Options, String> {
 fn run() -> Result<bool, String> {
     let options = parse_options()?;
     let root = workspace_root()?;
-    let target = root.join("target");
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let logs = target.join("test-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("create {}: {e}", logs.display()))?;
 
     let mut jobs = build_test_binaries(&options.libtest_args)?;
-    jobs.push(Job {
+    // The doc-tests go first and alone: `cargo test --doc` builds, and some integration tests run
+    // `cargo build -p …` themselves; two cargo processes writing the same target folder while
+    // rustdoc links against it make the doctest fail to find its dependencies.
+    let doc = Job {
         label: "--workspace --doc".to_owned(),
         log_name: "doc-tests".to_owned(),
         program: PathBuf::from(cargo()),
@@ -111,26 +118,32 @@ fn run() -> Result<bool, String> {
             .chain(options.libtest_args.iter().cloned())
             .collect(),
         dir: root.clone(),
-    });
+    };
 
     let durations_file = target.join("test-durations.tsv");
-    let known = read_durations(&durations_file)
-        .or_else(|| read_durations(&root.join("hack/test-runner/durations.tsv")))
-        .unwrap_or_default();
+    let known = read_durations(&durations_file).unwrap_or_default();
     // Longest first; never-measured jobs count as long, so a new slow file does not start last.
     jobs.sort_by(|a, b| {
         let d = |j: &Job| known.get(&j.label).copied().unwrap_or(f64::MAX);
         d(b).total_cmp(&d(a))
     });
     println!(
-        "test-runner: {} test binaries + doc-tests, {} at a time (logs in {})",
-        jobs.len() - 1,
+        "test-runner: the doc-tests, then {} test binaries {} at a time (logs in {})",
+        jobs.len(),
         options.jobs,
         logs.display()
     );
 
     let started = Instant::now();
-    let outcomes = run_jobs(jobs, &options, &logs);
+    let mut outcomes = run_jobs(
+        vec![doc],
+        &Options {
+            jobs: 1,
+            ..options.clone()
+        },
+        &logs,
+    );
+    outcomes.extend(run_jobs(jobs, &options, &logs));
     write_durations(&durations_file, &known, &outcomes);
 
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok).collect();
