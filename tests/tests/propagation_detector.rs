@@ -354,11 +354,18 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
         }
     })
     .await;
-    assert!(
-        !events_for(&client, ns, "nginx", "ApplyPolicySucceed")
-            .await
-            .is_empty()
-    );
+    // Events are written asynchronously, each on its own lane: the detector's may land after the
+    // scheduler's.
+    eventually("ApplyPolicySucceed event on the template", || {
+        let client = client.clone();
+        async move {
+            (!events_for(&client, ns, "nginx", "ApplyPolicySucceed")
+                .await
+                .is_empty())
+            .then_some(())
+        }
+    })
+    .await;
     let families: Vec<String> = lariat::metrics::registry()
         .gather()
         .iter()
