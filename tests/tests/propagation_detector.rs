@@ -229,6 +229,14 @@ async fn events_for(client: &Client, ns: &str, name: &str, reason: &str) -> Vec<
         .collect()
 }
 
+/// Waits until an Event with `reason` about the object `name` exists in `ns`.
+async fn wait_for_event(client: &Client, ns: &str, name: &str, reason: &str) {
+    eventually(&format!("{reason} event on {name}"), || async {
+        (!events_for(client, ns, name, reason).await.is_empty()).then_some(())
+    })
+    .await;
+}
+
 async fn delete_clusters(client: &Client, names: &[&str]) {
     let api: Api<Cluster> = Api::all(client.clone());
     for n in names {
@@ -343,29 +351,10 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
     assert_eq!(rb.spec.scheduler_name, "default-scheduler");
     assert!(rb.status.as_ref().unwrap().last_scheduled_time.is_some());
 
-    // Events and metrics.
-    eventually("ScheduleBindingSucceed event on the binding", || {
-        let client = client.clone();
-        async move {
-            (!events_for(&client, ns, "nginx-deployment", "ScheduleBindingSucceed")
-                .await
-                .is_empty())
-            .then_some(())
-        }
-    })
-    .await;
-    // Events are written asynchronously, each on its own lane: the detector's may land after the
-    // scheduler's.
-    eventually("ApplyPolicySucceed event on the template", || {
-        let client = client.clone();
-        async move {
-            (!events_for(&client, ns, "nginx", "ApplyPolicySucceed")
-                .await
-                .is_empty())
-            .then_some(())
-        }
-    })
-    .await;
+    // Events and metrics. Events are written asynchronously, each on its own lane: the detector's may
+    // land after the scheduler's.
+    wait_for_event(&client, ns, "nginx-deployment", "ScheduleBindingSucceed").await;
+    wait_for_event(&client, ns, "nginx", "ApplyPolicySucceed").await;
     let families: Vec<String> = lariat::metrics::registry()
         .gather()
         .iter()
