@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use karmada_apis::Cluster;
 use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
+use karmada_apis::{Cluster, ClusterResourceBinding};
 use karmada_controllers::members::member_cluster_options;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn, SyncReporter};
 use kube::Client;
@@ -356,4 +356,15 @@ pub fn histogram_count(name: &str, filter: &[(&str, &str)]) -> u64 {
 /// Whether metric `name` has a series matching `filter`.
 pub fn has_series(name: &str, filter: &[(&str, &str)]) -> bool {
     !series(name, filter).is_empty()
+}
+
+/// The cluster names of a ClusterResourceBinding once its `Scheduled` condition is True, else `None`.
+pub fn scheduled_cluster_names(crb: &ClusterResourceBinding) -> Option<Vec<String>> {
+    let scheduled = crb
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Scheduled" && c.status == "True");
+    scheduled.then(|| crb.spec.clusters.iter().map(|c| c.name.clone()).collect())
 }

@@ -350,14 +350,7 @@ async fn member_namespace(cluster: &str, name: &str) -> Option<Namespace> {
 
 /// The clusters of ClusterResourceBinding `name` once it is scheduled.
 async fn scheduled_clusters(crbs: &Api<ClusterResourceBinding>, name: &str) -> Option<Vec<String>> {
-    let crb = crbs.get_opt(name).await.unwrap()?;
-    let scheduled = crb
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "Scheduled" && c.status == "True");
-    scheduled.then(|| crb.spec.clusters.iter().map(|c| c.name.clone()).collect())
+    karmada_e2e::in_process::scheduled_cluster_names(&crbs.get_opt(name).await.unwrap()?)
 }
 
 #[tokio::test]

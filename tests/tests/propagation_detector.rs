@@ -726,21 +726,7 @@ async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deleti
         let crbs = crbs.clone();
         async move {
             let crb = crbs.get_opt("pd-cpp-role-clusterrole").await.unwrap()?;
-            let scheduled = crb
-                .status
-                .as_ref()?
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "Scheduled" && c.status == "True");
-            (scheduled
-                && crb
-                    .spec
-                    .clusters
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    == ["pd-cpp-m1"])
-            .then_some(crb)
+            (in_process::scheduled_cluster_names(&crb)? == ["pd-cpp-m1"]).then_some(crb)
         }
     })
     .await;
