@@ -34,7 +34,7 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
     );
     assert!(
         line.contains("not available yet: ")
-            && line.contains("applicationFailover")
+            && line.contains("agentcsrapproving")
             && line.contains("workloadRebalancer"),
         "{err}"
     );
@@ -101,7 +101,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
         .unwrap_or_default()
         .trim_matches('"');
     let names: Vec<&str> = names.split(',').collect();
-    assert!(names.contains(&"applicationFailover"), "{names:?}");
+    assert!(names.contains(&"workloadRebalancer"), "{names:?}");
     assert!(!names.contains(&"remedy"), "-remedy left it out: {names:?}");
     assert!(!names.contains(&"cluster"), "implemented: {names:?}");
     assert!(

@@ -17,6 +17,17 @@
 //!   old;
 //! - `tolerant` (a toleration without `tolerationSeconds`): never evicted.
 //!
+//! Beside it, application failover (`failover.application`, `StatefulFailoverInjection` on):
+//! `unhealthy` runs in member2 first (the policy's first cluster affinity), where the test, standing
+//! in for the kube-controller-manager member2 lacks, reports its pods never available; after
+//! `tolerationSeconds` it is evicted (`Directly`) and moves to member1 (the second affinity),
+//! created there with the label its statePreservation rule read from member2's status.
+//!
+//! Then member3 comes back: its taint is removed, nothing moves back and no object is recreated
+//! (the UIDs stay). Last, with a controller-manager running only `cluster` (and so the taint
+//! manager), twelve bindings on four Clusters the test taints NoExecute at once are evicted at
+//! `--resource-eviction-rate`, not all at once.
+//!
 //! The time from the kill to `graceful` being whole again is printed
 //! (`cargo test -p karmada-e2e --test failover -- --nocapture`).
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
@@ -24,11 +35,12 @@
 
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Taint};
 use karmada_apis::{Cluster, ClusterTaintPolicy, PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::Kcm;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
@@ -39,6 +51,12 @@ const TAINT: &str = "failover.karmada-rs.io/not-ready";
 /// `tolerationSeconds` of the `tolerating` Deployment.
 const TOLERATION_SECONDS: i64 = 15;
 const WAIT: Duration = Duration::from_secs(120);
+/// `decisionConditions.tolerationSeconds` of the `unhealthy` Deployment.
+const APP_TOLERATION_SECONDS: i64 = 5;
+/// The label `unhealthy`'s statePreservation rule fills from member2's status.
+const STATE_LABEL: &str = "failover.karmada.io/updated-replicas";
+/// `--resource-eviction-rate` of the pacing case (per eviction worker; three workers).
+const PACED_RATE: f64 = 2.0;
 
 fn env() -> &'static TestEnv {
     testenv::shared(EnvOptions {
@@ -93,22 +111,7 @@ async fn propagate(
     tolerations: Value,
     failover: Value,
 ) {
-    let deploy: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }))
-    .unwrap();
-    Api::<Deployment>::namespaced(host.clone(), NS)
-        .create(&PostParams::default(), &deploy)
-        .await
-        .unwrap();
+    create_deployment(host, name, 2).await;
     let weights: Vec<Value> = clusters
         .iter()
         .map(|c| json!({"targetCluster": {"clusterNames": [c]}, "weight": 1}))
@@ -139,6 +142,101 @@ async fn propagate(
         .create(&PostParams::default(), &policy)
         .await
         .unwrap();
+}
+
+/// Creates Deployment `name` with `replicas` in the host's `NS`.
+async fn create_deployment(host: &Client, name: &str, replicas: i32) {
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &deploy)
+        .await
+        .unwrap();
+}
+
+/// `unhealthy`: one replica, member2 first and member1 as the fallback affinity, failing over
+/// `Directly` after `APP_TOLERATION_SECONDS` and preserving `.updatedReplicas` as `STATE_LABEL`.
+async fn propagate_unhealthy(host: &Client) {
+    create_deployment(host, "unhealthy", 1).await;
+    let policy: PropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "unhealthy"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "unhealthy"}],
+            // Karmada's application failover acts only on bindings that propagate dependencies.
+            "propagateDeps": true,
+            "placement": {
+                "clusterAffinities": [
+                    {"affinityName": "primary", "clusterNames": ["member2"]},
+                    {"affinityName": "backup", "clusterNames": ["member1"]},
+                ],
+                "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+            },
+            "failover": {"application": {
+                "decisionConditions": {"tolerationSeconds": APP_TOLERATION_SECONDS},
+                "purgeMode": "Directly",
+                "statePreservation": {"rules": [
+                    {"aliasLabelName": STATE_LABEL, "jsonPath": "{.updatedReplicas}"},
+                ]},
+            }},
+        },
+    }))
+    .unwrap();
+    Api::<PropagationPolicy>::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+}
+
+/// Watches `name` in `api` from before it exists and returns (once awaited) the first version
+/// `matches` accepts: every version is seen, so a state the controllers pass through quickly is
+/// not missed.
+async fn first_version<K>(
+    api: &Api<K>,
+    name: &str,
+    matches: impl Fn(&K) -> bool + Send + 'static,
+) -> tokio::task::JoinHandle<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let wp = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut stream = api.watch(&wp, "0").await.unwrap().boxed();
+    tokio::spawn(async move {
+        let found = async {
+            while let Some(ev) = stream.next().await {
+                match ev.unwrap() {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) if matches(&o) => return o,
+                    WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+                    _ => {}
+                }
+            }
+            panic!("watch ended early");
+        };
+        tokio::time::timeout(WAIT, found)
+            .await
+            .expect("no matching version in time")
+    })
+}
+
+/// The UID of Deployment `name` in `member`.
+async fn uid_in(member: &Client, name: &str) -> String {
+    Api::<Deployment>::namespaced(member.clone(), NS)
+        .get(name)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap()
 }
 
 fn binding_name(name: &str) -> String {
@@ -184,7 +282,7 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
             "--cluster-status-update-frequency=1s",
             "--cluster-failure-threshold=2s",
             "--cluster-success-threshold=1s",
-            "--feature-gates=Failover=true",
+            "--feature-gates=Failover=true,StatefulFailoverInjection=true",
             "--enable-no-execute-taint-eviction=true",
             "--resource-eviction-rate=20",
         ],
@@ -275,7 +373,26 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     )
     .await;
 
+    // Application failover: watched from the start, so the short-lived states are seen.
     let rbs: Api<ResourceBinding> = Api::namespaced(host.clone(), NS);
+    let member1_client = env.members()[0].client().await;
+    let member2_client = env.members()[1].client().await;
+    let member3_client = env.members()[2].client().await;
+    let evicted_from_member2 = first_version(&rbs, &binding_name("unhealthy"), |rb| {
+        rb.spec
+            .graceful_eviction_tasks
+            .iter()
+            .any(|t| t.from_cluster == "member2")
+    })
+    .await;
+    let created_in_member1 = first_version(
+        &Api::<Deployment>::namespaced(member1_client.clone(), NS),
+        "unhealthy",
+        |_| true,
+    )
+    .await;
+    propagate_unhealthy(&host).await;
+
     let names = ["graceful", "direct", "tolerating", "tolerant"];
     for name in names {
         eventually(&format!("{name} on member3"), &kcm, async || {
@@ -295,6 +412,45 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         "{:?}",
         member3.spec.taints
     );
+
+    // member2 has no kube-controller-manager: report, as one would, a rollout whose pod never
+    // becomes available.
+    let member2_deploys: Api<Deployment> = Api::namespaced(member2_client.clone(), NS);
+    let in_member2 = eventually("unhealthy in member2", &kcm, async || {
+        member2_deploys
+            .get_opt("unhealthy")
+            .await
+            .unwrap()
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+    let status = json!({"status": {
+        "observedGeneration": in_member2.metadata.generation,
+        "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
+    }});
+    member2_deploys
+        .patch_status("unhealthy", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    // What must not be recreated by the failover or by member3's return.
+    let uids_before = [
+        (
+            "member1",
+            "graceful",
+            uid_in(&member1_client, "graceful").await,
+        ),
+        ("member2", "direct", uid_in(&member2_client, "direct").await),
+        (
+            "member3",
+            "tolerant",
+            uid_in(&member3_client, "tolerant").await,
+        ),
+        (
+            "member3",
+            "tolerating",
+            uid_in(&member3_client, "tolerating").await,
+        ),
+    ];
 
     let killed = Instant::now();
     env.members()[2].kill();
@@ -415,6 +571,290 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         "tolerant moved: {:?}, tasks {:?}",
         scheduled(&rb),
         rb.spec.graceful_eviction_tasks
+    );
+
+    // unhealthy: evicted from member2 with its state, created in member1 carrying it.
+    let rb = evicted_from_member2.await.unwrap();
+    let task = rb
+        .spec
+        .graceful_eviction_tasks
+        .iter()
+        .find(|t| t.from_cluster == "member2")
+        .unwrap();
+    assert!(
+        !scheduled(&rb).iter().any(|(c, _)| c == "member2"),
+        "{:?}",
+        scheduled(&rb)
+    );
+    assert_eq!(
+        (task.reason.as_str(), task.producer.as_str()),
+        (
+            "ApplicationFailure",
+            "resource-binding-application-failover-controller"
+        )
+    );
+    assert_eq!(
+        task.purge_mode
+            .as_ref()
+            .map(karmada_apis::policy::v1alpha1::PurgeMode::as_str),
+        Some("Directly")
+    );
+    assert_eq!(
+        task.preserved_label_state
+            .get(STATE_LABEL)
+            .map(String::as_str),
+        Some("1"),
+        "{task:?}"
+    );
+    assert_eq!(task.clusters_before_failover, ["member2"]);
+    let in_member1 = created_in_member1.await.unwrap();
+    assert_eq!(
+        in_member1.labels().get(STATE_LABEL).map(String::as_str),
+        Some("1"),
+        "unhealthy created in member1 without the preserved state: {:?}",
+        in_member1.labels()
+    );
+    // Not before tolerationSeconds (server times, whole seconds).
+    let created = |d: &Deployment| d.metadata.creation_timestamp.clone().unwrap().0.as_second();
+    let waited = created(&in_member1) - created(&in_member2);
+    assert!(
+        waited >= APP_TOLERATION_SECONDS,
+        "moved {waited}s after it was created in member2; tolerationSeconds is {APP_TOLERATION_SECONDS}"
+    );
+    eventually("unhealthy: member2's Work deleted", &kcm, async || {
+        let works: Api<Work> = Api::namespaced(host.clone(), "karmada-es-member2");
+        let name = karmada_apis::names::work_name("Deployment", "unhealthy", NS);
+        match works.get_opt(&name).await.unwrap() {
+            None => Ok(()),
+            Some(w) => Err(format!(
+                "deleting: {}",
+                w.metadata.deletion_timestamp.is_some()
+            )),
+        }
+    })
+    .await;
+
+    member_comes_back(env, &host, &kcm, &uids_before, &in_member1).await;
+    drop(kcm);
+    evictions_are_paced(env, &host).await;
+}
+
+/// member3 returns: its taint goes, nothing moves back, and nothing was recreated.
+async fn member_comes_back(
+    env: &TestEnv,
+    host: &Client,
+    kcm: &Kcm,
+    uids_before: &[(&str, &str, String)],
+    unhealthy_in_member1: &Deployment,
+) {
+    let returned = Instant::now();
+    env.members()[2].start().await.unwrap();
+    let clusters: Api<Cluster> = Api::all(host.clone());
+    eventually("member3 Ready and untainted", kcm, async || {
+        let c = clusters.get("member3").await.unwrap();
+        if ready(&c) && c.spec.taints.iter().all(|t| t.key != TAINT) {
+            Ok(())
+        } else {
+            Err(format!("taints {:?}", c.spec.taints))
+        }
+    })
+    .await;
+    println!(
+        "member3 untainted {:?} after its return",
+        returned.elapsed()
+    );
+    // The Works deleted while member3 was away are finished now: their objects go.
+    let member3 = env.members()[2].client().await;
+    let member3_deploys: Api<Deployment> = Api::namespaced(member3.clone(), NS);
+    for name in ["graceful", "direct"] {
+        eventually(
+            &format!("{name} removed from member3"),
+            kcm,
+            async || match (
+                member3_deploys.get_opt(name).await.unwrap(),
+                member3_work(host, name).await,
+            ) {
+                (None, None) => Ok(()),
+                (d, w) => Err(format!("object there: {}, Work {w:?}", d.is_some())),
+            },
+        )
+        .await;
+    }
+    // Nothing moved back, and every binding's placement is the scheduler's latest.
+    let rbs: Api<ResourceBinding> = Api::namespaced(host.clone(), NS);
+    for (name, want) in [
+        ("graceful", vec![("member1".to_owned(), 2)]),
+        ("direct", vec![("member2".to_owned(), 2)]),
+        ("unhealthy", vec![("member1".to_owned(), 1)]),
+    ] {
+        let rb = rbs.get(&binding_name(name)).await.unwrap();
+        assert_eq!(scheduled(&rb), want, "{name} moved");
+    }
+    let rb = rbs.get(&binding_name("tolerating")).await.unwrap();
+    assert!(
+        !scheduled(&rb).iter().any(|(c, _)| c == "member3"),
+        "tolerating moved back: {:?}",
+        scheduled(&rb)
+    );
+    let rb = rbs.get(&binding_name("tolerant")).await.unwrap();
+    assert!(
+        scheduled(&rb).iter().any(|(c, _)| c == "member3"),
+        "tolerant left member3: {:?}",
+        scheduled(&rb)
+    );
+    // No member object was recreated.
+    let members = [("member1", 0), ("member2", 1), ("member3", 2)];
+    for (member, name, uid) in uids_before {
+        let i = members.iter().find(|(m, _)| m == member).unwrap().1;
+        let client = env.members()[i].client().await;
+        assert_eq!(
+            &uid_in(&client, name).await,
+            uid,
+            "{name} recreated in {member}"
+        );
+    }
+    let member1 = env.members()[0].client().await;
+    assert_eq!(
+        uid_in(&member1, "unhealthy").await,
+        unhealthy_in_member1.uid().unwrap(),
+        "unhealthy recreated in member1"
+    );
+}
+
+/// Twelve bindings on four Clusters tainted NoExecute at once: the taint manager (alone, with
+/// `--resource-eviction-rate`) evicts them in rounds of its three workers, not all at once.
+async fn evictions_are_paced(env: &TestEnv, host: &Client) {
+    const CLUSTERS: usize = 4;
+    const BINDINGS: usize = 12;
+    const PACED_NS: &str = "paced";
+    let rate = PACED_RATE.to_string();
+    let kcm = Kcm::start(
+        env.host().kubeconfig_path(),
+        &[
+            "--leader-elect=false",
+            "--controllers=cluster",
+            "--feature-gates=Failover=true",
+            "--enable-no-execute-taint-eviction=true",
+            &format!("--resource-eviction-rate={rate}"),
+        ],
+        &[],
+    );
+    let clusters: Api<Cluster> = Api::all(host.clone());
+    for i in 0..CLUSTERS {
+        let c: Cluster = serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": format!("paced-{i}")},
+            "spec": {"apiEndpoint": "https://127.0.0.1:1", "syncMode": "Push"},
+        }))
+        .unwrap();
+        clusters.create(&PostParams::default(), &c).await.unwrap();
+    }
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": PACED_NS}})).unwrap();
+    Api::<Namespace>::all(host.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let rbs: Api<ResourceBinding> = Api::namespaced(host.clone(), PACED_NS);
+    let placement = karmada_apis::well_known::POLICY_PLACEMENT_ANNOTATION;
+    for i in 0..BINDINGS {
+        let rb: ResourceBinding = serde_json::from_value(json!({
+            "apiVersion": "work.karmada.io/v1alpha2",
+            "kind": "ResourceBinding",
+            "metadata": {"name": format!("rb-{i}"), "annotations": {placement: "{}"}},
+            "spec": {
+                "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": PACED_NS, "name": format!("cm-{i}")},
+                "clusters": [{"name": format!("paced-{}", i % CLUSTERS)}],
+            },
+        }))
+        .unwrap();
+        rbs.create(&PostParams::default(), &rb).await.unwrap();
+    }
+    // Every binding version from now on, stamped when seen.
+    let mut stream = rbs
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let evicted_at = tokio::spawn(async move {
+        let mut at: std::collections::BTreeMap<String, Instant> = Default::default();
+        let all = async {
+            while let Some(ev) = stream.next().await {
+                if let WatchEvent::Added(rb) | WatchEvent::Modified(rb) = ev.unwrap()
+                    && rb.spec.clusters.is_empty()
+                    && rb
+                        .spec
+                        .graceful_eviction_tasks
+                        .iter()
+                        .any(|t| t.producer == "TaintManager")
+                {
+                    at.entry(rb.name_any()).or_insert_with(Instant::now);
+                    if at.len() == BINDINGS {
+                        return;
+                    }
+                }
+            }
+            panic!("watch ended early");
+        };
+        tokio::time::timeout(WAIT, all)
+            .await
+            .expect("every binding evicted in time");
+        at
+    });
+    // The taint manager is up: the cluster controller gave the new Clusters their finalizer.
+    eventually("the paced Clusters handled", &kcm, async || {
+        let list = clusters.list(&ListParams::default()).await.unwrap();
+        let waiting = list
+            .items
+            .iter()
+            .filter(|c| c.name_any().starts_with("paced-") && c.finalizers().is_empty())
+            .count();
+        if waiting == 0 {
+            Ok(())
+        } else {
+            Err(format!("{waiting} without finalizer"))
+        }
+    })
+    .await;
+    for i in 0..CLUSTERS {
+        let name = format!("paced-{i}");
+        // Patch over the read version (the cluster controller may taint it too): retry on conflict.
+        loop {
+            let c = clusters.get(&name).await.unwrap();
+            let mut taints = c.spec.taints.clone();
+            taints.push(
+                serde_json::from_value(json!({"key": "paced.test/down", "effect": "NoExecute"}))
+                    .unwrap(),
+            );
+            let patch = json!({
+                "metadata": {"resourceVersion": c.resource_version()},
+                "spec": {"taints": taints},
+            });
+            match clusters
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if apimachinery::is_conflict(&e) => continue,
+                Err(e) => panic!("tainting {name}: {e}"),
+            }
+        }
+    }
+    let at = evicted_at.await.unwrap();
+    let mut times: Vec<Instant> = at.values().copied().collect();
+    times.sort();
+    let first = times[0];
+    let offsets: Vec<f64> = times.iter().map(|t| (*t - first).as_secs_f64()).collect();
+    println!("paced evictions (s after the first): {offsets:.2?}");
+    // Three workers, each waiting 1/rate after an eviction: the last is at least
+    // (BINDINGS/3 - 1)/rate after the first (less an allowance for when the watch delivers).
+    let rounds = BINDINGS.div_ceil(3) as f64;
+    let least = (rounds - 1.0) / PACED_RATE - 0.5;
+    let span = offsets.last().copied().unwrap_or_default();
+    assert!(
+        span >= least,
+        "{BINDINGS} evictions within {span:.2}s at --resource-eviction-rate={rate}: {offsets:.2?}\n{}",
+        tail(&kcm.log(), 40)
     );
 }
 

@@ -214,9 +214,9 @@ mod tests {
             p[0].contains("available: binding, bindingStatus, cluster"),
             "{p:?}"
         );
-        let p = validate_selection(&sel(&["remedy", "applicationFailover", "-remedy"]));
+        let p = validate_selection(&sel(&["remedy", "workloadRebalancer", "-remedy"]));
         assert!(
-            p[0].starts_with("\"remedy\", \"applicationFailover\" are not implemented"),
+            p[0].starts_with("\"remedy\", \"workloadRebalancer\" are not implemented"),
             "{p:?}"
         );
         // Off by default and not implemented: fine to switch off, refused when asked for.
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn star_leaves_out_what_is_not_implemented() {
         let out = left_out(&sel(&["*"]));
-        assert!(out.contains(&"remedy") && out.contains(&"applicationFailover"));
+        assert!(out.contains(&"remedy") && out.contains(&"workloadRebalancer"));
         // Not what `*` keeps off anyway, nor anything implemented.
         assert!(!out.contains(&"hpaScaleTargetMarker"));
         assert!(!out.contains(&"deploymentReplicasSyncer"));

@@ -50,9 +50,7 @@ pub const FLAGS: &[&str] = &[
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
 pub const GATES: &[&str] = &[
-    karmada_process::features::GRACEFUL_EVICTION,
     karmada_process::features::MULTI_CLUSTER_SERVICE,
-    "StatefulFailoverInjection",
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
     "ContextualLogging",

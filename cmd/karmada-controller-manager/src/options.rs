@@ -1209,7 +1209,7 @@ mod tests {
         assert_eq!(o.logging_format, LogFormat::Json);
         assert_eq!(o.controllers, vec!["*", "-cluster", "namespace", "-remedy"]);
         assert!(!o.controllers_left_out.contains(&"remedy"));
-        assert!(o.controllers_left_out.contains(&"applicationFailover"));
+        assert!(o.controllers_left_out.contains(&"workloadRebalancer"));
         assert!(o.feature_gates.enabled("Failover"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);

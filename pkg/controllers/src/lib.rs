@@ -14,7 +14,7 @@
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
-//! | `karmada-controllers-failover` | `gracefulEviction`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
+//! | `karmada-controllers-failover` | `gracefulEviction`, `applicationFailover`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
 
@@ -29,7 +29,9 @@ pub use karmada_controllers_common::{
     context, members,
 };
 pub use karmada_controllers_dependencies::distributor as dependencies_distributor;
-pub use karmada_controllers_failover::{cluster_taint_policy, graceful_eviction, taint_manager};
+pub use karmada_controllers_failover::{
+    application_failover, cluster_taint_policy, graceful_eviction, taint_manager,
+};
 pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler,
 };

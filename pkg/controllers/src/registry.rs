@@ -32,6 +32,10 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ),
         ("gracefulEviction", crate::graceful_eviction::start_fn()),
         (
+            "applicationFailover",
+            crate::application_failover::start_fn(),
+        ),
+        (
             "clustertaintpolicy",
             crate::cluster_taint_policy::start_fn(),
         ),

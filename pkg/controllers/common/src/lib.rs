@@ -12,6 +12,7 @@ pub mod conditions;
 pub mod context;
 pub mod error;
 pub mod events;
+pub mod failover;
 pub mod handlers;
 pub mod interpreter;
 pub mod manifest;

@@ -6,7 +6,9 @@
 //! cluster leaves `spec.clusters` and a graceful eviction task (producer `TaintManager`, reason
 //! `TaintUntolerated`, purge mode from the policy's `failover.cluster` or
 //! `--no-execute-taint-eviction-purge-mode`) is recorded; the scheduler then places the replicas
-//! elsewhere. A tainted cluster is rechecked every 10 s.
+//! elsewhere. With the `StatefulFailoverInjection` gate, the policy's
+//! `failover.cluster.statePreservation` rules are read from the workload's status in that cluster
+//! into the task's `preservedLabelState`. A tainted cluster is rechecked every 10 s.
 //!
 //! Evictions go through two queues (bindings, cluster bindings) of three workers each; after each
 //! item a worker waits `1 / --resource-eviction-rate` seconds (at least the default rate limiter's
@@ -34,6 +36,9 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
 use karmada_controllers_common::events::EventRecorder;
+use karmada_controllers_common::failover::{
+    FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
+};
 use karmada_controllers_common::handlers::register;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
@@ -63,6 +68,19 @@ pub enum TaintManagerError {
         kind: &'static str,
         /// `namespace/name` or `name`.
         key: String,
+    },
+    /// The policy's `failover.cluster.statePreservation` could not be read.
+    #[error("{kind} {key}: preserving state from cluster {cluster}: {source}")]
+    State {
+        /// The binding kind.
+        kind: &'static str,
+        /// `namespace/name` or `name`.
+        key: String,
+        /// The cluster.
+        cluster: String,
+        /// Why.
+        #[source]
+        source: StatePreservationError,
     },
     /// Writing the eviction failed.
     #[error("{kind} {key}: evicting from cluster {cluster}: {source}")]
@@ -469,6 +487,35 @@ impl TaintManager {
                 .failover
                 .no_execute_taint_eviction_purge_mode,
         );
+        // With StatefulFailoverInjection, the policy's `failover.cluster.statePreservation`
+        // (Karmada's `extractStateForEviction`; no `clustersBeforeFailover` here, as in Karmada).
+        let preserved = match spec.failover.as_ref().and_then(|f| f.cluster.as_ref()) {
+            Some(cluster_failover)
+                if inner
+                    .ctx
+                    .settings
+                    .feature_gates
+                    .enabled(FEATURE_STATEFUL_FAILOVER_INJECTION) =>
+            {
+                let aggregated = binding
+                    .binding_status()
+                    .map(|s| s.aggregated_status.as_slice())
+                    .unwrap_or_default();
+                preserved_state_for(
+                    cluster_failover.state_preservation.as_ref(),
+                    aggregated,
+                    &key.cluster,
+                )
+                .map_err(|source| TaintManagerError::State {
+                    kind,
+                    key: key.binding.to_string(),
+                    cluster: key.cluster.clone(),
+                    source,
+                })?
+                .unwrap_or_default()
+            }
+            _ => Default::default(),
+        };
         let mut updated = (*binding).clone();
         let (_, new_spec) = updated.parts_mut();
         new_spec.graceful_evict_cluster(
@@ -477,6 +524,7 @@ impl TaintManager {
                 purge_mode: Some(mode),
                 producer: EVICTION_PRODUCER_TAINT_MANAGER.to_owned(),
                 reason: EVICTION_REASON_TAINT_UNTOLERATED.to_owned(),
+                preserved_label_state: preserved,
                 ..Default::default()
             },
         );

@@ -66,6 +66,7 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType};
+use karmada_controllers_common::failover::{FEATURE_STATEFUL_FAILOVER_INJECTION, labels_to_inject};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
@@ -199,6 +200,11 @@ struct WorkPlan<'a> {
     binding_name: String,
     /// The conflict resolution the member apply uses.
     conflict: &'static str,
+    /// Whether `StatefulFailoverInjection` is on: the state an eviction preserved goes on the
+    /// manifest of the cluster the workload moved to.
+    inject_state: bool,
+    /// How many clusters get a Work (the injection is for one only).
+    targets: usize,
 }
 
 impl WorkPlan<'_> {
@@ -237,6 +243,13 @@ impl WorkPlan<'_> {
         let mut labels = BTreeMap::new();
         set_label(&mut w, self.id_label, &self.id);
         labels.insert(self.id_label.to_owned(), self.id.clone());
+        if self.inject_state
+            && let Some(state) = labels_to_inject(spec, &t.name, self.targets)
+        {
+            for (key, value) in state {
+                set_label(&mut w, key, value);
+            }
+        }
         let mut annotations = BTreeMap::new();
         let generation = w
             .get("metadata")
@@ -1019,6 +1032,12 @@ impl BindingController {
             binding_namespace: b.namespace().unwrap_or_default(),
             binding_name: b.name_any(),
             conflict: conflict_resolution(template, spec),
+            inject_state: inner
+                .ctx
+                .settings
+                .feature_gates
+                .enabled(FEATURE_STATEFUL_FAILOVER_INJECTION),
+            targets: targets.len(),
         })
     }
 
