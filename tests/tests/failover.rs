@@ -51,8 +51,10 @@ const TAINT: &str = "failover.karmada-rs.io/not-ready";
 /// `tolerationSeconds` of the `tolerating` Deployment.
 const TOLERATION_SECONDS: i64 = 15;
 const WAIT: Duration = Duration::from_secs(120);
-/// `decisionConditions.tolerationSeconds` of the `unhealthy` Deployment.
-const APP_TOLERATION_SECONDS: i64 = 5;
+/// `decisionConditions.tolerationSeconds` of the `unhealthy` Deployment. It applies in member1 too,
+/// from the moment the failover creates it there: long enough for member1's kube-controller-manager
+/// and kwok to roll it out on a loaded machine, or it fails over from member1 as well.
+const APP_TOLERATION_SECONDS: i64 = 15;
 /// The label `unhealthy`'s statePreservation rule fills from member2's status.
 const STATE_LABEL: &str = "failover.karmada.io/updated-replicas";
 /// `--resource-eviction-rate` of the pacing case (per eviction worker; three workers).
@@ -213,7 +215,7 @@ where
     let wp = WatchParams::default().fields(&format!("metadata.name={name}"));
     let mut stream = api.watch(&wp, "0").await.unwrap().boxed();
     tokio::spawn(async move {
-        let found = async {
+        let found = async move {
             while let Some(ev) = stream.next().await {
                 match ev.unwrap() {
                     WatchEvent::Added(o) | WatchEvent::Modified(o) if matches(&o) => return o,

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use karmada_apis::policy::v1alpha1::{ApplicationFailoverBehavior, PurgeMode};
+use karmada_apis::policy::v1alpha1::ApplicationFailoverBehavior;
 use karmada_apis::well_known::EVICTION_REASON_APPLICATION_FAILURE;
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::work::v1alpha2::{

@@ -1,5 +1,5 @@
 use super::*;
-use karmada_apis::policy::v1alpha1::{StatePreservation, StatePreservationRule};
+use karmada_apis::policy::v1alpha1::{PurgeMode, StatePreservation, StatePreservationRule};
 use serde_json::json;
 
 fn item(cluster: &str, health: ResourceHealth) -> AggregatedStatusItem {

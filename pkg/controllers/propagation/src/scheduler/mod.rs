@@ -424,7 +424,11 @@ impl Scheduler {
             None if targets.iter().any(|t| !existing.contains(t.as_str())) => {
                 Some("scheduled clusters are gone")
             }
-            None if cluster_triggered => {
+            // A placed Divided workload is not moved by a Cluster change (Karmada reschedules it
+            // only when one of its clusters is deleted): a member that comes back, is untainted or
+            // relabelled takes no running replicas. A binding placed nowhere (no cluster fitted)
+            // is tried again when the fitting clusters change.
+            None if cluster_triggered && targets.is_empty() => {
                 let last = inner.feasible.lock().get(k).cloned();
                 match last {
                     Some(last) if last != feasible_now => Some("fitting clusters changed"),

@@ -11,20 +11,35 @@
 use karmada_interpreter::Interpreter;
 use serde_json::Value;
 
-/// Whether `observed` (the member object) no longer matches `manifest` (the Work's manifest).
-/// Returns false when the comparison cannot be made (malformed manifest).
-pub fn has_drifted(interpreter: &Interpreter, manifest: &Value, observed: &Value) -> bool {
+/// Where `observed` (the member object) first differs from `manifest` (the Work's manifest): a
+/// dotted path such as `spec.replicas` or `spec.template.spec.containers[0]`, or `None` when it
+/// still matches. Also `None` when the comparison cannot be made (malformed manifest).
+pub fn drifted_at(interpreter: &Interpreter, manifest: &Value, observed: &Value) -> Option<String> {
     let mut desired = manifest.clone();
     if interpreter.retain(&mut desired, observed).is_err() {
-        return false;
+        return None;
     }
-    let Some(desired) = desired.as_object() else {
-        return false;
-    };
     desired
+        .as_object()?
         .iter()
         .filter(|(k, _)| k.as_str() != "status")
-        .any(|(k, v)| !contained(v, observed.get(k)))
+        .find_map(|(k, v)| difference(v, observed.get(k), k.clone()))
+}
+
+/// The path (below `at`) of the first field of `desired` that `observed` lacks or holds with
+/// another value; `None` when [`contained`].
+fn difference(desired: &Value, observed: Option<&Value>, at: String) -> Option<String> {
+    match (desired, observed) {
+        (Value::Object(d), Some(Value::Object(o))) => d
+            .iter()
+            .find_map(|(k, v)| difference(v, o.get(k), format!("{at}.{k}"))),
+        (Value::Array(d), Some(Value::Array(o))) if d.len() == o.len() => d
+            .iter()
+            .zip(o)
+            .enumerate()
+            .find_map(|(i, (d, o))| difference(d, Some(o), format!("{at}[{i}]"))),
+        _ => (!contained(desired, observed)).then_some(at),
+    }
 }
 
 /// Whether every field of `desired` is in `observed` with the same value.
@@ -50,6 +65,10 @@ pub fn contained(desired: &Value, observed: Option<&Value>) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn drifts(interpreter: &Interpreter, manifest: &Value, observed: &Value) -> bool {
+        drifted_at(interpreter, manifest, observed).is_some()
+    }
 
     fn manifest() -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -79,7 +98,7 @@ mod tests {
 
     #[test]
     fn defaults_and_status_are_not_drift() {
-        assert!(!has_drifted(
+        assert!(!drifts(
             &Interpreter::default(),
             &manifest(),
             &member()
@@ -91,16 +110,22 @@ mod tests {
         let i = Interpreter::default();
         let mut m = member();
         m["spec"]["template"]["spec"]["containers"][0]["image"] = json!("busybox");
-        assert!(has_drifted(&i, &manifest(), &m));
+        assert_eq!(
+            drifted_at(&i, &manifest(), &m).as_deref(),
+            Some("spec.template.spec.containers[0].image")
+        );
         let mut m = member();
         m["spec"]["replicas"] = json!(5);
-        assert!(has_drifted(&i, &manifest(), &m));
+        assert!(drifts(&i, &manifest(), &m));
         let mut m = member();
         m["spec"]["template"]["spec"]["containers"]
             .as_array_mut()
             .unwrap()
             .push(json!({"name": "sidecar", "image": "x"}));
-        assert!(has_drifted(&i, &manifest(), &m));
+        assert_eq!(
+            drifted_at(&i, &manifest(), &m).as_deref(),
+            Some("spec.template.spec.containers")
+        );
     }
 
     #[test]
@@ -112,7 +137,7 @@ mod tests {
         let mut m = member();
         m["metadata"]["labels"]["resourcetemplate.karmada.io/retain-replicas"] = json!("true");
         m["spec"]["replicas"] = json!(7);
-        assert!(!has_drifted(&i, &manifest, &m));
+        assert!(!drifts(&i, &manifest, &m));
     }
 
     #[test]

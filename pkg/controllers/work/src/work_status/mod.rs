@@ -24,6 +24,7 @@
 
 pub mod drift;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -147,6 +148,11 @@ pub fn merge_manifest_status(
     out
 }
 
+/// The key of a member object in `Inner::drift_requeued`.
+fn drift_key(cluster: &str, gvk: &GroupVersionKind, key: &ObjectKey) -> String {
+    format!("{cluster}/{}/{key}", gvk.kind)
+}
+
 struct Inner {
     ctx: ControllerContext,
     client: kube::Client,
@@ -154,6 +160,11 @@ struct Inner {
     works: SharedController<Work>,
     /// Serialises "is the member handler registered? register it" per process.
     registering: Mutex<()>,
+    /// Per drifted member object (cluster/kind/namespace/name), the resourceVersion whose drift
+    /// last re-queued its Work. Each version re-queues once: execution compares with a fresh
+    /// read when its cache differs, so a drift only the cache shows (a member watch that lags)
+    /// must not bounce the Work between the two controllers at full speed.
+    drift_requeued: Mutex<HashMap<String, String>>,
     cancel: CancellationToken,
 }
 
@@ -185,6 +196,7 @@ impl WorkStatusController {
                 interpreter,
                 works,
                 registering: Mutex::new(()),
+                drift_requeued: Mutex::default(),
                 cancel,
             }),
         })
@@ -368,6 +380,7 @@ impl WorkStatusController {
     /// execution controller creates it again. The Work is found by Karmada's naming rule, as the
     /// deleted object's annotations are gone with it.
     fn handle_member_deleted(&self, cluster: &str, gvk: &GroupVersionKind, key: &ObjectKey) {
+        self.first_drift_of_version(drift_key(cluster, gvk, key), "", false);
         let ns = key.namespace().unwrap_or_default();
         let work_ns = names::execution_space_name(cluster);
         let work_name = names::work_name(&gvk.kind, key.name(), ns);
@@ -433,12 +446,18 @@ impl WorkStatusController {
             });
         };
 
-        if !is_suspended(&work)
-            && let Some(manifest) = work.spec.workload.manifests.get(ordinal)
-            && drift::has_drifted(&self.inner.interpreter, &manifest.0, &observed)
-        {
+        let drifted_at = work
+            .spec
+            .workload
+            .manifests
+            .get(ordinal)
+            .filter(|_| !is_suspended(&work))
+            .and_then(|m| drift::drifted_at(&self.inner.interpreter, &m.0, &observed));
+        let version = obj.metadata.resource_version.as_deref().unwrap_or_default();
+        if self.first_drift_of_version(drift_key(cluster, gvk, key), version, drifted_at.is_some()) {
             tracing::info!(
                 cluster, kind = %gvk.kind, object = %key, work = %work_key,
+                field = drifted_at.as_deref().unwrap_or_default(),
                 "member object differs from its manifest; re-queuing its Work"
             );
             self.inner.works.enqueue(Some(work_ns), work_name);
@@ -453,6 +472,17 @@ impl WorkStatusController {
             },
         )?;
         self.write_manifest_status(&work, new).await
+    }
+
+    /// Whether a drift of member object `object` (cluster/kind/namespace/name) seen at
+    /// `version` should re-queue its Work: once per version. A match (`drifted` false) forgets it.
+    fn first_drift_of_version(&self, object: String, version: &str, drifted: bool) -> bool {
+        let mut requeued = self.inner.drift_requeued.lock();
+        if !drifted {
+            requeued.remove(&object);
+            return false;
+        }
+        requeued.insert(object, version.to_owned()).as_deref() != Some(version)
     }
 
     /// Writes `new` into the Work's `status.manifestStatuses` when it differs, through the status
