@@ -50,6 +50,29 @@ pub struct WebhookError {
     pub reason: String,
 }
 
+/// What one call sends (Karmada's request `Attributes`).
+#[derive(Clone, Copy)]
+struct Attributes<'a> {
+    operation: &'a str,
+    object: &'a Value,
+    observed: Option<&'a Value>,
+    replicas: i32,
+    aggregated: &'a [AggregatedStatusItem],
+}
+
+impl<'a> Attributes<'a> {
+    /// `operation` on `object` alone.
+    fn of(operation: &'a str, object: &'a Value) -> Self {
+        Self {
+            operation,
+            object,
+            observed: None,
+            replicas: 0,
+            aggregated: &[],
+        }
+    }
+}
+
 /// One webhook of one configuration.
 #[derive(Clone)]
 struct Hook {
@@ -115,12 +138,15 @@ impl Webhooks {
     /// Calls the first webhook matching the object and operation: `None` when none matches.
     fn interpret(
         &self,
-        operation: &str,
-        object: &Value,
-        observed: Option<&Value>,
-        replicas: i32,
-        aggregated: &[AggregatedStatusItem],
+        attributes: &Attributes<'_>,
     ) -> Option<std::result::Result<ResourceInterpreterResponse, WebhookError>> {
+        let Attributes {
+            operation,
+            object,
+            observed,
+            replicas,
+            aggregated,
+        } = *attributes;
         let api_version = object.get("apiVersion")?.as_str()?;
         let kind = object.get("kind")?.as_str()?;
         let hook = self.first_hook(api_version, kind, operation)?;
@@ -212,15 +238,9 @@ impl Webhooks {
 
     /// [`Self::interpret`] for the patch operations: the object with the response's patch
     /// applied.
-    fn patched(
-        &self,
-        operation: &str,
-        object: &Value,
-        observed: Option<&Value>,
-        replicas: i32,
-        aggregated: &[AggregatedStatusItem],
-    ) -> Option<Result<Value>> {
-        let answer = self.interpret(operation, object, observed, replicas, aggregated)?;
+    fn patched(&self, attributes: &Attributes<'_>) -> Option<Result<Value>> {
+        let object = attributes.object;
+        let answer = self.interpret(attributes)?;
         Some(match answer {
             Ok(r) => apply_patch(object, &r)
                 .map_err(|reason| Cause::Layer(reason.into()).at(&ObjectRef::of(object))),
@@ -554,7 +574,7 @@ impl InterpreterLayer for Webhooks {
     }
 
     fn get_replicas(&self, object: &Value) -> Option<Result<Replicas>> {
-        let answer = self.interpret(operations::INTERPRET_REPLICA, object, None, 0, &[])?;
+        let answer = self.interpret(&Attributes::of(operations::INTERPRET_REPLICA, object))?;
         Some(
             answer
                 .map(|r| Replicas {
@@ -567,15 +587,21 @@ impl InterpreterLayer for Webhooks {
 
     fn revise_replica(&self, object: &Value, replicas: i64) -> Option<Result<Value>> {
         let replicas = i32::try_from(replicas).unwrap_or(i32::MAX);
-        self.patched(operations::REVISE_REPLICA, object, None, replicas, &[])
+        self.patched(&Attributes {
+            replicas,
+            ..Attributes::of(operations::REVISE_REPLICA, object)
+        })
     }
 
     fn retain(&self, desired: &Value, observed: &Value) -> Option<Result<Value>> {
-        self.patched(operations::RETAIN, desired, Some(observed), 0, &[])
+        self.patched(&Attributes {
+            observed: Some(observed),
+            ..Attributes::of(operations::RETAIN, desired)
+        })
     }
 
     fn reflect_status(&self, object: &Value) -> Option<Result<Value>> {
-        let answer = self.interpret(operations::INTERPRET_STATUS, object, None, 0, &[])?;
+        let answer = self.interpret(&Attributes::of(operations::INTERPRET_STATUS, object))?;
         Some(
             answer
                 .map(|r| r.raw_status.unwrap_or(Value::Null))
@@ -584,7 +610,7 @@ impl InterpreterLayer for Webhooks {
     }
 
     fn interpret_health(&self, object: &Value) -> Option<Result<bool>> {
-        let answer = self.interpret(operations::INTERPRET_HEALTH, object, None, 0, &[])?;
+        let answer = self.interpret(&Attributes::of(operations::INTERPRET_HEALTH, object))?;
         Some(
             answer
                 .map(|r| r.healthy.unwrap_or_default())
@@ -597,11 +623,14 @@ impl InterpreterLayer for Webhooks {
         template: &Value,
         items: &[AggregatedStatusItem],
     ) -> Option<Result<Value>> {
-        self.patched(operations::AGGREGATE_STATUS, template, None, 0, items)
+        self.patched(&Attributes {
+            aggregated: items,
+            ..Attributes::of(operations::AGGREGATE_STATUS, template)
+        })
     }
 
     fn get_dependencies(&self, object: &Value) -> Option<Result<Vec<DependentObjectReference>>> {
-        let answer = self.interpret(operations::INTERPRET_DEPENDENCY, object, None, 0, &[])?;
+        let answer = self.interpret(&Attributes::of(operations::INTERPRET_DEPENDENCY, object))?;
         Some(
             answer
                 .map(|r| r.dependencies.unwrap_or_default())
@@ -610,7 +639,7 @@ impl InterpreterLayer for Webhooks {
     }
 
     fn get_components(&self, object: &Value) -> Option<Result<Vec<Component>>> {
-        let answer = self.interpret(operations::INTERPRET_COMPONENT, object, None, 0, &[])?;
+        let answer = self.interpret(&Attributes::of(operations::INTERPRET_COMPONENT, object))?;
         Some(
             answer
                 .map(|r| r.components.unwrap_or_default())
