@@ -280,6 +280,11 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<ClusterResourceBinding>(&client, None, &file, doc).await;
                 (ApiResource::erase::<ClusterResourceBinding>(&()), None)
             }
+            "ResourceInterpreterWebhookConfiguration" => {
+                type K = karmada_apis::config::v1alpha1::ResourceInterpreterWebhookConfiguration;
+                create_sample::<K>(&client, None, &file, doc).await;
+                (ApiResource::erase::<K>(&()), None)
+            }
             "Deployment" => {
                 create_sample::<k8s_openapi::api::apps::v1::Deployment>(&client, ns, &file, doc)
                     .await;

@@ -4,17 +4,26 @@
 //! aggregated status come home; Lua scripts with a syntax error, an endless loop or a memory bomb
 //! (one kind each) get a clear Warning Event on their template while the Widget keeps propagating.
 //!
+//! A second workload kind (`Gizmo`) is interpreted by a ResourceInterpreterWebhookConfiguration
+//! served by a small HTTPS server in the test (its own self-signed CA in `caBundle`), with one
+//! customization rule in front of it (customization wins); a webhook that never answers and one
+//! that cannot be reached fail their templates' interpretation with a clear Event within their
+//! timeouts (Karmada has no failure policy: every webhook failure fails the operation).
+//!
 //! The detector, scheduler, binding, execution, workStatus and bindingStatus controllers run
 //! in-process; the members are API servers only, so the test writes the member Widgets' status the
 //! way a member operator would. Cluster objects and their Ready status are written by the test.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
+use karmada_apis::config::v1alpha1::{
+    ResourceInterpreterCustomization, ResourceInterpreterWebhookConfiguration,
+};
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, names};
 use karmada_controllers::members::member_cluster_options;
@@ -31,6 +40,9 @@ const NS: &str = "ric-test";
 const GROUP: &str = "example.io";
 /// The test kinds: one with a working customization, three with a broken one.
 const KINDS: [&str; 4] = ["Widget", "Broken", "Looper", "Hog"];
+/// The webhook test kinds: one interpreted by the test's webhook, one whose webhook never
+/// answers, one whose webhook cannot be reached.
+const WEBHOOK_KINDS: [&str; 3] = ["Gizmo", "Slowpoke", "Unreachable"];
 
 fn env() -> &'static TestEnv {
     in_process::init_tracing();
@@ -121,6 +133,7 @@ async fn ready_cluster(client: &Client, name: &str) {
     let _ = api.create(&PostParams::default(), &c).await;
     let resources: Vec<Value> = KINDS
         .iter()
+        .chain(&WEBHOOK_KINDS)
         .map(|k| json!({"name": plural(k), "kind": k}))
         .collect();
     let apis = json!({"apiEnablements": [{"groupVersion": format!("{GROUP}/v1"), "resources": resources}]});
@@ -372,5 +385,406 @@ async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scrip
         );
     }
 
+    // The failing customizations hear about it too.
+    eventually(
+        "an InterpreterScriptFailed event on broken-rules",
+        async || {
+            let found: Vec<String> = Api::<Event>::namespaced(host.clone(), "default")
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .into_iter()
+                .filter(|e| {
+                    e.involved_object.kind.as_deref() == Some("ResourceInterpreterCustomization")
+                        && e.involved_object.name.as_deref() == Some("broken-rules")
+                        && e.reason.as_deref() == Some(event_reasons::INTERPRETER_SCRIPT_FAILED)
+                })
+                .filter_map(|e| e.message)
+                .collect();
+            found
+                .iter()
+                .any(|m| m.contains("syntax error") && m.contains("Broken"))
+                .then_some(())
+                .ok_or_else(|| format!("events: {found:?}"))
+        },
+    )
+    .await;
+
     controllers.stop().await;
+}
+
+/// The test's interpreter webhook: a TLS listener on loopback answering every
+/// ResourceInterpreterContext for Gizmos (spec.size replicas, status.ready), recording the
+/// operations it was asked.
+struct WebhookServer {
+    url: String,
+    ca_pem: String,
+    asked: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// A CA and a serving certificate for 127.0.0.1 signed by it; the server's TLS config and the
+/// CA's PEM.
+fn tls() -> (Arc<rustls::ServerConfig>, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::from_params(&ca, &ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (Arc::new(config), ca_cert.pem())
+}
+
+/// Reads one HTTP/1.1 request's body (Content-Length framed, as kube's client sends).
+async fn read_body<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + length {
+                let n = stream.read(&mut chunk).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Some(buf[end + 4..end + 4 + length].to_vec());
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The webhook's answer to one request.
+fn answer(request: &Value) -> Value {
+    use base64::Engine;
+    let object = &request["object"];
+    let size = object["spec"]["size"].as_i64().unwrap_or(0);
+    let patch = |ops: Value| {
+        base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&ops).unwrap())
+    };
+    let mut response = json!({"uid": request["uid"], "successful": true});
+    match request["operation"].as_str().unwrap_or_default() {
+        "InterpretReplica" => response["replicas"] = json!(size),
+        "ReviseReplica" => {
+            response["patch"] = json!(patch(
+                json!([{"op": "replace", "path": "/spec/size", "value": request["replicas"]}])
+            ));
+            response["patchType"] = json!("JSONPatch");
+        }
+        "InterpretStatus" => {
+            response["rawStatus"] = match object["status"]["ready"].as_i64() {
+                Some(ready) => json!({"ready": ready}),
+                None => json!({}),
+            };
+        }
+        "InterpretHealth" => {
+            response["healthy"] = json!(object["status"]["ready"].as_i64() == Some(size));
+        }
+        "AggregateStatus" => {
+            let items = request["aggregatedStatus"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let ready: i64 = items
+                .iter()
+                .filter_map(|i| i["status"]["ready"].as_i64())
+                .sum();
+            let status = json!({"ready": ready, "clusters": items.len()});
+            response["patch"] = json!(patch(
+                json!([{"op": "add", "path": "/status", "value": status}])
+            ));
+            response["patchType"] = json!("JSONPatch");
+        }
+        // Retain and the rest: nothing to change.
+        _ => {}
+    }
+    json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext", "response": response})
+}
+
+impl WebhookServer {
+    async fn start() -> Self {
+        use tokio::io::AsyncWriteExt;
+        let (config, ca_pem) = tls();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}/interpret", listener.local_addr().unwrap());
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                let log = log.clone();
+                connections.spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Some(body) = read_body(&mut tls).await else {
+                        return;
+                    };
+                    let context: Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let request = &context["request"];
+                    log.lock()
+                        .unwrap()
+                        .push(request["operation"].as_str().unwrap_or_default().to_owned());
+                    let out = serde_json::to_vec(&answer(request)).unwrap();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        out.len()
+                    );
+                    let _ = tls.write_all(head.as_bytes()).await;
+                    let _ = tls.write_all(&out).await;
+                    let _ = tls.shutdown().await;
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        WebhookServer {
+            url,
+            ca_pem,
+            asked,
+            task,
+        }
+    }
+}
+
+/// A loopback listener that accepts connections and never answers; held open by the task.
+async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    (url, task)
+}
+
+/// A ResourceInterpreterWebhookConfiguration `name` with one webhook for `kind`'s every
+/// operation at `url`.
+async fn webhook_configuration(
+    client: &Client,
+    name: &str,
+    kind: &str,
+    url: &str,
+    ca_pem: Option<&str>,
+    timeout_seconds: i32,
+) {
+    use base64::Engine;
+    let mut client_config = json!({"url": url});
+    if let Some(pem) = ca_pem {
+        client_config["caBundle"] = json!(base64::engine::general_purpose::STANDARD.encode(pem));
+    }
+    let config: ResourceInterpreterWebhookConfiguration = serde_json::from_value(json!({
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": "interpreter.example.io", "clientConfig": client_config,
+            "rules": [{"operations": ["*"], "apiGroups": [GROUP], "apiVersions": ["v1"], "kinds": [kind]}],
+            "timeoutSeconds": timeout_seconds,
+            "interpreterContextVersions": ["v1alpha1"]}]
+    }))
+    .unwrap();
+    Api::<ResourceInterpreterWebhookConfiguration>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("interpreter-customization-test").force(),
+            &Patch::Apply(&config),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_interprets_a_workload_end_to_end_and_failing_webhooks_fail_within_their_timeout() {
+    let _serial = serial().lock().await;
+    let host = env().host().client().await;
+    let members = [
+        env().members()[0].client().await,
+        env().members()[1].client().await,
+    ];
+    for kind in WEBHOOK_KINDS {
+        install_crd(&host, kind).await;
+    }
+    for m in &members {
+        install_crd(m, "Gizmo").await;
+        ensure_namespace(m, NS).await;
+    }
+    ensure_namespace(&host, NS).await;
+    for m in MEMBERS {
+        ensure_namespace(&host, &names::execution_space_name(m)).await;
+        ready_cluster(&host, m).await;
+    }
+    let server = WebhookServer::start().await;
+    let (silent_url, silent) = silent_server().await;
+    webhook_configuration(
+        &host,
+        "gizmos",
+        "Gizmo",
+        &server.url,
+        Some(&server.ca_pem),
+        10,
+    )
+    .await;
+    webhook_configuration(&host, "slowpokes", "Slowpoke", &silent_url, None, 1).await;
+    webhook_configuration(
+        &host,
+        "unreachables",
+        "Unreachable",
+        "https://127.0.0.1:1/",
+        None,
+        1,
+    )
+    .await;
+    // A customization in front of the webhook: health comes from Lua, never from the webhook.
+    customize(
+        &host,
+        "Gizmo",
+        json!({"healthInterpretation": lua("function InterpretHealth(obj) return obj.status ~= nil and obj.status.ready == obj.spec.size end")}),
+    )
+    .await;
+    for kind in WEBHOOK_KINDS {
+        policy(&host, kind).await;
+    }
+    let controllers = start_controllers().await;
+
+    for kind in ["Slowpoke", "Unreachable"] {
+        create(&host, kind, "bad", 2).await;
+    }
+    let gizmos = create(&host, "Gizmo", "g", 4).await;
+
+    // Replicas from the webhook (spec.size); a touch makes the detector look again should it
+    // have met the Gizmo before its cache held the configuration.
+    let mut touches = 0;
+    eventually(
+        "the Gizmo's binding with the webhook's replicas",
+        async || {
+            let rb = binding(&host, "Gizmo", "g").await?;
+            if rb.spec.replicas != 4 {
+                touches += 1;
+                let touch =
+                    json!({"metadata": {"annotations": {"test/touch": touches.to_string()}}});
+                let _ = gizmos
+                    .patch("g", &PatchParams::default(), &Patch::Merge(&touch))
+                    .await;
+                return Err(format!("binding replicas {}", rb.spec.replicas));
+            }
+            Ok(())
+        },
+    )
+    .await;
+
+    // Divided 2/2, each member's Gizmo revised by the webhook's JSON patch.
+    for (i, m) in members.iter().enumerate() {
+        let api: Api<DynamicObject> = Api::namespaced_with(m.clone(), NS, &resource("Gizmo"));
+        eventually(
+            &format!("the Gizmo in member{} with size 2", i + 1),
+            async || {
+                let g = api.get_opt("g").await.map_err(|e| e.to_string())?;
+                match g.map(|g| g.data["spec"]["size"].clone()) {
+                    Some(size) if size == json!(2) => Ok(()),
+                    other => Err(format!("size {other:?}")),
+                }
+            },
+        )
+        .await;
+        api.patch_status(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"ready": 2}})),
+        )
+        .await
+        .unwrap();
+    }
+
+    // Status reflected by the webhook, health by the customization, aggregation by the webhook.
+    eventually(
+        "healthy aggregated statuses on the Gizmo's binding",
+        async || {
+            let rb = binding(&host, "Gizmo", "g").await?;
+            let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
+            let healthy = items
+                .iter()
+                .filter(|i| {
+                    i.health == Some(karmada_apis::work::v1alpha1::ResourceHealth::Healthy)
+                        && i.status == Some(json!({"ready": 2}))
+                })
+                .count();
+            (healthy == 2)
+                .then_some(())
+                .ok_or_else(|| format!("{items:?}"))
+        },
+    )
+    .await;
+    eventually("the aggregated status on the Gizmo", async || {
+        let g = gizmos.get("g").await.map_err(|e| e.to_string())?;
+        let status = g.data.get("status").cloned().unwrap_or_default();
+        (status == json!({"ready": 4, "clusters": 2}))
+            .then_some(())
+            .ok_or_else(|| format!("status {status}"))
+    })
+    .await;
+    let asked = server.asked.lock().unwrap().clone();
+    for op in [
+        "InterpretReplica",
+        "ReviseReplica",
+        "InterpretStatus",
+        "AggregateStatus",
+    ] {
+        assert!(asked.iter().any(|a| a == op), "{op} not asked: {asked:?}");
+    }
+    assert!(
+        !asked.iter().any(|a| a == "InterpretHealth"),
+        "the customization comes before the webhook: {asked:?}"
+    );
+
+    // Failing webhooks fail the interpretation, named, within their 1s timeout.
+    for (kind, cause) in [
+        ("Slowpoke", "no answer within 1s"),
+        ("Unreachable", "failed to call webhook"),
+    ] {
+        eventually(&format!("a {kind} GetReplicasFailed event"), async || {
+            let found = warnings(&host, "bad", event_reasons::GET_REPLICAS_FAILED).await;
+            found
+                .iter()
+                .any(|m| {
+                    m.contains(cause)
+                        && m.contains(&format!("{}s/interpreter.example.io", kind.to_lowercase()))
+                })
+                .then_some(())
+                .ok_or_else(|| format!("events: {found:?}"))
+        })
+        .await;
+    }
+
+    controllers.stop().await;
+    server.task.abort();
+    silent.abort();
 }

@@ -23,6 +23,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),
         crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
+        crate::config::v1alpha1::ResourceInterpreterWebhookConfiguration::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -328,6 +328,10 @@ pub mod event_reasons {
     pub const GET_REPLICAS_SUCCEED: &str = "GetReplicasSucceed";
     /// Interpreting a template's replicas failed.
     pub const GET_REPLICAS_FAILED: &str = "GetReplicasFailed";
+    /// A ResourceInterpreterCustomization's script failed to compile or run (on the
+    /// customization itself). karmada-rs's own: Karmada rejects bad scripts at admission and
+    /// reports failures only on the objects interpreted.
+    pub const INTERPRETER_SCRIPT_FAILED: &str = "InterpreterScriptFailed";
     /// A policy preempted a template.
     pub const PREEMPT_POLICY_SUCCEED: &str = "PreemptPolicySucceed";
     /// A policy failed to preempt a template.

@@ -22,6 +22,18 @@ use crate::error::ScriptError;
 use crate::sandbox::Limits;
 use crate::script::{LuaOperation, Script};
 
+/// How a script's name starts; the customization's name follows (see [`customization_of`]).
+const SCRIPT_PREFIX: &str = "ResourceInterpreterCustomization ";
+
+/// The name of the ResourceInterpreterCustomization whose script failed with `error`.
+pub fn customization_of(error: &ScriptError) -> Option<&str> {
+    error
+        .script()
+        .strip_prefix(SCRIPT_PREFIX)?
+        .split_whitespace()
+        .next()
+}
+
 /// Where the customizations come from: the full current list, or `None` while not yet known.
 pub type Source = Box<dyn Fn() -> Option<Vec<Arc<ResourceInterpreterCustomization>>> + Send + Sync>;
 
@@ -148,7 +160,7 @@ impl Customizations {
                 let id = (name.clone(), rv.clone(), op);
                 let compiled = loaded.cache.remove(&id).unwrap_or_else(|| {
                     Script::compile(
-                        format!("ResourceInterpreterCustomization {name} {}", op.field()),
+                        format!("{SCRIPT_PREFIX}{name} {}", op.field()),
                         op,
                         script.lua_script.clone(),
                         self.limits.clone(),

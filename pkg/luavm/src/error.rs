@@ -64,3 +64,18 @@ pub enum ScriptError {
         message: String,
     },
 }
+
+impl ScriptError {
+    /// Which script failed (`ResourceInterpreterCustomization <name> <operation field>`).
+    pub fn script(&self) -> &str {
+        match self {
+            Self::Syntax { script, .. }
+            | Self::MissingFunction { script, .. }
+            | Self::Runtime { script, .. }
+            | Self::Timeout { script, .. }
+            | Self::Memory { script, .. }
+            | Self::Result { script, .. }
+            | Self::Vm { script, .. } => script,
+        }
+    }
+}

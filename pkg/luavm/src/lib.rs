@@ -26,7 +26,7 @@ mod error;
 mod sandbox;
 mod script;
 
-pub use customizations::{Customizations, Source};
+pub use customizations::{Customizations, Source, customization_of};
 pub use error::ScriptError;
 pub use sandbox::Limits;
 pub use script::{LuaOperation, Script};

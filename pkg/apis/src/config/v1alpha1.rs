@@ -140,3 +140,6 @@ impl DependentObjectReference {
         }
     }
 }
+
+mod webhook;
+pub use webhook::*;

@@ -1,13 +1,28 @@
 //! The resource interpreter the controllers use: the native rules with the control plane's
-//! ResourceInterpreterCustomizations in front (Karmada's precedence: customization first), read
-//! from one shared cache (one watch for every controller). Each controller compiles the scripts
-//! it runs once per customization version (`karmada-luavm`).
+//! ResourceInterpreterCustomizations and then its interpreter webhooks
+//! (ResourceInterpreterWebhookConfigurations, [`webhook`]) in front — Karmada's precedence:
+//! customization, webhook, native — each read from one shared cache (one watch for every
+//! controller). Each controller compiles the scripts it runs once per customization version
+//! (`karmada-luavm`).
+
+pub mod webhook;
 
 use std::sync::Arc;
 
-use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
+use karmada_apis::config::v1alpha1::{
+    ResourceInterpreterCustomization, ResourceInterpreterWebhookConfiguration,
+};
+use karmada_apis::work::v1alpha2::{AggregatedStatusItem, Component};
+use karmada_interpreter::{InterpretError, InterpreterLayer, Operation, Replicas};
 use karmada_interpreter::{Interpreter, InterpreterOptions};
-use karmada_luavm::{Customizations, Limits};
+use karmada_luavm::{Customizations, Limits, ScriptError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{EventRecorder, EventType};
+
+/// The Events' source component for script failures reported on a customization.
+const REPORTER: &str = "resource-interpreter";
 
 /// An interpreter with `options` whose customizations follow the control plane's
 /// ResourceInterpreterCustomizations. Until their cache has synced (or when it cannot be made),
@@ -30,5 +45,137 @@ pub fn interpreter(control_plane: &lariat::Cluster, options: InterpreterOptions)
         options,
         ..Limits::default()
     };
-    native.with_layer(Arc::new(Customizations::new(source, limits)))
+    let customizations = Customizations::new(source, limits);
+    let customized = match tokio::runtime::Handle::try_current() {
+        Ok(_) => {
+            let events = EventRecorder::new(
+                control_plane.clients().client(),
+                REPORTER,
+                &CancellationToken::new(),
+            );
+            native.with_layer(Arc::new(Reported {
+                inner: customizations,
+                events,
+            }))
+        }
+        // No runtime to write Events from: failures reach the interpreted objects only.
+        Err(_) => native.with_layer(Arc::new(customizations)),
+    };
+    let hooks = match control_plane
+        .caches()
+        .for_kind::<ResourceInterpreterWebhookConfiguration>()
+    {
+        Ok(hooks) => hooks,
+        Err(e) => {
+            tracing::warn!(error = %e, "no ResourceInterpreterWebhookConfiguration cache; interpreter webhooks are not called");
+            return customized;
+        }
+    };
+    hooks.start();
+    let source = Box::new(move || hooks.has_synced().then(|| hooks.store().list()));
+    let config = control_plane.clients().config().clone();
+    customized.with_layer(Arc::new(webhook::Webhooks::new(source, Some(config))))
+}
+
+/// The customizations layer, reporting each script failure with a Warning Event on the
+/// ResourceInterpreterCustomization itself (besides the error the interpreted object's
+/// controller reports). The recorder's writer ends with the layer.
+#[derive(Debug)]
+struct Reported {
+    inner: Customizations,
+    events: EventRecorder,
+}
+
+impl Reported {
+    fn report<T>(
+        &self,
+        answer: Option<karmada_interpreter::Result<T>>,
+    ) -> Option<karmada_interpreter::Result<T>> {
+        if let Some(Err(e)) = &answer {
+            self.report_error(e);
+        }
+        answer
+    }
+
+    fn report_error(&self, error: &InterpretError) {
+        let karmada_interpreter::Cause::Layer(cause) = error.cause() else {
+            return;
+        };
+        let Some(script) = cause.downcast_ref::<ScriptError>() else {
+            return;
+        };
+        let Some(name) = karmada_luavm::customization_of(script) else {
+            return;
+        };
+        let target = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(format!(
+                "{}/{}",
+                karmada_apis::config::GROUP,
+                karmada_apis::config::v1alpha1::VERSION
+            )),
+            kind: Some("ResourceInterpreterCustomization".into()),
+            name: Some(name.to_owned()),
+            ..Default::default()
+        };
+        let object = error.object();
+        self.events.record_now(
+            &target,
+            EventType::Warning,
+            karmada_apis::well_known::event_reasons::INTERPRETER_SCRIPT_FAILED,
+            format!(
+                "interpreting {} {}/{}: {script}",
+                object.kind, object.namespace, object.name
+            ),
+        );
+    }
+}
+
+impl InterpreterLayer for Reported {
+    fn hook_enabled(&self, api_version: &str, kind: &str, operation: Operation) -> bool {
+        self.inner.hook_enabled(api_version, kind, operation)
+    }
+    fn get_replicas(&self, object: &Value) -> Option<karmada_interpreter::Result<Replicas>> {
+        self.report(self.inner.get_replicas(object))
+    }
+    fn revise_replica(
+        &self,
+        object: &Value,
+        replicas: i64,
+    ) -> Option<karmada_interpreter::Result<Value>> {
+        self.report(self.inner.revise_replica(object, replicas))
+    }
+    fn retain(
+        &self,
+        desired: &Value,
+        observed: &Value,
+    ) -> Option<karmada_interpreter::Result<Value>> {
+        self.report(self.inner.retain(desired, observed))
+    }
+    fn reflect_status(&self, object: &Value) -> Option<karmada_interpreter::Result<Value>> {
+        self.report(self.inner.reflect_status(object))
+    }
+    fn interpret_health(&self, object: &Value) -> Option<karmada_interpreter::Result<bool>> {
+        self.report(self.inner.interpret_health(object))
+    }
+    fn aggregate_status(
+        &self,
+        template: &Value,
+        items: &[AggregatedStatusItem],
+    ) -> Option<karmada_interpreter::Result<Value>> {
+        self.report(self.inner.aggregate_status(template, items))
+    }
+    fn get_dependencies(
+        &self,
+        object: &Value,
+    ) -> Option<
+        karmada_interpreter::Result<Vec<karmada_apis::config::v1alpha1::DependentObjectReference>>,
+    > {
+        self.report(self.inner.get_dependencies(object))
+    }
+    fn get_components(
+        &self,
+        object: &Value,
+    ) -> Option<karmada_interpreter::Result<Vec<Component>>> {
+        self.report(self.inner.get_components(object))
+    }
 }

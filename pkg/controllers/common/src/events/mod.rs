@@ -44,6 +44,14 @@ pub struct EventRecorder {
     queue: mpsc::Sender<Event>,
 }
 
+impl std::fmt::Debug for EventRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventRecorder")
+            .field("component", &self.component)
+            .finish_non_exhaustive()
+    }
+}
+
 impl EventRecorder {
     /// A recorder writing as `component` (Karmada: `resource-detector`, `default-scheduler`). Its
     /// writer stops when `cancel` fires or the last clone of the recorder is dropped.
@@ -56,6 +64,17 @@ impl EventRecorder {
     /// Records an Event about the object `target`. Failures are logged, never returned: an Event is
     /// informational and must not fail the reconcile that reports it.
     pub async fn record(
+        &self,
+        target: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        self.record_now(target, type_, reason, message);
+    }
+
+    /// [`Self::record`] for synchronous code: recording only queues the Event.
+    pub fn record_now(
         &self,
         target: &ObjectReference,
         type_: EventType,
