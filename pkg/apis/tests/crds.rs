@@ -187,6 +187,14 @@ fn names_scopes_and_columns_match_karmada() {
             false,
             &["TARGET-API-VERSION", "TARGET-KIND", "AGE"],
         ),
+        (
+            "resourceinterpreterwebhookconfigurations.config.karmada.io",
+            "ResourceInterpreterWebhookConfiguration",
+            "Cluster",
+            None,
+            false,
+            &[],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
