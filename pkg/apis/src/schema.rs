@@ -107,6 +107,12 @@ pub(crate) fn no_default(schema: &mut Schema) {
     }
 }
 
+/// A schemars transform making a top-level `metadata` field what the API server accepts and
+/// Karmada's CRDs declare: a bare `type: object` (no description, no default).
+pub(crate) fn object_meta(schema: &mut Schema) {
+    *schema = schemars::json_schema!({"type": "object"});
+}
+
 /// A schemars transform declaring `default: 0` on an integer field that is omitted when zero.
 pub(crate) fn zero_default(schema: &mut Schema) {
     schema

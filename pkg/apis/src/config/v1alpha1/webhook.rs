@@ -40,14 +40,10 @@ pub struct ResourceInterpreterWebhookConfiguration {
     pub kind: String,
     /// Standard object metadata.
     #[serde(default)]
-    #[schemars(schema_with = "object_meta_schema")]
+    #[schemars(transform = crate::schema::object_meta)]
     pub metadata: ObjectMeta,
     /// The webhooks, each with the rules selecting what it interprets.
     pub webhooks: Vec<ResourceInterpreterWebhook>,
-}
-
-fn object_meta_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "object"})
 }
 
 /// One webhook: where it is, what it interprets and how long to wait for it.
