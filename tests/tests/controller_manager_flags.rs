@@ -38,7 +38,10 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
             && line.contains("workloadRebalancer"),
         "{err}"
     );
-    assert!(line.contains("; available: applicationFailover, binding,"), "{err}");
+    assert!(
+        line.contains("; available: applicationFailover, binding,"),
+        "{err}"
+    );
     // Leaving it out is fine (it gets as far as the kubeconfig).
     let (code, _, err) = run_to_exit(
         &[

@@ -98,11 +98,7 @@ mod tests {
 
     #[test]
     fn defaults_and_status_are_not_drift() {
-        assert!(!drifts(
-            &Interpreter::default(),
-            &manifest(),
-            &member()
-        ));
+        assert!(!drifts(&Interpreter::default(), &manifest(), &member()));
     }
 
     #[test]

@@ -454,7 +454,8 @@ impl WorkStatusController {
             .filter(|_| !is_suspended(&work))
             .and_then(|m| drift::drifted_at(&self.inner.interpreter, &m.0, &observed));
         let version = obj.metadata.resource_version.as_deref().unwrap_or_default();
-        if self.first_drift_of_version(drift_key(cluster, gvk, key), version, drifted_at.is_some()) {
+        if self.first_drift_of_version(drift_key(cluster, gvk, key), version, drifted_at.is_some())
+        {
             tracing::info!(
                 cluster, kind = %gvk.kind, object = %key, work = %work_key,
                 field = drifted_at.as_deref().unwrap_or_default(),
