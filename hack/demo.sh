@@ -2,7 +2,8 @@
 # `make demo` (after `make local-up`): applies hack/demo/nginx.yaml (Deployment + Service, Divided 2:1
 # between member1 and member2, an OverridePolicy for member1) to the host and shows what a person would
 # check: the ResourceBinding and its placement, the Works, the objects in each member, and the status
-# aggregated back into the template. Whatever has not happened within DEMO_TIMEOUT (default 90s) is
+# aggregated back into the template; and `hello` duplicated to member1 (Push) and member3 (Pull, applied
+# by member3's karmada-agent). Whatever has not happened within DEMO_TIMEOUT (default 90s) is
 # reported as "not propagated yet", and then the demo exits 1 (after showing everything else).
 set -euo pipefail
 
@@ -81,6 +82,15 @@ section "Aggregated status (workStatus + bindingStatus): rb .status.aggregatedSt
 wait_for "aggregated status (applied in member1 and member2)" \
   with_all '^  member1: applied=true' '^  member2: applied=true' -- k --context host get rb -n default nginx-deployment \
   -o jsonpath='{range .status.aggregatedStatus[*]}  {.clusterName}: applied={.applied} health={.health} status={.status}{"\n"}{end}'
+
+section "Pull mode: hello in member1 (Push) and member3 (Pull: the agent applied karmada-es-member3's Work)"
+wait_for "Work of hello in karmada-es-member3" with_all '^hello-' -- \
+  k --context host get works -n karmada-es-member3 --ignore-not-found
+wait_for "hello Deployment in member3" with_all '^deployment.apps/hello ' -- \
+  k --context member3 get deploy hello --ignore-not-found -o wide
+wait_for "aggregated status of hello (applied in member1 and member3)" \
+  with_all '^  member1: applied=true' '^  member3: applied=true' -- k --context host get rb -n default hello-deployment \
+  -o jsonpath='{range .status.aggregatedStatus[*]}  {.clusterName}: applied={.applied} health={.health}{"\n"}{end}'
 
 section "The template's status on the host: kubectl get deploy nginx"
 wait_for "readyReplicas in the template's status" k --context host get deploy nginx -o jsonpath='{.status.readyReplicas}' >/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make local-down`: stops what `make local-up` started — the controller-manager, then testenv (which
+# `make local-down`: stops what `make local-up` started — member3's agent, the controller-manager, then testenv (which
 # stops etcd, the API servers, kube-controller-manager, kube-scheduler and kwok) — and checks that no
 # process is left. Set KEEP_STATE=1 to keep the state folder (logs) afterwards.
 set -euo pipefail
@@ -26,7 +26,7 @@ stop() {
 # Only pids whose command line mentions the state folder are ours (a pid may have been reused).
 ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF "$state"; }
 
-for name in controller-manager testenv; do
+for name in agent-member3 controller-manager testenv; do
   f="$state/$name.pid"
   [ -f "$f" ] || continue
   pid=$(cat "$f")
@@ -43,7 +43,7 @@ if [ -f "$state/env/pids" ]; then
     fi
   done <"$state/env/pids"
 fi
-for name in controller-manager testenv; do
+for name in agent-member3 controller-manager testenv; do
   f="$state/$name.pid"
   [ -f "$f" ] && ours "$(cat "$f")" && left+=("$(cat "$f") $name")
 done

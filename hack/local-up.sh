@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make local-up`: a karmada-rs control plane on this machine, in the background.
 #   - testenv: a host ("Karmada") API server + member1 (full: kube-scheduler, kube-controller-manager,
-#     kwok nodes, so pods become Ready) + member2, sharing one etcd; the CRDs installed in the host;
+#     kwok nodes, so pods become Ready) + member2 + member3, sharing one etcd; the CRDs installed in the host;
 #   - member1 and member2 joined with `karmadactl join` (Push mode);
-#   - karmada-controller-manager running against the host, leader-elected in karmada-system.
+#   - karmada-controller-manager running against the host, leader-elected in karmada-system;
+#   - member3 in Pull mode: karmada-agent running as a local process, with a ServiceAccount token on the
+#     host that holds exactly the RBAC charts/karmada-agent renders for the Karmada API server.
 # State (kubeconfig, pid files, logs) lives in ${KARMADA_RS_LOCAL_UP_DIR:-<repo>/.local-up}.
 # Stop everything with `make local-down`.
 set -euo pipefail
@@ -23,20 +25,33 @@ die() {
   exit 1
 }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# wait_ready <name> <what> <check>: up to 120s for <check> to succeed while $state/<name>.pid lives.
+wait_ready() {
+  local name=$1 what=$2 check=$3
+  for _ in $(seq 1 240); do
+    alive "$state/$name.pid" || { tail -n 30 "$state/$name.log" >&2; die "$what exited (log above)"; }
+    "$check" && return 0
+    sleep 0.5
+  done
+  tail -n 30 "$state/$name.log" >&2
+  die "$what not ready after 120s"
+}
 
-if alive "$state/testenv.pid" || alive "$state/controller-manager.pid"; then
+if alive "$state/testenv.pid" || alive "$state/controller-manager.pid" || alive "$state/agent-member3.pid"; then
   die "already running (state in $state); run 'make local-down' first"
 fi
 rm -rf "$state"
 mkdir -p "$state"
 
-kubectl="$("$root/hack/install-helm.sh")/kubectl"
-echo "local-up: building testenv, karmadactl and karmada-controller-manager" >&2
-(cd "$root" && ${CARGO:-cargo} build -q -p testenv -p karmadactl -p karmada-controller-manager --bins)
+tools="$("$root/hack/install-helm.sh")"
+kubectl="$tools/kubectl"
+helm="$tools/helm"
+echo "local-up: building testenv, karmadactl, karmada-controller-manager and karmada-agent" >&2
+(cd "$root" && ${CARGO:-cargo} build -q -p testenv -p karmadactl -p karmada-controller-manager -p karmada-agent --bins)
 
-echo "local-up: starting host + member1 (full) + member2 (logs: $state/testenv.log)" >&2
+echo "local-up: starting host + member1 (full) + member2 + member3 (logs: $state/testenv.log)" >&2
 # setsid: the environment outlives this script and make; testenv's children die with testenv.
-setsid "$target/testenv" up --members 2 --full --install-crds --dir "$state/env" --ready-file "$state/ready" \
+setsid "$target/testenv" up --members 3 --full --install-crds --dir "$state/env" --ready-file "$state/ready" \
   >"$state/testenv.log" 2>&1 </dev/null &
 echo $! >"$state/testenv.pid"
 started=1
@@ -71,28 +86,75 @@ setsid "$target/karmada-controller-manager" \
   >"$state/controller-manager.log" 2>&1 </dev/null &
 echo $! >"$state/controller-manager.pid"
 
-ready=""
-for _ in $(seq 1 240); do
-  alive "$state/controller-manager.pid" ||
-    { tail -n 30 "$state/controller-manager.log" >&2; die "karmada-controller-manager exited (log above)"; }
-  if { exec 3<>"/dev/tcp/127.0.0.1/$probe_port"; } 2>/dev/null; then
-    printf 'GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-    status=$(head -n1 <&3 | awk '{print $2}')
-    exec 3<&- 3>&-
-    [ "$status" = 200 ] && { ready=1; break; }
-  fi
-  sleep 0.5
-done
-[ -n "$ready" ] || { tail -n 30 "$state/controller-manager.log" >&2; die "karmada-controller-manager not ready after 120s"; }
+kcm_ready() {
+  { exec 3<>"/dev/tcp/127.0.0.1/$probe_port"; } 2>/dev/null || return 1
+  printf 'GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  status=$(head -n1 <&3 | awk '{print $2}')
+  exec 3<&- 3>&-
+  [ "$status" = 200 ]
+}
+wait_ready controller-manager karmada-controller-manager kcm_ready
+
+# member3, Pull mode: the agent's identity on the host is a ServiceAccount holding exactly the chart's
+# Karmada-side RBAC (helm template --set target=karmadaApiServer); on member3 it uses member3's admin.
+echo "local-up: member3 (Pull mode): RBAC from charts/karmada-agent, karmada-agent (log: $state/agent-member3.log)" >&2
+agent_sa=karmada-agent-member3
+k --context host -n karmada-system create serviceaccount "$agent_sa" >/dev/null
+"$helm" template karmada-agent "$root/charts/karmada-agent" --namespace karmada-system \
+  --set clusterName=member3 --set target=karmadaApiServer \
+  --set karmadaIdentity.user="system:serviceaccount:karmada-system:$agent_sa" |
+  k --context host apply -f - >>"$state/agent-rbac.log" 2>&1 ||
+  { tail -n 20 "$state/agent-rbac.log" >&2; die "applying the agent's RBAC failed (log: $state/agent-rbac.log)"; }
+token=$(k --context host -n karmada-system create token "$agent_sa" --duration=24h)
+server=$(k config view --raw --minify --context host -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(k config view --raw --minify --context host -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+agent_kc="$state/agent-member3.kubeconfig"
+(umask 077 && cat >"$agent_kc" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: karmada
+  cluster:
+    server: $server
+    certificate-authority-data: $ca
+users:
+- name: $agent_sa
+  user:
+    token: $token
+contexts:
+- name: karmada
+  context:
+    cluster: karmada
+    user: $agent_sa
+current-context: karmada
+KC
+)
+member3_server=$(k config view --raw --minify --context member3 -o jsonpath='{.clusters[0].cluster.server}')
+setsid "$target/karmada-agent" \
+  --kubeconfig "$state/env/member3/kubeconfig" \
+  --karmada-kubeconfig "$agent_kc" \
+  --cluster-name=member3 \
+  --cluster-api-endpoint="$member3_server" \
+  --metrics-bind-address="${AGENT_METRICS_BIND_ADDRESS:-0}" \
+  --health-probe-bind-address="${AGENT_PROBE_BIND_ADDRESS:-0}" \
+  --cluster-status-update-frequency=5s \
+  --report-secrets=None \
+  --v=2 \
+  >"$state/agent-member3.log" 2>&1 </dev/null &
+echo $! >"$state/agent-member3.pid"
+member3_ready() {
+  [ "$(k --context host get cluster member3 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+wait_ready agent-member3 "karmada-agent (member3 Ready)" member3_ready
 
 cat <<MSG
 
 karmada-rs is running (state: $state)
-  kubeconfig:  $kc   (contexts: host = the Karmada API server, member1, member2)
+  kubeconfig:  $kc   (contexts: host = the Karmada API server, member1, member2 (Push), member3 (Pull))
   try:         export KUBECONFIG=$kc
                kubectl get clusters
                make demo
   metrics:     http://127.0.0.1:$metrics_port/metrics      probes: http://127.0.0.1:$probe_port/readyz
-  logs:        $state/controller-manager.log  $state/testenv.log  $state/env/*.log
+  logs:        $state/controller-manager.log  $state/agent-member3.log  $state/testenv.log  $state/env/*.log
   stop:        make local-down
 MSG

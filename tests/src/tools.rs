@@ -1,7 +1,10 @@
 //! The `helm` and `kubectl` binaries the tests run: `$HELM` / `$KUBECTL`, else the cache folder
-//! `hack/install-helm.sh` (`make test-tools`) fills with the versions it pins.
+//! `hack/install-helm.sh` (`make test-tools`) fills with the versions it pins, and the two ways the
+//! tests use them outside a chart test: rendering a chart and applying manifests.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 const INSTALL_SCRIPT: &str = include_str!("../../hack/install-helm.sh");
 
@@ -42,4 +45,71 @@ pub fn tool(name: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Runs `program args` with `input` on stdin and `$KUBECONFIG` unset; stdout, or the command and
+/// its stderr.
+fn run(program: &Path, args: &[&str], input: &str) -> Result<String, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .map_err(|e| format!("writing to {}: {e}", program.display()))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("waiting for {}: {e}", program.display()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{} {} failed: {}",
+            program.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// `helm template <release> <chart> --namespace <namespace> --set <each of sets>`: the rendered
+/// manifests. helm's cache and configuration go to a temporary folder, never the user's.
+pub fn helm_template(
+    chart: &Path,
+    release: &str,
+    namespace: &str,
+    sets: &[&str],
+) -> Result<String, String> {
+    let home = std::env::temp_dir().join(format!("karmada-rs-helm-{}", std::process::id()));
+    let chart = chart.display().to_string();
+    let mut args = vec!["template", release, &chart, "--namespace", namespace];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let mut cmd_args: Vec<String> = args.iter().map(ToString::to_string).collect();
+    for (flag, sub) in [
+        ("--repository-cache", "cache"),
+        ("--repository-config", "repositories.yaml"),
+    ] {
+        cmd_args.push(flag.to_owned());
+        cmd_args.push(home.join(sub).display().to_string());
+    }
+    let refs: Vec<&str> = cmd_args.iter().map(String::as_str).collect();
+    run(&tool("helm"), &refs, "")
+}
+
+/// `kubectl apply -f -` of `manifests` with `kubeconfig`.
+pub fn kubectl_apply(kubeconfig: &Path, manifests: &str) -> Result<String, String> {
+    let kc = kubeconfig.display().to_string();
+    run(
+        &tool("kubectl"),
+        &["--kubeconfig", &kc, "apply", "-f", "-"],
+        manifests,
+    )
 }

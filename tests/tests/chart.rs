@@ -200,6 +200,136 @@ fn helm_lint_is_clean_and_bad_values_fail() {
     assert!(!ok && err.contains("existingSecret"), "{err}");
 }
 
+/// `charts/karmada-agent`: lint-clean for both targets, values.schema.json rejects bad values, a
+/// missing cluster name or kubeconfig is named, and each target renders only its own objects (the
+/// agent with the controller-manager chart's security context; the Karmada-side RBAC confined to the
+/// cluster's own names). `pull_mode.rs` runs the real agent with exactly these rules.
+#[test]
+fn agent_chart_lints_renders_both_targets_and_rejects_bad_values() {
+    let chart = workspace()
+        .join("charts/karmada-agent")
+        .display()
+        .to_string();
+    let member = [
+        "--set",
+        "clusterName=m3",
+        "--set",
+        "karmadaKubeconfig.content=x",
+    ];
+    let karmada = [
+        "--set",
+        "clusterName=m3",
+        "--set",
+        "target=karmadaApiServer",
+    ];
+    for sets in [&member[..], &karmada[..]] {
+        let mut args = vec!["lint", "--strict", &chart];
+        args.extend(sets);
+        let out = helm(&args);
+        assert!(out.contains("0 chart(s) failed"), "{out}");
+    }
+    for bad in [
+        "controllers[0]=clusterStatuz",
+        "target=member",
+        "clusterName=Bad_Name",
+        "log.format=xml",
+        "clusterLease.duration=40",
+        "workSyncs=0",
+        "nope=1",
+    ] {
+        let mut args = vec!["template", "t", &chart];
+        args.extend(member);
+        args.extend(["--set", bad]);
+        let (ok, _, err) = try_run(&tool("helm"), &args, None);
+        assert!(!ok, "helm template accepted --set {bad}");
+        assert!(
+            err.contains("schema") || err.contains("values don't meet"),
+            "--set {bad}: {err}"
+        );
+    }
+    let (ok, _, err) = try_run(
+        &tool("helm"),
+        &[
+            "template",
+            "t",
+            &chart,
+            "--set",
+            "karmadaKubeconfig.content=x",
+        ],
+        None,
+    );
+    assert!(!ok && err.contains("clusterName is required"), "{err}");
+    let (ok, _, err) = try_run(
+        &tool("helm"),
+        &["template", "t", &chart, "--set", "clusterName=m3"],
+        None,
+    );
+    assert!(!ok && err.contains("karmadaKubeconfig"), "{err}");
+
+    let kinds = |out: &str| -> BTreeSet<String> {
+        out.lines()
+            .filter_map(|l| l.strip_prefix("kind: "))
+            .map(ToString::to_string)
+            .collect()
+    };
+    let mut args = vec!["template", "agent", &chart];
+    args.extend(member);
+    let out = helm(&args);
+    assert_eq!(
+        kinds(&out),
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "Secret",
+            "ServiceAccount"
+        ]
+        .map(String::from)
+        .into(),
+        "{out}"
+    );
+    assert!(out.contains("- --cluster-name=m3"), "{out}");
+    let kcm_values = std::fs::read_to_string(chart_dir().join("values.yaml")).unwrap();
+    let agent_values =
+        std::fs::read_to_string(workspace().join("charts/karmada-agent/values.yaml")).unwrap();
+    let section = |v: &str, key: &str| -> String {
+        v.split(&format!("\n{key}:\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for key in ["podSecurityContext", "securityContext"] {
+        assert_eq!(
+            section(&agent_values, key),
+            section(&kcm_values, key),
+            "{key}"
+        );
+        assert!(!section(&agent_values, key).is_empty(), "{key}");
+    }
+    let mut args = vec!["template", "agent", &chart];
+    args.extend(karmada);
+    let out = helm(&args);
+    assert_eq!(
+        kinds(&out),
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Namespace",
+            "Role",
+            "RoleBinding"
+        ]
+        .map(String::from)
+        .into(),
+        "{out}"
+    );
+    assert!(out.contains("name: system:karmada:agent:m3"), "{out}");
+    assert!(
+        !out.contains("\"*\""),
+        "no wildcard on the Karmada API server:\n{out}"
+    );
+}
+
 /// The schema's controller names are exactly the binary's (from its `--help`): `*`, the implemented
 /// ones, and `-name` for every Karmada name.
 #[test]

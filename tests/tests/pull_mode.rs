@@ -4,7 +4,9 @@
 //! observer), none from the controller-manager, across registration, propagation, status, drift
 //! repair and deletion. Also: a second agent claiming the Push cluster's name is refused and changes
 //! nothing; an agent restarted over applied Works writes nothing to its member; an agent stopped
-//! leaves its Cluster `Ready=Unknown` once the (shortened) grace period passed.
+//! leaves its Cluster `Ready=Unknown` once the (shortened) grace period passed. The agent holds
+//! exactly the RBAC `charts/karmada-agent` renders, on both sides: on the host (`target:
+//! karmadaApiServer`) and on member2 (its member ClusterRole), as users outside `system:masters`.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -19,6 +21,7 @@ use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::{Cluster, PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
+use karmada_e2e::tools::{helm_template, kubectl_apply};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -101,6 +104,53 @@ fn start_agent(member_kc: &Path, karmada_kc: &Path, name: &str, endpoint: &str) 
     )
 }
 
+/// The agent's credentials, holding only what `charts/karmada-agent` grants: on the host, a user
+/// `system:karmada:agent:member2` (group `system:karmada:agents`, as `karmadactl register` makes it)
+/// with the chart's Karmada-side RBAC; on member2, [`AGENT_USER`] bound to the chart's member
+/// ClusterRole (the chart binds it to its ServiceAccount). Returns (Karmada kubeconfig, member
+/// kubeconfig).
+fn grant_the_charts_rbac(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/karmada-agent");
+    let karmada_side = helm_template(
+        &chart,
+        "karmada-agent",
+        "karmada-system",
+        &["clusterName=member2", "target=karmadaApiServer"],
+    )
+    .unwrap();
+    kubectl_apply(env.host().kubeconfig_path(), &karmada_side).unwrap();
+    let karmada_kc = env
+        .host()
+        .user_kubeconfig_in("system:karmada:agent:member2", &["system:karmada:agents"])
+        .unwrap();
+
+    let member2 = env.member("member2").unwrap();
+    let member_side = helm_template(
+        &chart,
+        "karmada-agent",
+        "karmada-system",
+        &["clusterName=member2", "karmadaKubeconfig.content=unused"],
+    )
+    .unwrap();
+    let cluster_role = member_side
+        .split("\n---")
+        .find(|doc| doc.contains("\nkind: ClusterRole\n"))
+        .expect("the chart renders a member ClusterRole");
+    let binding = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  \
+         name: e2e-karmada-agent\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: \
+         ClusterRole\n  name: karmada-agent\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  \
+         kind: User\n  name: {AGENT_USER}\n"
+    );
+    kubectl_apply(
+        member2.kubeconfig_path(),
+        &format!("{cluster_role}\n---\n{binding}"),
+    )
+    .unwrap();
+    let member_kc = member2.user_kubeconfig_in(AGENT_USER, &[]).unwrap();
+    (karmada_kc, member_kc)
+}
+
 /// The agent's successful writes (create, update, patch, delete) in member2's audit log so far.
 fn agent_writes(env: &TestEnv) -> usize {
     env.member("member2")
@@ -142,11 +192,7 @@ async fn pull_member_served_by_the_agent_alone() {
         .host()
         .user_kubeconfig("e2e-karmada-controller-manager")
         .unwrap();
-    let agent_karmada_kc = env
-        .host()
-        .user_kubeconfig("system:karmada:agent:member2")
-        .unwrap();
-    let agent_member_kc = member2.user_kubeconfig(AGENT_USER).unwrap();
+    let (agent_karmada_kc, agent_member_kc) = grant_the_charts_rbac(env);
     let observer = client_of(&member2.user_kubeconfig(OBSERVER).unwrap()).await;
 
     let cm = Kcm::start(

@@ -20,13 +20,10 @@ use lariat::runtime::client::wait_for_api_server;
 use lariat::runtime::{
     Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,
 };
-use lariat::{
-    CacheOptions, CacheScope, ClientOptions, Cluster, ClusterOptions, ControllerOptions,
-    RateLimiterOptions,
-};
+use lariat::{CacheOptions, CacheScope, ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::options::{self, Command, Options};
+use crate::options::{self, Options};
 use crate::register;
 
 const NAME: &str = KARMADA_AGENT_NAME;
@@ -39,32 +36,20 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Parses the command line, runs the process and returns its exit code.
 pub fn main() -> ExitCode {
-    let (cli, validated) = match options::parse_from(std::env::args()) {
-        Ok(parsed) => parsed,
-        Err(e) => e.exit(),
-    };
-    if cli.version || cli.command == Some(Command::Version) {
-        println!("{NAME} version: {}", version::INFO);
-        return ExitCode::SUCCESS;
-    }
-    let opts = match validated {
-        Ok(o) => o,
-        Err(problems) => return shell::usage_problems(NAME, &problems),
-    };
-    let logs = Logs {
-        verbosity: opts.verbosity,
-        format: opts.logging_format,
-    };
-    shell::run_to_exit(
+    shell::main(
         NAME,
-        logs,
         &[
             "karmada_agent",
             "karmada_controllers",
             "karmada_interpreter",
             "lariat",
         ],
-        run(opts),
+        options::parse_from(std::env::args()),
+        |o| Logs {
+            verbosity: o.verbosity,
+            format: o.logging_format,
+        },
+        run,
     )
 }
 
@@ -192,7 +177,10 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
             ..CacheOptions::default()
         },
         metrics: None,
-        controllers: ControllerOptions::default(),
+        controllers: ControllerOptions {
+            rate_limiter: opts.rate_limiter.to_lariat(),
+            ..ControllerOptions::default()
+        },
     }
 }
 
@@ -212,7 +200,7 @@ fn controller_settings(opts: &Options) -> Settings {
         concurrent_propagation_policy_syncs: 1,
         concurrent_cluster_propagation_policy_syncs: 1,
         concurrent_work_syncs: opts.concurrent_work_syncs,
-        rate_limiter: RateLimiterOptions::default(),
+        rate_limiter: opts.rate_limiter.to_lariat(),
         feature_gates: opts.feature_gates.clone(),
         cluster_lease_duration: opts.cluster_lease_duration,
         cluster_lease_renew_interval_fraction: opts.cluster_lease_renew_interval_fraction,

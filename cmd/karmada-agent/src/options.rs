@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use karmada_process::features::KARMADA_FEATURES;
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use karmada_process::flags::{
-    Checker, LeaderElectFlags, LeaderElectionOptions, LogFlags, check_leader_election, check_logs,
-    normalize_args,
+    Checker, LeaderElectionOptions, LogFlags, check_logs, normalize_args,
 };
+pub use karmada_process::shared::{RateLimiterOptions, SharedFlags, with_help};
+pub use karmada_process::shell::{Command, Parsed};
 use lariat::runtime::BindAddress;
 use lariat::runtime::features::FeatureGates;
 use lariat::runtime::logging::LogFormat;
@@ -60,13 +60,6 @@ pub struct Cli {
     pub generic: GenericFlags,
 }
 
-/// Subcommands.
-#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Print the version information.
-    Version,
-}
-
 /// `Generic flags` section.
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Generic flags")]
@@ -88,40 +81,9 @@ pub struct GenericFlags {
         default_value = "*"
     )]
     pub controllers: Vec<String>,
-    /// Elect a leader through a Lease (karmada-agent-<cluster>) on the Karmada API server before running controllers.
-    #[arg(long = "leader-elect", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
-    pub leader_elect: String,
-    /// Namespace of the leader-election Lease on the Karmada API server.
-    #[arg(
-        long = "leader-elect-resource-namespace",
-        value_name = "namespace",
-        default_value = "karmada-system"
-    )]
-    pub leader_elect_resource_namespace: String,
-    /// How long a standby waits, after it last saw the leader renew, before taking the lease over.
-    #[arg(
-        long = "leader-elect-lease-duration",
-        value_name = "duration",
-        default_value = "15s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_lease_duration: String,
-    /// How long the leader keeps retrying to renew before it gives up leading.
-    #[arg(
-        long = "leader-elect-renew-deadline",
-        value_name = "duration",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_renew_deadline: String,
-    /// Time between tries to acquire or renew the leader lease.
-    #[arg(
-        long = "leader-elect-retry-period",
-        value_name = "duration",
-        default_value = "2s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_retry_period: String,
+    /// The flags the controller-manager declares too (their help reworded by [`AGENT_HELP`]).
+    #[command(flatten)]
+    pub shared: SharedFlags,
     /// Name of the member cluster the agent serves.
     #[arg(long = "cluster-name", value_name = "name", default_value = "")]
     pub cluster_name: String,
@@ -147,14 +109,6 @@ pub struct GenericFlags {
     /// Zones of the member cluster (spec.zones), comma-separated.
     #[arg(long = "cluster-zones", value_name = "names", value_delimiter = ',')]
     pub cluster_zones: Vec<String>,
-    /// How often the agent posts the cluster's status to the Karmada API server.
-    #[arg(
-        long = "cluster-status-update-frequency",
-        value_name = "duration",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_status_update_frequency: String,
     /// Duration of the cluster Lease the agent renews (karmada-cluster/<cluster>).
     #[arg(
         long = "cluster-lease-duration",
@@ -171,86 +125,6 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cluster_lease_renew_interval_fraction: String,
-    /// How long a recovered cluster must keep succeeding before it counts as healthy.
-    #[arg(
-        long = "cluster-success-threshold",
-        value_name = "duration",
-        default_value = "30s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_success_threshold: String,
-    /// How long a cluster must keep failing before it counts as unhealthy.
-    #[arg(
-        long = "cluster-failure-threshold",
-        value_name = "duration",
-        default_value = "30s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_failure_threshold: String,
-    /// Requests per second to the member cluster's API server.
-    #[arg(
-        long = "cluster-api-qps",
-        value_name = "float",
-        default_value = "40",
-        allow_hyphen_values = true
-    )]
-    pub cluster_api_qps: String,
-    /// Burst of requests to the member cluster's API server.
-    #[arg(
-        long = "cluster-api-burst",
-        value_name = "int",
-        default_value = "60",
-        allow_hyphen_values = true
-    )]
-    pub cluster_api_burst: String,
-    /// Requests per second to the Karmada API server.
-    #[arg(
-        long = "kube-api-qps",
-        value_name = "float",
-        default_value = "40",
-        allow_hyphen_values = true
-    )]
-    pub kube_api_qps: String,
-    /// Burst of requests to the Karmada API server.
-    #[arg(
-        long = "kube-api-burst",
-        value_name = "int",
-        default_value = "60",
-        allow_hyphen_values = true
-    )]
-    pub kube_api_burst: String,
-    /// How long to wait for caches to sync.
-    #[arg(
-        long = "cluster-cache-sync-timeout",
-        value_name = "duration",
-        default_value = "2m0s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_cache_sync_timeout: String,
-    /// Base period of full resyncs of the caches (no effect: caches never resync).
-    #[arg(
-        long = "resync-period",
-        value_name = "duration",
-        default_value = "0s",
-        allow_hyphen_values = true
-    )]
-    pub resync_period: String,
-    /// Clusters synced concurrently (the agent has one).
-    #[arg(
-        long = "concurrent-cluster-syncs",
-        value_name = "int",
-        default_value = "5",
-        allow_hyphen_values = true
-    )]
-    pub concurrent_cluster_syncs: String,
-    /// Works synced concurrently.
-    #[arg(
-        long = "concurrent-work-syncs",
-        value_name = "int",
-        default_value = "5",
-        allow_hyphen_values = true
-    )]
-    pub concurrent_work_syncs: String,
     /// Secrets reported to the control plane on registration: KubeCredentials, KubeImpersonator or None (karmada-rs reports none; other values warn).
     #[arg(
         long = "report-secrets",
@@ -259,23 +133,6 @@ pub struct GenericFlags {
         default_value = "KubeCredentials,KubeImpersonator"
     )]
     pub report_secrets: Vec<String>,
-    /// Address serving /metrics (e.g. 127.0.0.1:8080 or :8080); 0 turns it off.
-    #[arg(
-        long = "metrics-bind-address",
-        value_name = "address",
-        default_value = ":8080"
-    )]
-    pub metrics_bind_address: String,
-    /// Address serving /healthz and /readyz (e.g. :10357); 0 turns it off.
-    #[arg(
-        long = "health-probe-bind-address",
-        value_name = "address",
-        default_value = ":10357"
-    )]
-    pub health_probe_bind_address: String,
-    /// Collect the member's Nodes and Pods for the Cluster's resource summary.
-    #[arg(long = "enable-cluster-resource-modeling", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
-    pub enable_cluster_resource_modeling: String,
     /// How often certRotation checks the client certificate (no effect: certRotation is not implemented yet).
     #[arg(
         long = "cert-rotation-checking-interval",
@@ -299,9 +156,49 @@ pub struct GenericFlags {
         default_value = "karmada-system"
     )]
     pub karmada_kubeconfig_namespace: String,
-    /// Feature gates (key=value pairs, comma-separated).
-    #[arg(long = "feature-gates", value_name = "gates", default_value = "")]
-    pub feature_gates: String,
+}
+
+/// The shared flags whose help Karmada words differently for the agent (clap ids and text).
+const AGENT_HELP: &[(&str, &str)] = &[
+    (
+        "leader_elect",
+        "Elect a leader through a Lease (karmada-agent-<cluster>) on the Karmada API server before \
+         running controllers.",
+    ),
+    (
+        "leader_elect_resource_namespace",
+        "Namespace of the leader-election Lease on the Karmada API server.",
+    ),
+    (
+        "cluster_status_update_frequency",
+        "How often the agent posts the cluster's status to the Karmada API server; keep it well \
+         below the controller-manager's --cluster-monitor-grace-period.",
+    ),
+    (
+        "cluster_api_qps",
+        "Requests per second to the member cluster's API server.",
+    ),
+    (
+        "cluster_api_burst",
+        "Burst of requests to the member cluster's API server.",
+    ),
+    (
+        "kube_api_qps",
+        "Requests per second to the Karmada API server.",
+    ),
+    (
+        "kube_api_burst",
+        "Burst of requests to the Karmada API server.",
+    ),
+    (
+        "concurrent_cluster_syncs",
+        "Clusters synced concurrently (the agent has one: no effect).",
+    ),
+];
+
+/// The agent's command: [`Cli`] with the agent's wording of the shared flags.
+pub fn command() -> clap::Command {
+    with_help(Cli::command(), AGENT_HELP)
 }
 
 /// Validated settings.
@@ -355,6 +252,8 @@ pub struct Options {
     pub cluster_cache_sync_timeout: Duration,
     /// `--concurrent-work-syncs`.
     pub concurrent_work_syncs: usize,
+    /// `--rate-limiter-*`: the controllers' queue rate limiter.
+    pub rate_limiter: RateLimiterOptions,
     /// `--metrics-bind-address`.
     pub metrics_bind_address: BindAddress,
     /// `--health-probe-bind-address`.
@@ -402,16 +301,7 @@ impl Cli {
             .copied()
             .filter(|n| !IMPLEMENTED.contains(n) && is_enabled(&controllers, n))
             .collect();
-        let leader_election = check_leader_election(
-            &mut c,
-            &LeaderElectFlags {
-                leader_elect: &g.leader_elect,
-                resource_namespace: &g.leader_elect_resource_namespace,
-                lease_duration: &g.leader_elect_lease_duration,
-                renew_deadline: &g.leader_elect_renew_deadline,
-                retry_period: &g.leader_elect_retry_period,
-            },
-        );
+        let leader_election = g.shared.check_leader_election(&mut c);
         if let Some(problem) =
             karmada_apis::cluster::v1alpha1::cluster_name_problem(&g.cluster_name)
         {
@@ -419,7 +309,7 @@ impl Cli {
         }
         let cluster_status_update_frequency = c.non_negative_duration(
             "cluster-status-update-frequency",
-            &g.cluster_status_update_frequency,
+            &g.shared.cluster_status_update_frequency,
         );
         let cluster_lease_duration =
             c.non_negative_duration("cluster-lease-duration", &g.cluster_lease_duration);
@@ -437,30 +327,21 @@ impl Cli {
                 }
                 None => 0.25,
             };
-        let cluster_success_threshold =
-            c.non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold);
-        let cluster_failure_threshold =
-            c.non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold);
-        let qps = |c: &mut Checker, flag: &str, value: &str| -> f32 {
-            match c.float(flag, value) {
-                Some(v) if v > 0.0 => v as f32,
-                Some(_) => {
-                    c.bad(flag, value, "must be greater than 0");
-                    1.0
-                }
-                None => 1.0,
-            }
-        };
-        let cluster_api_qps = qps(&mut c, "cluster-api-qps", &g.cluster_api_qps);
-        let kube_api_qps = qps(&mut c, "kube-api-qps", &g.kube_api_qps);
-        let cluster_api_burst = c.positive_int("cluster-api-burst", &g.cluster_api_burst) as u32;
-        let kube_api_burst = c.positive_int("kube-api-burst", &g.kube_api_burst) as u32;
-        let cluster_cache_sync_timeout =
-            c.non_negative_duration("cluster-cache-sync-timeout", &g.cluster_cache_sync_timeout);
-        let resync_period = c.non_negative_duration("resync-period", &g.resync_period);
-        c.positive_int("concurrent-cluster-syncs", &g.concurrent_cluster_syncs);
+        let cluster_success_threshold = c.non_negative_duration(
+            "cluster-success-threshold",
+            &g.shared.cluster_success_threshold,
+        );
+        let cluster_failure_threshold = c.non_negative_duration(
+            "cluster-failure-threshold",
+            &g.shared.cluster_failure_threshold,
+        );
+        let clients = g.shared.check_clients(&mut c);
+        c.positive_int(
+            "concurrent-cluster-syncs",
+            &g.shared.concurrent_cluster_syncs,
+        );
         let concurrent_work_syncs =
-            c.positive_int("concurrent-work-syncs", &g.concurrent_work_syncs);
+            c.positive_int("concurrent-work-syncs", &g.shared.concurrent_work_syncs);
         let mut warnings = Vec::new();
         for kind in &g.report_secrets {
             if !matches!(
@@ -481,16 +362,23 @@ impl Cli {
                     .to_owned(),
             );
         }
-        if !resync_period.is_zero() {
+        if !clients.resync_period.is_zero() {
             warnings.push("--resync-period has no effect: caches never resync".to_owned());
         }
-        let metrics_bind_address = c.address("metrics-bind-address", &g.metrics_bind_address);
-        let health_probe_bind_address =
-            c.address("health-probe-bind-address", &g.health_probe_bind_address);
+        let metrics_bind_address =
+            c.address("metrics-bind-address", &g.shared.metrics_bind_address);
+        let health_probe_bind_address = c.address(
+            "health-probe-bind-address",
+            &g.shared.health_probe_bind_address,
+        );
         let enable_cluster_resource_modeling = c.boolean(
             "enable-cluster-resource-modeling",
-            &g.enable_cluster_resource_modeling,
+            &g.shared.enable_cluster_resource_modeling,
         );
+        let rate_limiter = g.shared.check_rate_limiter(&mut c);
+        if g.shared.check_profiling(&mut c) {
+            warnings.push("--enable-pprof has no effect: profiling is not available".to_owned());
+        }
         c.positive_duration(
             "cert-rotation-checking-interval",
             &g.cert_rotation_checking_interval,
@@ -499,12 +387,7 @@ impl Cli {
             "cert-rotation-remaining-time-threshold",
             &g.cert_rotation_remaining_time_threshold,
         );
-        let mut feature_gates = FeatureGates::new(KARMADA_FEATURES);
-        if let Err(errs) = feature_gates.set_from_str(&g.feature_gates) {
-            for e in errs {
-                c.bad("feature-gates", &g.feature_gates, e);
-            }
-        }
+        let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
         }
@@ -532,12 +415,13 @@ impl Cli {
             cluster_lease_renew_interval_fraction,
             cluster_success_threshold,
             cluster_failure_threshold,
-            cluster_api_qps,
-            cluster_api_burst,
-            kube_api_qps,
-            kube_api_burst,
-            cluster_cache_sync_timeout,
+            cluster_api_qps: clients.cluster_api_qps,
+            cluster_api_burst: clients.cluster_api_burst,
+            kube_api_qps: clients.kube_api_qps,
+            kube_api_burst: clients.kube_api_burst,
+            cluster_cache_sync_timeout: clients.cluster_cache_sync_timeout,
             concurrent_work_syncs,
+            rate_limiter,
             metrics_bind_address,
             health_probe_bind_address,
             enable_cluster_resource_modeling,
@@ -549,14 +433,16 @@ impl Cli {
     }
 }
 
-/// Parses and validates `args` (including the program name).
-pub fn parse_from(
-    args: impl IntoIterator<Item = String>,
-) -> Result<(Cli, Result<Options, Vec<String>>), clap::Error> {
-    let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
+/// Parses and validates `args` (including the program name): whether they ask for the version,
+/// and the options.
+pub fn parse_from(args: impl IntoIterator<Item = String>) -> Parsed<Options> {
+    let matches = command().try_get_matches_from(normalize_args(args))?;
     let cli = Cli::from_arg_matches(&matches)?;
     let validated = cli.validate();
-    Ok((cli, validated))
+    Ok((
+        cli.version || cli.command == Some(Command::Version),
+        validated,
+    ))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! its controllers start: the cluster ID is the UID of the member's `kube-system` namespace; a
 //! Cluster that has the same name but another ID (a Push cluster joined by `karmadactl join`, or
 //! another member), or another Cluster with the same ID, is refused; the `--cluster-namespace` is
-//! created if missing; then the Cluster is created, or its spec brought up to date, in Pull mode.
+//! created if missing (read first, so an agent allowed only to read it registers); then the Cluster is created, or its spec brought up to date, in Pull mode.
 //!
 //! Unlike Karmada (default `--report-secrets=KubeCredentials,KubeImpersonator`), no member
 //! credentials are written to the control plane: it never contacts a Pull member.
@@ -149,25 +149,34 @@ pub async fn register(
         what: "building the cluster namespace".to_owned(),
         source: kube::Error::SerdeError(e),
     })?;
-    match tokio::time::timeout(
-        REQUEST_TIMEOUT,
-        namespaces.create(&PostParams::default(), &ns),
+    // Read first: an agent whose RBAC (the chart's) may only read this namespace must not need
+    // the right to create namespaces when it exists already.
+    let existing = call(
+        || format!("reading namespace {}", opts.cluster_namespace),
+        namespaces.get_opt(&opts.cluster_namespace),
     )
-    .await
-    {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) if is_already_exists(&e) => {}
-        Ok(Err(source)) => {
-            return Err(RegisterError::Api {
-                what: format!("creating namespace {}", opts.cluster_namespace),
-                source,
-            });
-        }
-        Err(_) => {
-            return Err(RegisterError::Timeout(format!(
-                "creating namespace {}",
-                opts.cluster_namespace
-            )));
+    .await?;
+    if existing.is_none() {
+        match tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            namespaces.create(&PostParams::default(), &ns),
+        )
+        .await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if is_already_exists(&e) => {}
+            Ok(Err(source)) => {
+                return Err(RegisterError::Api {
+                    what: format!("creating namespace {}", opts.cluster_namespace),
+                    source,
+                });
+            }
+            Err(_) => {
+                return Err(RegisterError::Timeout(format!(
+                    "creating namespace {}",
+                    opts.cluster_namespace
+                )));
+            }
         }
     }
 

@@ -16,13 +16,11 @@ use lariat::runtime::{
     GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
     SignalHandler,
 };
-use lariat::{
-    CacheOptions, ClientOptions, Cluster, ClusterOptions, ControllerOptions, RateLimiterOptions,
-};
+use lariat::{CacheOptions, ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::controllers::ControllerContext;
-use crate::options::{self, Command, LEASE_NAME, Options};
+use crate::options::{self, LEASE_NAME, Options};
 use crate::{controllers, no_effect};
 use karmada_process::flags::Logs;
 use karmada_process::{shell, version};
@@ -38,33 +36,20 @@ const SLOW_SHUTDOWN_ENV: &str = "KARMADA_RS_TEST_SLOW_SHUTDOWN";
 
 /// Parses the command line, runs the process and returns its exit code.
 pub fn main() -> ExitCode {
-    let (cli, validated) = match options::parse_from(std::env::args()) {
-        Ok(parsed) => parsed,
-        // --help prints and exits 0; a parse error prints and exits 2.
-        Err(e) => e.exit(),
-    };
-    if cli.version || cli.command == Some(Command::Version) {
-        println!("{NAME} version: {}", version::INFO);
-        return ExitCode::SUCCESS;
-    }
-    let opts = match validated {
-        Ok(o) => o,
-        Err(problems) => return shell::usage_problems(NAME, &problems),
-    };
-    let logs = Logs {
-        verbosity: opts.verbosity,
-        format: opts.logging_format,
-    };
-    shell::run_to_exit(
+    shell::main(
         NAME,
-        logs,
         &[
             "karmada_controller_manager",
             "karmada_controllers",
             "karmada_interpreter",
             "lariat",
         ],
-        run(opts),
+        options::parse_from(std::env::args()),
+        |o| Logs {
+            verbosity: o.verbosity,
+            format: o.logging_format,
+        },
+        run,
     )
 }
 
@@ -151,14 +136,7 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
                     .map(|(k, v)| (k.clone(), *v))
                     .collect(),
             },
-            rate_limiter: RateLimiterOptions {
-                base_delay: opts.rate_limiter.base_delay,
-                max_delay: opts.rate_limiter.max_delay,
-                bucket: Some((
-                    f64::from(opts.rate_limiter.qps),
-                    opts.rate_limiter.bucket_size,
-                )),
-            },
+            rate_limiter: opts.rate_limiter.to_lariat(),
         },
     }
 }

@@ -9,16 +9,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, Parser};
+use lariat::runtime::BindAddress;
 use lariat::runtime::features::FeatureGates;
 use lariat::runtime::logging::LogFormat;
-use lariat::runtime::{BindAddress, GoDuration};
 
 use crate::{controllers, no_effect};
-use karmada_process::features::KARMADA_FEATURES;
 pub use karmada_process::flags::LeaderElectionOptions;
-use karmada_process::flags::{Checker, LeaderElectFlags, check_leader_election, check_logs};
+use karmada_process::flags::{Checker, check_logs};
 pub use karmada_process::flags::{LogFlags, normalize_args, parse_go_bool};
+pub use karmada_process::shared::{RateLimiterOptions, SharedFlags};
+pub use karmada_process::shell::{Command, Parsed};
 
 /// Lease name, as Karmada's component name.
 pub const LEASE_NAME: &str = "karmada-controller-manager";
@@ -60,13 +61,6 @@ pub struct Cli {
     pub failover: ClusterFailoverFlags,
 }
 
-/// Subcommands.
-#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Print the version information.
-    Version,
-}
-
 /// `Generic flags` section.
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Generic flags")]
@@ -77,84 +71,15 @@ pub struct GenericFlags {
     /// Controllers to run: '*' runs every controller that is on by default, 'foo' runs foo, '-foo' leaves foo out; the first entry naming a controller decides. Comma-separated, may be repeated.
     #[arg(long = "controllers", value_name = "names", value_delimiter = ',', default_value = "*", long_help = controllers_help())]
     pub controllers: Vec<String>,
-    /// Elect a leader through a Lease before running controllers (for running several replicas).
-    #[arg(long = "leader-elect", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
-    pub leader_elect: String,
-    /// Namespace of the leader-election Lease (named karmada-controller-manager).
-    #[arg(
-        long = "leader-elect-resource-namespace",
-        value_name = "namespace",
-        default_value = "karmada-system"
-    )]
-    pub leader_elect_resource_namespace: String,
-    /// How long a standby waits, after it last saw the leader renew, before taking the lease over: the longest a stopped leader goes unreplaced.
-    #[arg(
-        long = "leader-elect-lease-duration",
-        value_name = "duration",
-        default_value = "15s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_lease_duration: String,
-    /// How long the leader keeps retrying to renew before it gives up leading; less than the lease duration.
-    #[arg(
-        long = "leader-elect-renew-deadline",
-        value_name = "duration",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_renew_deadline: String,
-    /// Time between tries to acquire or renew the lease.
-    #[arg(
-        long = "leader-elect-retry-period",
-        value_name = "duration",
-        default_value = "2s",
-        allow_hyphen_values = true
-    )]
-    pub leader_elect_retry_period: String,
-    /// Address serving /metrics (e.g. 127.0.0.1:8080 or :8080); 0 turns it off.
-    #[arg(
-        long = "metrics-bind-address",
-        value_name = "address",
-        default_value = ":8080"
-    )]
-    pub metrics_bind_address: String,
-    /// Address serving /healthz and /readyz (e.g. 127.0.0.1:10357 or :10357); 0 turns it off.
-    #[arg(
-        long = "health-probe-bind-address",
-        value_name = "address",
-        default_value = ":10357"
-    )]
-    pub health_probe_bind_address: String,
+    /// The flags the agent declares too (names, defaults and help as Karmada's controller-manager).
+    #[command(flatten)]
+    pub shared: SharedFlags,
     /// DEPRECATED: use --health-probe-bind-address. IP the health probes listen on, used with --secure-port.
     #[arg(long = "bind-address", value_name = "ip")]
     pub bind_address: Option<String>,
     /// DEPRECATED: use --health-probe-bind-address. Port the health probes listen on, used with --bind-address.
     #[arg(long = "secure-port", value_name = "port")]
     pub secure_port: Option<String>,
-    /// How often the cluster status controller reports each cluster's status to the Karmada API server.
-    #[arg(
-        long = "cluster-status-update-frequency",
-        value_name = "duration",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_status_update_frequency: String,
-    /// How long a recovered cluster must keep succeeding before it counts as healthy.
-    #[arg(
-        long = "cluster-success-threshold",
-        value_name = "duration",
-        default_value = "30s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_success_threshold: String,
-    /// How long a cluster must keep failing before it counts as unhealthy.
-    #[arg(
-        long = "cluster-failure-threshold",
-        value_name = "duration",
-        default_value = "30s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_failure_threshold: String,
     /// How often the cluster controller checks Pull-mode clusters' Leases.
     #[arg(
         long = "cluster-monitor-period",
@@ -204,65 +129,6 @@ pub struct GenericFlags {
         default_value = ""
     )]
     pub cluster_api_kubeconfig: String,
-    /// Requests per second to each member cluster's API server: one budget per member, shared by
-    /// every controller (as in Karmada).
-    #[arg(
-        long = "cluster-api-qps",
-        value_name = "float",
-        default_value = "40",
-        allow_hyphen_values = true
-    )]
-    pub cluster_api_qps: String,
-    /// Burst of requests allowed to each member cluster's API server.
-    #[arg(
-        long = "cluster-api-burst",
-        value_name = "int",
-        default_value = "60",
-        allow_hyphen_values = true
-    )]
-    pub cluster_api_burst: String,
-    /// Requests per second to the Karmada API server: one budget shared by the controllers and
-    /// their Events, and one more of the same size for the scheduler (a process of its own in Karmada,
-    /// started with the same value).
-    #[arg(
-        long = "kube-api-qps",
-        value_name = "float",
-        default_value = "40",
-        allow_hyphen_values = true
-    )]
-    pub kube_api_qps: String,
-    /// Burst of requests allowed to the Karmada API server (per budget, like --kube-api-qps).
-    #[arg(
-        long = "kube-api-burst",
-        value_name = "int",
-        default_value = "60",
-        allow_hyphen_values = true
-    )]
-    pub kube_api_burst: String,
-    /// How long to wait for a member cluster's caches to sync.
-    #[arg(
-        long = "cluster-cache-sync-timeout",
-        value_name = "duration",
-        default_value = "2m0s",
-        allow_hyphen_values = true
-    )]
-    pub cluster_cache_sync_timeout: String,
-    /// Base period of full resyncs of the caches; 0 turns resyncs off (no effect yet: caches never resync).
-    #[arg(
-        long = "resync-period",
-        value_name = "duration",
-        default_value = "0s",
-        allow_hyphen_values = true
-    )]
-    pub resync_period: String,
-    /// Clusters synced concurrently.
-    #[arg(
-        long = "concurrent-cluster-syncs",
-        value_name = "int",
-        default_value = "5",
-        allow_hyphen_values = true
-    )]
-    pub concurrent_cluster_syncs: String,
     /// ClusterResourceBindings synced concurrently.
     #[arg(
         long = "concurrent-clusterresourcebinding-syncs",
@@ -279,14 +145,6 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub concurrent_resourcebinding_syncs: String,
-    /// Works synced concurrently.
-    #[arg(
-        long = "concurrent-work-syncs",
-        value_name = "int",
-        default_value = "5",
-        allow_hyphen_values = true
-    )]
-    pub concurrent_work_syncs: String,
     /// Namespaces synced concurrently.
     #[arg(
         long = "concurrent-namespace-syncs",
@@ -338,51 +196,6 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub graceful_eviction_timeout: String,
-    /// Build a resource model of each cluster from its Nodes and Pods (used by the scheduler for dynamic replica division). Turn off to save memory when unused.
-    #[arg(long = "enable-cluster-resource-modeling", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true")]
-    pub enable_cluster_resource_modeling: String,
-    /// Per-item base retry delay of the controllers' rate limiter.
-    #[arg(
-        long = "rate-limiter-base-delay",
-        value_name = "duration",
-        default_value = "5ms",
-        allow_hyphen_values = true
-    )]
-    pub rate_limiter_base_delay: String,
-    /// Per-item maximum retry delay of the controllers' rate limiter.
-    #[arg(
-        long = "rate-limiter-max-delay",
-        value_name = "duration",
-        default_value = "16m40s",
-        allow_hyphen_values = true
-    )]
-    pub rate_limiter_max_delay: String,
-    /// Overall queue rate (items per second) of the controllers' rate limiter.
-    #[arg(
-        long = "rate-limiter-qps",
-        value_name = "int",
-        default_value = "10",
-        allow_hyphen_values = true
-    )]
-    pub rate_limiter_qps: String,
-    /// Overall burst of the controllers' rate limiter.
-    #[arg(
-        long = "rate-limiter-bucket-size",
-        value_name = "int",
-        default_value = "100",
-        allow_hyphen_values = true
-    )]
-    pub rate_limiter_bucket_size: String,
-    /// Serve profiling data under /debug/pprof/ (accepted for compatibility, no effect: not available).
-    #[arg(long = "enable-pprof", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
-    pub enable_pprof: String,
-    /// Address for profiling, with --enable-pprof (no effect).
-    #[arg(
-        long = "profiling-bind-address",
-        value_name = "address",
-        default_value = ":6060"
-    )]
-    pub profiling_bind_address: String,
     /// Period of the FederatedHPA sync (no effect yet).
     #[arg(
         long = "horizontal-pod-autoscaler-sync-period",
@@ -447,9 +260,6 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub federated_resource_quota_sync_period: String,
-    /// Feature gates as key=value pairs, comma-separated.
-    #[arg(long = "feature-gates", value_name = "key=value,...", default_value = "", long_help = feature_gates_help())]
-    pub feature_gates: String,
 }
 
 /// `Cluster failover flags` section.
@@ -486,31 +296,6 @@ fn controllers_help() -> String {
         controllers::not_implemented().join(", "),
         controllers::DISABLED_BY_DEFAULT.join(", ")
     )
-}
-
-fn feature_gates_help() -> String {
-    let mut s = String::from(
-        "Feature gates as key=value pairs, comma-separated. AllAlpha / AllBeta set every alpha / beta \
-         gate not named explicitly. Known gates:",
-    );
-    for line in FeatureGates::help_lines(KARMADA_FEATURES) {
-        s.push_str("\n  ");
-        s.push_str(&line);
-    }
-    s
-}
-
-/// Rate limiter settings for the controllers' queues (Karmada's `ratelimiterflag`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RateLimiterOptions {
-    /// Per-item base delay.
-    pub base_delay: Duration,
-    /// Per-item maximum delay.
-    pub max_delay: Duration,
-    /// Overall items per second.
-    pub qps: u32,
-    /// Overall burst.
-    pub bucket_size: u32,
 }
 
 /// FederatedHPA settings.
@@ -654,31 +439,22 @@ impl Cli {
         let g = &self.generic;
         let logs = check_logs(&mut c, &self.logs);
         let controllers = check_controllers(&mut c, &g.controllers);
-        let leader_election = check_leader_election(
-            &mut c,
-            &LeaderElectFlags {
-                leader_elect: &g.leader_elect,
-                resource_namespace: &g.leader_elect_resource_namespace,
-                lease_duration: &g.leader_elect_lease_duration,
-                renew_deadline: &g.leader_elect_renew_deadline,
-                retry_period: &g.leader_elect_retry_period,
-            },
-        );
+        let leader_election = g.shared.check_leader_election(&mut c);
         let servers = check_servers(&mut c, g, matches);
         let health = check_cluster_health(&mut c, g);
         let skipped_propagating_namespaces = check_propagation_filters(&mut c, g);
-        let clients = check_clients(&mut c, g);
+        let clients = g.shared.check_clients(&mut c);
         let concurrency = check_concurrency(&mut c, g);
         let eviction = check_eviction(&mut c, g);
-        let rate_limiter = check_rate_limiter(&mut c, g);
-        check_profiling(&mut c, g);
+        let rate_limiter = g.shared.check_rate_limiter(&mut c);
+        g.shared.check_profiling(&mut c);
         let hpa = check_hpa(&mut c, g);
         let federated_resource_quota_sync_period = c.positive_duration(
             "federated-resource-quota-sync-period",
             &g.federated_resource_quota_sync_period,
         );
         let cluster_failover = check_cluster_failover(&mut c, &self.failover);
-        let feature_gates = check_feature_gates(&mut c, &g.feature_gates);
+        let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
         }
@@ -754,8 +530,11 @@ struct Servers {
 /// `--bind-address`/`--secure-port` pair, which sets the probe address unless that is given too.
 fn check_servers(c: &mut Checker, g: &GenericFlags, matches: &ArgMatches) -> Servers {
     let mut warnings = Vec::new();
-    let metrics = c.address("metrics-bind-address", &g.metrics_bind_address);
-    let mut health_probe = c.address("health-probe-bind-address", &g.health_probe_bind_address);
+    let metrics = c.address("metrics-bind-address", &g.shared.metrics_bind_address);
+    let mut health_probe = c.address(
+        "health-probe-bind-address",
+        &g.shared.health_probe_bind_address,
+    );
     if g.bind_address.is_some() || g.secure_port.is_some() {
         let ip = g.bind_address.clone().unwrap_or_else(|| "0.0.0.0".into());
         let port = g.secure_port.clone().unwrap_or_else(|| "10357".into());
@@ -810,12 +589,16 @@ fn check_cluster_health(c: &mut Checker, g: &GenericFlags) -> ClusterHealth {
     ClusterHealth {
         status_update_frequency: c.positive_duration(
             "cluster-status-update-frequency",
-            &g.cluster_status_update_frequency,
+            &g.shared.cluster_status_update_frequency,
         ),
-        success_threshold: c
-            .non_negative_duration("cluster-success-threshold", &g.cluster_success_threshold),
-        failure_threshold: c
-            .non_negative_duration("cluster-failure-threshold", &g.cluster_failure_threshold),
+        success_threshold: c.non_negative_duration(
+            "cluster-success-threshold",
+            &g.shared.cluster_success_threshold,
+        ),
+        failure_threshold: c.non_negative_duration(
+            "cluster-failure-threshold",
+            &g.shared.cluster_failure_threshold,
+        ),
         monitor_period: c.positive_duration("cluster-monitor-period", &g.cluster_monitor_period),
         monitor_grace_period: c.positive_duration(
             "cluster-monitor-grace-period",
@@ -858,42 +641,6 @@ fn check_propagation_filters(c: &mut Checker, g: &GenericFlags) -> Vec<regex::Re
     namespaces
 }
 
-/// Client limits and cache timings.
-struct Clients {
-    cluster_api_qps: f32,
-    cluster_api_burst: u32,
-    kube_api_qps: f32,
-    kube_api_burst: u32,
-    cluster_cache_sync_timeout: Duration,
-    resync_period: Duration,
-}
-
-/// The QPS/burst flags of the control-plane and member clients, the cache sync timeout and the
-/// resync period.
-fn check_clients(c: &mut Checker, g: &GenericFlags) -> Clients {
-    let qps = |c: &mut Checker, flag: &str, value: &str| -> f32 {
-        match c.float(flag, value) {
-            Some(v) if v > 0.0 => v as f32,
-            Some(_) => {
-                c.bad(flag, value, "must be greater than 0");
-                1.0
-            }
-            None => 1.0,
-        }
-    };
-    let cluster_api_qps = qps(c, "cluster-api-qps", &g.cluster_api_qps);
-    let kube_api_qps = qps(c, "kube-api-qps", &g.kube_api_qps);
-    Clients {
-        cluster_api_qps,
-        cluster_api_burst: c.positive_int("cluster-api-burst", &g.cluster_api_burst) as u32,
-        kube_api_qps,
-        kube_api_burst: c.positive_int("kube-api-burst", &g.kube_api_burst) as u32,
-        cluster_cache_sync_timeout: c
-            .non_negative_duration("cluster-cache-sync-timeout", &g.cluster_cache_sync_timeout),
-        resync_period: c.non_negative_duration("resync-period", &g.resync_period),
-    }
-}
-
 /// Worker counts.
 struct Concurrency {
     /// Per controller-runtime GroupKind key.
@@ -910,7 +657,7 @@ fn check_concurrency(c: &mut Checker, g: &GenericFlags) -> Concurrency {
     for (flag, value, key) in [
         (
             "concurrent-work-syncs",
-            &g.concurrent_work_syncs,
+            &g.shared.concurrent_work_syncs,
             group_kinds::WORK,
         ),
         (
@@ -925,7 +672,7 @@ fn check_concurrency(c: &mut Checker, g: &GenericFlags) -> Concurrency {
         ),
         (
             "concurrent-cluster-syncs",
-            &g.concurrent_cluster_syncs,
+            &g.shared.concurrent_cluster_syncs,
             group_kinds::CLUSTER,
         ),
         (
@@ -973,51 +720,8 @@ fn check_eviction(c: &mut Checker, g: &GenericFlags) -> Eviction {
             .non_negative_duration("graceful-eviction-timeout", &g.graceful_eviction_timeout),
         enable_cluster_resource_modeling: c.boolean(
             "enable-cluster-resource-modeling",
-            &g.enable_cluster_resource_modeling,
+            &g.shared.enable_cluster_resource_modeling,
         ),
-    }
-}
-
-/// The `--rate-limiter-*` flags. Like Karmada, zero or negative values fall back to the defaults.
-fn check_rate_limiter(c: &mut Checker, g: &GenericFlags) -> RateLimiterOptions {
-    let duration = |c: &mut Checker, flag: &str, value: &str, default: Duration| {
-        c.duration(flag, value)
-            .filter(GoDuration::is_positive)
-            .map_or(default, |d| d.to_std())
-    };
-    let int = |c: &mut Checker, flag: &str, value: &str, default: u32| {
-        c.int(flag, value)
-            .filter(|v| *v > 0)
-            .map_or(default, |v| u32::try_from(v).unwrap_or(u32::MAX))
-    };
-    RateLimiterOptions {
-        base_delay: duration(
-            c,
-            "rate-limiter-base-delay",
-            &g.rate_limiter_base_delay,
-            Duration::from_millis(5),
-        ),
-        max_delay: duration(
-            c,
-            "rate-limiter-max-delay",
-            &g.rate_limiter_max_delay,
-            Duration::from_secs(1000),
-        ),
-        qps: int(c, "rate-limiter-qps", &g.rate_limiter_qps, 10),
-        bucket_size: int(
-            c,
-            "rate-limiter-bucket-size",
-            &g.rate_limiter_bucket_size,
-            100,
-        ),
-    }
-}
-
-/// `--enable-pprof` and `--profiling-bind-address` (`0` turns profiling off); syntax only.
-fn check_profiling(c: &mut Checker, g: &GenericFlags) {
-    c.boolean("enable-pprof", &g.enable_pprof);
-    if g.profiling_bind_address != "0" {
-        c.address("profiling-bind-address", &g.profiling_bind_address);
     }
 }
 
@@ -1090,26 +794,17 @@ fn check_cluster_failover(c: &mut Checker, f: &ClusterFailoverFlags) -> ClusterF
     }
 }
 
-/// `--feature-gates`, against Karmada's known gates; one problem per bad entry.
-fn check_feature_gates(c: &mut Checker, value: &str) -> FeatureGates {
-    let mut gates = FeatureGates::new(KARMADA_FEATURES);
-    if let Err(errs) = gates.set_from_str(value) {
-        for e in errs {
-            c.bad("feature-gates", value, e);
-        }
-    }
-    gates
-}
-
-/// Parses and validates `args` (including the program name).
-pub fn parse_from(
-    args: impl IntoIterator<Item = String>,
-) -> Result<(Cli, Result<Options, Vec<String>>), clap::Error> {
+/// Parses and validates `args` (including the program name): whether they ask for the version,
+/// and the options.
+pub fn parse_from(args: impl IntoIterator<Item = String>) -> Parsed<Options> {
     use clap::FromArgMatches;
     let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
     let cli = Cli::from_arg_matches(&matches)?;
     let validated = cli.validate(&matches);
-    Ok((cli, validated))
+    Ok((
+        cli.version || cli.command == Some(Command::Version),
+        validated,
+    ))
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! What the karmada-rs processes (`karmada-controller-manager`, `karmada-agent`) share: build
-//! information ([`version`]), the flags every Karmada component has ([`flags`]), and the process
-//! shell ([`shell`]): exit codes, logging, the async runtime and running a set of controllers.
+//! information ([`version`]), the flags every Karmada component has ([`flags`]), the flags both
+//! processes declare ([`shared`]), and the process shell ([`shell`]): `main`, exit codes, logging,
+//! the async runtime and running a set of controllers.
 
 pub mod features;
 pub mod flags;
+pub mod shared;
 pub mod shell;
 pub mod version;

@@ -15,6 +15,48 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::flags::Logs;
+use crate::version;
+
+/// The `version` subcommand every process takes.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Print the version information.
+    Version,
+}
+
+/// A parsed command line, as [`main`] takes it: whether it asks for the version (`--version` or
+/// `version`), and the validated options or every problem with them.
+pub type Parsed<O> = Result<(bool, Result<O, Vec<String>>), clap::Error>;
+
+/// The `main` of every process: `--help` and parse errors print and exit (0 and 2); a version
+/// request prints `<name> version: …` and exits 0; invalid flags print every problem and exit 2;
+/// otherwise logging is set up from `logs` and `run` runs to its exit code ([`run_to_exit`]).
+pub fn main<O, F>(
+    name: &str,
+    own_targets: &[&str],
+    parsed: Parsed<O>,
+    logs: impl FnOnce(&O) -> Logs,
+    run: impl FnOnce(O) -> F,
+) -> ExitCode
+where
+    F: Future<Output = anyhow::Result<()>>,
+{
+    let (wants_version, validated) = match parsed {
+        Ok(parsed) => parsed,
+        // --help prints and exits 0; a parse error prints and exits 2.
+        Err(e) => e.exit(),
+    };
+    if wants_version {
+        println!("{name} version: {}", version::INFO);
+        return ExitCode::SUCCESS;
+    }
+    let opts = match validated {
+        Ok(o) => o,
+        Err(problems) => return usage_problems(name, &problems),
+    };
+    let logs = logs(&opts);
+    run_to_exit(name, logs, own_targets, run(opts))
+}
 
 /// A problem with the command line found after parsing (exit 2).
 #[derive(Debug)]

@@ -155,9 +155,13 @@ impl ApiServer {
     /// Writes a kubeconfig whose user is `user` in group `system:masters` (a client certificate of its
     /// own, so the API server's audit log tells it apart from the admin) and returns its path.
     pub fn user_kubeconfig(&self, user: &str) -> Result<PathBuf, Error> {
-        let (cert, key) = self
-            .pki
-            .issue_client(user, &["system:masters"], &self.dir)?;
+        self.user_kubeconfig_in(user, &["system:masters"])
+    }
+
+    /// Like [`Self::user_kubeconfig`], with `groups` as the user's groups instead: with no
+    /// `system:masters` among them, the user has only what RBAC grants it (to test a role).
+    pub fn user_kubeconfig_in(&self, user: &str, groups: &[&str]) -> Result<PathBuf, Error> {
+        let (cert, key) = self.pki.issue_client(user, groups, &self.dir)?;
         let path = self.dir.join(format!("kubeconfig-{user}"));
         kubeconfig::write(&path, &kubeconfig::for_client_cert(self, &cert, &key)?)?;
         Ok(path)
