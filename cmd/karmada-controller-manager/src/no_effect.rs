@@ -137,7 +137,7 @@ mod tests {
         let cli = Cli::from_arg_matches(&matches).expect("cli");
         let mut gates = FeatureGates::new(KARMADA_FEATURES);
         gates
-            .set_from_str(&cli.generic.feature_gates)
+            .set_from_str(&cli.generic.shared.feature_gates)
             .expect("gates parse");
         changed(&Cli::command(), &matches, &gates)
     }
