@@ -184,7 +184,6 @@ async fn stop(p: &mut Kcm) {
 #[tokio::test]
 async fn pull_member_served_by_the_agent_alone() {
     let env = env();
-    let started = Timestamp::now();
     let host = env.host().client().await;
     let member1 = env.member("member1").unwrap();
     let member2 = env.member("member2").unwrap();
@@ -194,6 +193,8 @@ async fn pull_member_served_by_the_agent_alone() {
         .unwrap();
     let (agent_karmada_kc, agent_member_kc) = grant_the_charts_rbac(env);
     let observer = client_of(&member2.user_kubeconfig(OBSERVER).unwrap()).await;
+    // The audit evidence starts here: the grants above are the admin's, as at install time.
+    let started = Timestamp::now();
 
     let cm = Kcm::start(
         &cm_kc,

@@ -20,6 +20,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use super::namespaced::{InNamespace, unwrap_event};
 use super::scope::CacheKey;
 use super::store::{Applied, IndexFn, Store, SyncState};
 use super::transform::{Transform, strip_for_cache};
@@ -322,22 +323,23 @@ impl<K: CacheObject> CacheInner<K> {
         };
         backoff.reset();
         let client = self.ctx.clients().client();
-        // A namespace scope is a field selector on the cluster-wide path, which works for any
-        // resource scope type (typed, dynamic, metadata-only).
-        let api: Api<K> = Api::all_with(client, &dt);
-        let field_selector = match (&self.key.scope.namespace, &self.key.scope.field_selector) {
-            (Some(ns), Some(f)) => Some(format!("metadata.namespace={ns},{f}")),
-            (Some(ns), None) => Some(format!("metadata.namespace={ns}")),
-            (None, f) => f.clone(),
-        };
         let wc = watcher::Config {
             label_selector: self.key.scope.label_selector.clone(),
-            field_selector,
+            field_selector: self.key.scope.field_selector.clone(),
             page_size: self.page_size,
             ..watcher::Config::default()
         };
         let transform = self.transform.lock().clone();
-        let mut stream = watcher::watcher(api, wc).boxed();
+        // A namespace scope watches the namespace's own path (see `namespaced`).
+        let mut stream = match &self.key.scope.namespace {
+            Some(ns) => {
+                let api = Api::<InNamespace<K>>::all_with(client, &dt).constrain(ns);
+                watcher::watcher(api, wc)
+                    .map(|r| r.map(unwrap_event))
+                    .boxed()
+            }
+            None => watcher::watcher(Api::<K>::all_with(client, &dt), wc).boxed(),
+        };
         loop {
             let next = tokio::select! {
                 _ = token.cancelled() => return,

@@ -3,6 +3,7 @@
 
 pub mod factory;
 pub mod informer;
+mod namespaced;
 pub mod scope;
 pub mod store;
 pub mod transform;
