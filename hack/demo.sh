@@ -86,7 +86,7 @@ wait_for "aggregated status (applied in member1 and member2)" \
 section "Pull mode: hello in member1 (Push) and member3 (Pull: the agent applied karmada-es-member3's Work)"
 wait_for "Work of hello in karmada-es-member3" with_all '^hello-' -- \
   k --context host get works -n karmada-es-member3 --ignore-not-found
-wait_for "hello Deployment in member3" with_all '^deployment.apps/hello ' -- \
+wait_for "hello Deployment in member3" with_all '^hello ' -- \
   k --context member3 get deploy hello --ignore-not-found -o wide
 wait_for "aggregated status of hello (applied in member1 and member3)" \
   with_all '^  member1: applied=true' '^  member3: applied=true' -- k --context host get rb -n default hello-deployment \

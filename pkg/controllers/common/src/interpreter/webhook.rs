@@ -291,12 +291,12 @@ fn verify(
             let empty = response.patch.as_ref().is_none_or(|p| p.0.is_empty());
             let patch_type = response.patch_type.clone();
             match (patch_type.as_deref(), empty) {
-                (None, true) => Ok(response),
                 (None, false) => Err("webhook returned nil response.patchType".into()),
                 (Some(_), true) => Err("webhook returned empty response.patch".into()),
                 (Some(t), false) if t != PATCH_TYPE_JSON_PATCH => Err(format!(
                     "webhook returned invalid response.patchType of {t:?}"
                 )),
+                // No patch at all, or a JSON patch.
                 _ => Ok(response),
             }
         }
