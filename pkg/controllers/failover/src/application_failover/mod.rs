@@ -82,7 +82,7 @@ pub enum ApplicationFailoverError {
         clusters: Vec<String>,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
 }
 
@@ -163,14 +163,14 @@ pub fn build_task(
 /// `workloadUnhealthyMap`).
 #[derive(Default)]
 pub struct UnhealthySince {
-    map: Mutex<HashMap<(&'static str, ObjectKey), HashMap<String, Timestamp>>>,
+    map: Mutex<SinceByBinding>,
 }
 
+/// Per (binding kind, binding key), per cluster: when the workload was first seen unhealthy.
+type SinceByBinding = HashMap<(&'static str, ObjectKey), HashMap<String, Timestamp>>;
+
 impl UnhealthySince {
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut HashMap<(&'static str, ObjectKey), HashMap<String, Timestamp>>) -> T,
-    ) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut SinceByBinding) -> T) -> T {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         f(&mut map)
     }
@@ -205,7 +205,9 @@ impl UnhealthySince {
                 } else {
                     // At least a millisecond, so a workload unhealthy for exactly the toleration
                     // is looked at again.
-                    let left = (toleration - elapsed).max(Duration::from_millis(1));
+                    let left = toleration
+                        .saturating_sub(elapsed)
+                        .max(Duration::from_millis(1));
                     next = Some(next.map_or(left, |n| n.min(left)));
                 }
             }
@@ -453,7 +455,7 @@ impl ApplicationFailoverController {
                     kind: B::KIND,
                     key: key.to_string(),
                     clusters: clusters.to_vec(),
-                    source,
+                    source: Box::new(source),
                 })
             }
         }
