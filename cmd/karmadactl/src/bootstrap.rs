@@ -346,7 +346,12 @@ where
     .await
 }
 
-fn rule(groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]) -> PolicyRule {
+pub(crate) fn rule(
+    groups: &[&str],
+    resources: &[&str],
+    names: &[&str],
+    verbs: &[&str],
+) -> PolicyRule {
     let v = |x: &[&str]| x.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     PolicyRule {
         api_groups: Some(v(groups)),
@@ -366,7 +371,7 @@ fn subject(kind: &str, name: &str) -> Subject {
     }
 }
 
-fn role_ref(kind: &str, name: &str) -> RoleRef {
+pub(crate) fn role_ref(kind: &str, name: &str) -> RoleRef {
     RoleRef {
         api_group: Some("rbac.authorization.k8s.io".into()),
         kind: kind.into(),

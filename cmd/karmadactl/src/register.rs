@@ -36,6 +36,7 @@ use kube::config::Kubeconfig;
 use crate::bootstrap::{
     AGENT_GROUP, CLUSTER_INFO, CLUSTER_INFO_NAMESPACE, JWS_KEY_PREFIX, RBAC_GENERATOR_USER, Token,
     apply, certificate_request, check_pins, client_of, detached_jws_valid, kubeconfig, name_suffix,
+    role_ref, rule,
 };
 use crate::cli::RegisterArgs;
 use crate::util::{SYSTEM_LABEL, code, validate_cluster_name};
@@ -69,17 +70,6 @@ fn meta(namespace: Option<&str>, name: &str) -> ObjectMeta {
     }
 }
 
-fn rule(groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]) -> PolicyRule {
-    let v = |x: &[&str]| x.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    PolicyRule {
-        api_groups: Some(v(groups)),
-        resources: Some(v(resources)),
-        resource_names: (!names.is_empty()).then(|| v(names)),
-        verbs: v(verbs),
-        ..PolicyRule::default()
-    }
-}
-
 fn user_subject(name: &str) -> Vec<Subject> {
     vec![Subject {
         api_group: Some("rbac.authorization.k8s.io".into()),
@@ -87,14 +77,6 @@ fn user_subject(name: &str) -> Vec<Subject> {
         name: name.into(),
         namespace: None,
     }]
-}
-
-fn role_ref(kind: &str, name: &str) -> RoleRef {
-    RoleRef {
-        api_group: Some("rbac.authorization.k8s.io".into()),
-        kind: kind.into(),
-        name: name.into(),
-    }
 }
 
 /// The agent's RBAC on the control plane, named as Karmada names it, with the same objects; the
