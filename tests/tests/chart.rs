@@ -641,6 +641,13 @@ fn assert_effective_rights(kubeconfig: &str, ns: &str, service_account: &str) {
         ("create", "namespaces", None),
         ("delete", "namespaces", None),
         ("create", "events", other),
+        // agentcsrapproving: access reviews, approvals of agent CSRs.
+        ("create", "subjectaccessreviews.authorization.k8s.io", None),
+        (
+            "patch",
+            "certificatesigningrequests.certificates.k8s.io/approval",
+            None,
+        ),
         ("create", "leases.coordination.k8s.io", Some(ns)),
         (
             "get",

@@ -98,6 +98,20 @@ fn spec_patch(opts: &Options, id: &str, insecure: bool) -> serde_json::Value {
     serde_json::json!({ "spec": spec })
 }
 
+/// Whether `cluster`'s spec already has every field of `patch` (a [`spec_patch`]).
+fn spec_up_to_date(cluster: &Cluster, patch: &serde_json::Value) -> bool {
+    let Ok(current) = serde_json::to_value(&cluster.spec) else {
+        return false;
+    };
+    let Some(fields) = patch.get("spec").and_then(|s| s.as_object()) else {
+        return false;
+    };
+    fields.iter().all(|(k, v)| {
+        let have = current.get(k).unwrap_or(&serde_json::Value::Null);
+        have == v || (*v == serde_json::json!(false) && have.is_null())
+    })
+}
+
 /// Registers the cluster (see the module docs); returns its ID.
 pub async fn register(
     control_plane: &kube::Client,
@@ -149,38 +163,39 @@ pub async fn register(
         what: "building the cluster namespace".to_owned(),
         source: kube::Error::SerdeError(e),
     })?;
-    // Read first: an agent whose RBAC (the chart's) may only read this namespace must not need
-    // the right to create namespaces when it exists already.
-    let existing = call(
+    // Created only when missing: the agent's RBAC (Karmada's, from `karmadactl register`) lets it
+    // read namespaces, not create them; register created this one.
+    let exists = call(
         || format!("reading namespace {}", opts.cluster_namespace),
         namespaces.get_opt(&opts.cluster_namespace),
     )
-    .await?;
-    if existing.is_none() {
-        match tokio::time::timeout(
-            REQUEST_TIMEOUT,
+    .await?
+    .is_some();
+    if !exists {
+        match call(
+            || format!("creating namespace {}", opts.cluster_namespace),
             namespaces.create(&PostParams::default(), &ns),
         )
         .await
         {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) if is_already_exists(&e) => {}
-            Ok(Err(source)) => {
-                return Err(RegisterError::Api {
-                    what: format!("creating namespace {}", opts.cluster_namespace),
-                    source,
-                });
-            }
-            Err(_) => {
-                return Err(RegisterError::Timeout(format!(
-                    "creating namespace {}",
-                    opts.cluster_namespace
-                )));
-            }
+            Ok(_) => {}
+            Err(RegisterError::Api { source, .. }) if is_already_exists(&source) => {}
+            Err(e) => return Err(e),
         }
     }
 
     let patch = spec_patch(opts, &id, member_insecure);
+    let unchanged = list
+        .items
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+        .is_some_and(|c| spec_up_to_date(c, &patch));
+    if same && unchanged {
+        // Nothing to write (Karmada's agent, too, updates only a changed Cluster; its RBAC has no
+        // update on clusters).
+        tracing::info!(cluster = %name, id = %id, "cluster already registered");
+        return Ok(id);
+    }
     if same {
         call(
             || format!("updating Cluster {name}"),

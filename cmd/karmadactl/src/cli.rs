@@ -21,6 +21,146 @@ pub enum Command {
     Join(JoinArgs),
     /// Remove a cluster from Karmada control plane.
     Unjoin(UnjoinArgs),
+    /// Register a cluster to Karmada control plane with Pull mode.
+    Register(RegisterArgs),
+    /// Remove a pull mode cluster from Karmada control plane.
+    Unregister(UnregisterArgs),
+    /// Manage bootstrap tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `karmadactl token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create bootstrap tokens on the server.
+    Create(TokenCreateArgs),
+}
+
+/// `karmadactl token create`.
+#[derive(Debug, Args, Clone)]
+pub struct TokenCreateArgs {
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// Instead of printing only the token, print the full 'karmadactl register' flag needed to
+    /// register the member cluster using the token.
+    #[arg(long)]
+    pub print_register_command: bool,
+    /// The duration before the token is automatically deleted (e.g. 1s, 2m, 3h). If set to '0',
+    /// the token will never expire.
+    #[arg(long, value_parser = humantime_duration_or_zero, default_value = "24h")]
+    pub ttl: Duration,
+    /// Describes the ways in which this token can be used (comma-separated: signing,authentication).
+    #[arg(long, value_delimiter = ',', default_values_t = ["signing".to_string(), "authentication".to_string()])]
+    pub usages: Vec<String>,
+    /// Extra groups that this token will authenticate as when used for authentication.
+    #[arg(long, value_delimiter = ',', default_values_t = ["system:bootstrappers:karmada:default-cluster-token".to_string()])]
+    pub groups: Vec<String>,
+    /// A human friendly description of how this token is used.
+    #[arg(long, default_value = "")]
+    pub description: String,
+}
+
+/// `karmadactl register [karmada-apiserver-endpoint]`.
+#[derive(Debug, Args, Clone)]
+pub struct RegisterArgs {
+    /// Address of the Karmada API server (`<host>:<port>`) from which info will be fetched.
+    pub endpoint: String,
+    /// Path to the kubeconfig file of member cluster.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Name of the cluster context in kubeconfig file.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Namespace the karmada-agent component deployed.
+    #[arg(long, short = 'n', default_value = "karmada-system")]
+    pub namespace: String,
+    /// The name of member cluster in the control plane; the cluster of current-context by default.
+    #[arg(long, default_value = "")]
+    pub cluster_name: String,
+    /// Namespace in the control plane where member cluster secrets are stored.
+    #[arg(long, default_value = "karmada-cluster")]
+    pub cluster_namespace: String,
+    /// Provider of the joining cluster.
+    #[arg(long, default_value = "")]
+    pub cluster_provider: String,
+    /// The region of the joining cluster.
+    #[arg(long, default_value = "")]
+    pub cluster_region: String,
+    /// The zones of the joining cluster (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_zones: Vec<String>,
+    /// Rotate the agent's certificate when it is about to expire.
+    #[arg(long)]
+    pub enable_cert_rotation: bool,
+    /// For token-based discovery, the token used to validate cluster information fetched from the
+    /// API server.
+    #[arg(long, default_value = "")]
+    pub token: String,
+    /// For token-based discovery, validate that the root CA public key matches this hash (format:
+    /// "<type>:<value>").
+    #[arg(long, value_delimiter = ',')]
+    pub discovery_token_ca_cert_hash: Vec<String>,
+    /// For token-based discovery, allow joining without --discovery-token-ca-cert-hash pinning.
+    #[arg(long)]
+    pub discovery_token_unsafe_skip_ca_verification: bool,
+    /// The timeout to discovery karmada apiserver client.
+    #[arg(long, value_parser = humantime_duration, default_value = "5m")]
+    pub discovery_timeout: Duration,
+    /// Karmada agent image.
+    #[arg(long, default_value = concat!("ghcr.io/karmada-rs/karmada-controller-manager:", env!("CARGO_PKG_VERSION")))]
+    pub karmada_agent_image: String,
+    /// Karmada agent replicas.
+    #[arg(long, default_value_t = 1)]
+    pub karmada_agent_replicas: i32,
+    /// The expiration time of certificate.
+    #[arg(long, default_value_t = 86400 * 365)]
+    pub cert_expiration_seconds: i32,
+    /// Run the command in dry-run mode, without making any server requests.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Address of the proxy server that is used to proxy to the cluster.
+    #[arg(long, default_value = "")]
+    pub proxy_server_address: String,
+    /// Do not create the karmada-agent Deployment (karmada-rs extension: for an agent run as a
+    /// process with the kubeconfig in Secret <namespace>/karmada-kubeconfig).
+    #[arg(long)]
+    pub skip_agent_deployment: bool,
+}
+
+/// `karmadactl unregister CLUSTER_NAME`.
+#[derive(Debug, Args, Clone)]
+pub struct UnregisterArgs {
+    /// Name of the member cluster.
+    pub cluster_name: String,
+    /// KUBECONFIG file path to access unregistering member cluster, required.
+    #[arg(long)]
+    pub cluster_kubeconfig: PathBuf,
+    /// Context in cluster-kubeconfig to access unregistering member cluster (default: current).
+    #[arg(long)]
+    pub cluster_context: Option<String>,
+    /// Path of config to access karmada-apiserver (default: the agent's, from the member).
+    #[arg(long)]
+    pub karmada_config: Option<PathBuf>,
+    /// Context in karmada-config to access karmada-apiserver (default: current).
+    #[arg(long)]
+    pub karmada_context: Option<String>,
+    /// Namespace of the karmada-agent component deployed.
+    #[arg(long, short = 'n', default_value = "karmada-system")]
+    pub namespace: String,
+    /// Deployment name of the karmada-agent component deployed.
+    #[arg(long, default_value = "karmada-agent")]
+    pub agent_name: String,
+    /// Namespace in the control plane where member cluster secrets are stored.
+    #[arg(long, default_value = "karmada-cluster")]
+    pub cluster_namespace: String,
+    /// How long to wait for the Works and the Cluster to be deleted.
+    #[arg(long, value_parser = humantime_duration, default_value = "60s")]
+    pub wait: Duration,
+    /// Run the command in dry-run mode, without making any server requests.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Flags shared by join and unjoin: the control plane's kubeconfig and context.
@@ -109,6 +249,14 @@ pub struct UnjoinArgs {
     /// Run the command in dry-run mode, without making any changes.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Like [`humantime_duration`], also accepting `0` (no limit).
+pub fn humantime_duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime_duration(s)
 }
 
 /// Parses Go-style durations: `90s`, `2m`, `1m30s`, `500ms`, `1h`.

@@ -1,5 +1,7 @@
 //! `karmadactl join` / `karmadactl unjoin`: register a Push-mode member cluster with the control
 //! plane and remove it again, creating the same objects `karmadactl` of Karmada creates.
+//! `karmadactl token create`, `register` and `unregister` do the same for Pull mode (a bootstrap
+//! token, the agent's TLS bootstrap and its objects; see [`bootstrap`]).
 //!
 //! In the member: namespace `karmada-cluster` (label `karmada.io/system=true`), ServiceAccounts
 //! `karmada-<cluster>` and `karmada-impersonator`, ClusterRole and ClusterRoleBinding
@@ -13,12 +15,19 @@
 //! (`--token-request-expiration`, one year by default) is requested through the TokenRequest API
 //! instead — it must be renewed (join again after unjoin, or update the Secret) before it expires.
 
+pub mod bootstrap;
 mod cli;
 mod join;
+mod register;
+mod token;
 mod unjoin;
+mod unregister;
 mod util;
 
-pub use cli::{Cli, Command, JoinArgs, UnjoinArgs};
+pub use cli::{
+    Cli, Command, ControlPlaneArgs, JoinArgs, RegisterArgs, TokenCommand, TokenCreateArgs,
+    UnjoinArgs, UnregisterArgs,
+};
 
 use std::ffi::OsString;
 
@@ -33,10 +42,21 @@ where
     execute(Cli::try_parse_from(args)?).await
 }
 
+/// `karmadactl token create`: creates a bootstrap token and returns what the command prints.
+pub async fn create_token(args: TokenCreateArgs) -> anyhow::Result<String> {
+    token::create(args).await
+}
+
 /// Runs an already parsed command line.
 pub async fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Join(a) => join::run(a).await,
         Command::Unjoin(a) => unjoin::run(a).await,
+        Command::Register(a) => register::run(a).await,
+        Command::Unregister(a) => unregister::run(a).await,
+        Command::Token(TokenCommand::Create(a)) => {
+            println!("{}", token::create(a).await?);
+            Ok(())
+        }
     }
 }

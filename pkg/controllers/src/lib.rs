@@ -9,7 +9,7 @@
 //! | crate | controllers |
 //! |---|---|
 //! | `karmada-controllers-common` | none: the context, member clusters, Events, patches, the Work writer |
-//! | `karmada-controllers-cluster` | `cluster`, `clusterStatus` |
+//! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement` |
@@ -22,7 +22,7 @@ pub use karmada_controllers_autoscaling::{
     federated_resource_quota_enforcement, federated_resource_quota_status,
     federated_resource_quota_sync,
 };
-pub use karmada_controllers_cluster::{cluster, cluster_status};
+pub use karmada_controllers_cluster::{agent_csr_approving, cluster, cluster_status};
 pub use karmada_controllers_common as common;
 pub use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, MemberClusters, Settings, StartFn, SyncReporter,

@@ -62,6 +62,8 @@ impl ApiServer {
             ),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
             "--authorization-mode=RBAC".to_string(),
+            // Bootstrap tokens authenticate (Pull-mode registration's TLS bootstrap, as in Karmada).
+            "--enable-bootstrap-token-auth=true".to_string(),
             "--service-cluster-ip-range=10.96.0.0/16".to_string(),
             "--allow-privileged=true".to_string(),
             "--profiling=false".to_string(),
