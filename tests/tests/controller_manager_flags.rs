@@ -34,7 +34,7 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
     );
     assert!(
         line.contains("not available yet: ")
-            && line.contains("agentcsrapproving")
+            && line.contains("unifiedAuth")
             && line.contains("workloadRebalancer"),
         "{err}"
     );

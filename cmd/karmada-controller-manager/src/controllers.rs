@@ -211,7 +211,7 @@ mod tests {
             assert!(p[0].contains(name), "{name} missing in {p:?}");
         }
         assert!(
-            p[0].contains("available: applicationFailover, binding, bindingStatus, cluster"),
+            p[0].contains("applicationFailover, binding, bindingStatus, cluster"),
             "{p:?}"
         );
         let p = validate_selection(&sel(&["remedy", "workloadRebalancer", "-remedy"]));

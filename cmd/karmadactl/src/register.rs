@@ -26,7 +26,7 @@ use k8s_openapi::api::certificates::v1::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_apis::Cluster;
