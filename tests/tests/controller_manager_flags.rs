@@ -39,7 +39,7 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
         "{err}"
     );
     assert!(
-        line.contains("; available: applicationFailover, binding,"),
+        line.contains("; available: agentcsrapproving, applicationFailover, binding,"),
         "{err}"
     );
     // Leaving it out is fine (it gets as far as the kubeconfig).
