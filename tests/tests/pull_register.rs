@@ -454,8 +454,9 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
         Api::<Work>::namespaced(host.clone(), es)
             .list(&ListParams::default())
             .await
-            .map(|l| l.items.is_empty())
-            .unwrap_or(true)
+            .unwrap()
+            .items
+            .is_empty()
     );
     eprintln!(
         "unregister took {}",

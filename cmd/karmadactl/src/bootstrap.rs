@@ -196,12 +196,17 @@ pub fn pem_certificates(pem: &[u8]) -> anyhow::Result<Vec<Vec<u8>>> {
 
 /// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo (kubeadm's public-key pin).
 pub fn public_key_pin(cert_der: &[u8]) -> anyhow::Result<String> {
+    use std::fmt::Write as _;
     use x509_parser::prelude::FromDer;
     let (_, cert) = x509_parser::certificate::X509Certificate::from_der(cert_der)
         .map_err(|e| anyhow!("cannot parse the CA certificate: {e}"))?;
     let digest = ring::digest::digest(&ring::digest::SHA256, cert.tbs_certificate.subject_pki.raw);
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("sha256:{hex}"))
+    let mut pin = String::from("sha256:");
+    for b in digest.as_ref() {
+        // Writing to a String cannot fail.
+        let _ = write!(pin, "{b:02x}");
+    }
+    Ok(pin)
 }
 
 /// Checks that one of the CA certificates in `ca_pem` matches one of `pins` (`sha256:<hex>`;
