@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use lariat::cache::CacheObject;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,39 @@ pub async fn serve_until_cancelled(synced: &SyncReporter, cancel: &CancellationT
     tracing::info!("{what} synced");
     cancel.cancelled().await;
     tracing::info!("{what} stopped");
+}
+
+/// The `run` of a controller that, like Karmada's ResourceBinding/ClusterResourceBinding controller
+/// pairs, handles both binding kinds: registers `rb` and `crb` (each a shared controller, its
+/// handler name and handler) until `cancel` fires, waits for both caches, then reports synced and
+/// serves until cancelled. Returns `Ok` early when cancelled before the caches synced.
+pub async fn serve_bindings<T, FR, FutR, FC, FutC>(
+    ctx: &ControllerContext,
+    cancel: &CancellationToken,
+    this: &T,
+    rb: (&SharedController<ResourceBinding>, &str, FR),
+    crb: (&SharedController<ClusterResourceBinding>, &str, FC),
+    what: &str,
+) -> Result<(), BoxError>
+where
+    T: Clone + Send + Sync + 'static,
+    FR: Fn(T, ObjectKey, Option<Arc<ResourceBinding>>) -> FutR + Send + Sync + 'static,
+    FutR: Future<Output = HandlerResult<ResourceBinding>> + Send + 'static,
+    FC: Fn(T, ObjectKey, Option<Arc<ClusterResourceBinding>>) -> FutC + Send + Sync + 'static,
+    FutC: Future<Output = HandlerResult<ClusterResourceBinding>> + Send + 'static,
+{
+    let (rbs, rb_name, rb_handle) = rb;
+    let (crbs, crb_name, crb_handle) = crb;
+    register(rbs, rb_name, cancel, this, rb_handle);
+    register(crbs, crb_name, cancel, this, crb_handle);
+    let timeout = ctx.settings.cluster_cache_sync_timeout;
+    if !matches!(rbs.wait_synced(cancel, timeout).await?, SyncWait::Synced)
+        || !matches!(crbs.wait_synced(cancel, timeout).await?, SyncWait::Synced)
+    {
+        return Ok(());
+    }
+    serve_until_cancelled(&ctx.synced, cancel, what).await;
+    Ok(())
 }
 
 /// The control plane's shared controller of kind `K`; the error names it (`"<Kind> controller"`).

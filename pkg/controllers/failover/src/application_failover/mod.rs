@@ -30,7 +30,7 @@ use karmada_apis::work::v1alpha2::{
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use karmada_interpreter::{Interpreter, Operation};
 use lariat::cache::CacheObject;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
@@ -38,7 +38,7 @@ use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::failover::{
     FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
 };
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
@@ -321,31 +321,21 @@ impl ApplicationFailoverController {
     /// Registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
-            &inner.rbs,
-            RB_CONTROLLER_NAME,
+        serve_bindings(
+            &inner.ctx,
             &inner.cancel,
             &self,
-            |c, k, o| async move { c.reconcile::<ResourceBinding>(k, o).await },
-        );
-        register(
-            &inner.crbs,
-            CRB_CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for wait in [
-            inner.rbs.wait_synced(&inner.cancel, timeout).await?,
-            inner.crbs.wait_synced(&inner.cancel, timeout).await?,
-        ] {
-            if !matches!(wait, SyncWait::Synced) {
-                return Ok(());
-            }
-        }
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, NAME).await;
-        Ok(())
+            (&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
+                c.reconcile::<ResourceBinding>(k, o).await
+            }),
+            (
+                &inner.crbs,
+                CRB_CONTROLLER_NAME,
+                |c: Self, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
+            ),
+            NAME,
+        )
+        .await
     }
 
     /// Karmada's `bindingFilter`: the failover behaviour of a binding this controller acts on.

@@ -19,13 +19,13 @@ use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::work::v1alpha2::{AggregatedStatusItem, GracefulEvictionTask, TargetCluster};
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use lariat::cache::CacheObject;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
 use karmada_controllers_common::conditions::now;
 use karmada_controllers_common::events::EventRecorder;
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
@@ -218,31 +218,21 @@ impl GracefulEvictionController {
     /// Registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
-            &inner.rbs,
-            RB_CONTROLLER_NAME,
+        serve_bindings(
+            &inner.ctx,
             &inner.cancel,
             &self,
-            |c, k, o| async move { c.reconcile::<ResourceBinding>(k, o).await },
-        );
-        register(
-            &inner.crbs,
-            CRB_CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for wait in [
-            inner.rbs.wait_synced(&inner.cancel, timeout).await?,
-            inner.crbs.wait_synced(&inner.cancel, timeout).await?,
-        ] {
-            if !matches!(wait, SyncWait::Synced) {
-                return Ok(());
-            }
-        }
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "gracefulEviction").await;
-        Ok(())
+            (&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
+                c.reconcile::<ResourceBinding>(k, o).await
+            }),
+            (
+                &inner.crbs,
+                CRB_CONTROLLER_NAME,
+                |c: Self, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
+            ),
+            "gracefulEviction",
+        )
+        .await
     }
 
     async fn reconcile<B: Kind>(&self, key: ObjectKey, obj: Option<Arc<B>>) -> HandlerResult<B> {
