@@ -214,6 +214,23 @@ fn widget_rules() -> Value {
     Value::Object(out)
 }
 
+/// `Ok` once the binding of `kind` `name` has two Healthy aggregated statuses reporting
+/// `{"ready": 2}` (one per member); else the items seen.
+async fn healthy_in_both(host: &Client, kind: &str, name: &str) -> Result<(), String> {
+    let rb = binding(host, kind, name).await?;
+    let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
+    let healthy = items
+        .iter()
+        .filter(|i| {
+            i.health == Some(karmada_apis::work::v1alpha1::ResourceHealth::Healthy)
+                && i.status == Some(json!({"ready": 2}))
+        })
+        .count();
+    (healthy == 2)
+        .then_some(())
+        .ok_or_else(|| format!("{items:?}"))
+}
+
 /// The binding of a template, once it exists.
 async fn binding(client: &Client, kind: &str, name: &str) -> Result<ResourceBinding, String> {
     let rb_name = names::binding_name(kind, name);
@@ -341,18 +358,7 @@ async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scrip
         .unwrap();
     }
     eventually("healthy aggregated statuses on the binding", async || {
-        let rb = binding(&host, "Widget", "w").await?;
-        let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
-        let healthy = items
-            .iter()
-            .filter(|i| {
-                i.health == Some(karmada_apis::work::v1alpha1::ResourceHealth::Healthy)
-                    && i.status == Some(json!({"ready": 2}))
-            })
-            .count();
-        (healthy == 2)
-            .then_some(())
-            .ok_or_else(|| format!("{items:?}"))
+        healthy_in_both(&host, "Widget", "w").await
     })
     .await;
     eventually("the aggregated status on the Widget", async || {
@@ -727,20 +733,7 @@ async fn webhook_interprets_a_workload_end_to_end_and_failing_webhooks_fail_with
     // Status reflected by the webhook, health by the customization, aggregation by the webhook.
     eventually(
         "healthy aggregated statuses on the Gizmo's binding",
-        async || {
-            let rb = binding(&host, "Gizmo", "g").await?;
-            let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
-            let healthy = items
-                .iter()
-                .filter(|i| {
-                    i.health == Some(karmada_apis::work::v1alpha1::ResourceHealth::Healthy)
-                        && i.status == Some(json!({"ready": 2}))
-                })
-                .count();
-            (healthy == 2)
-                .then_some(())
-                .ok_or_else(|| format!("{items:?}"))
-        },
+        async || healthy_in_both(&host, "Gizmo", "g").await,
     )
     .await;
     eventually("the aggregated status on the Gizmo", async || {

@@ -380,7 +380,10 @@ impl WorkStatusController {
     /// execution controller creates it again. The Work is found by Karmada's naming rule, as the
     /// deleted object's annotations are gone with it.
     fn handle_member_deleted(&self, cluster: &str, gvk: &GroupVersionKind, key: &ObjectKey) {
-        self.first_drift_of_version(drift_key(cluster, gvk, key), "", false);
+        self.inner
+            .drift_requeued
+            .lock()
+            .remove(&drift_key(cluster, gvk, key));
         let ns = key.namespace().unwrap_or_default();
         let work_ns = names::execution_space_name(cluster);
         let work_name = names::work_name(&gvk.kind, key.name(), ns);
