@@ -155,6 +155,13 @@ fn run() -> Result<bool, String> {
         );
         print_tail(&o.log, 300);
     }
+    // The tails above end with the processes' logs that failing tests dump; the panics that say
+    // what failed come last, where CI's truncated excerpt still shows them.
+    for o in &failed {
+        for panic in panics(&o.log) {
+            println!("\n----- panic in cargo test {}:\n{panic}", o.label);
+        }
+    }
     println!(
         "\ntest-runner: {} jobs in {:.0}s, {} failed",
         outcomes.len(),
@@ -368,6 +375,41 @@ fn test_result_line(log: &Path) -> Option<String> {
     Some(line.trim_start_matches("test result: ").to_owned())
 }
 
+/// The most lines kept of one panic message.
+const PANIC_LINES: usize = 12;
+
+/// Each `thread '…' panicked at` block of a log: the location line and the message below it, up to
+/// the `note:`/`stack backtrace:` line, a blank line, or [`PANIC_LINES`] lines.
+fn panics(log: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return Vec::new();
+    };
+    panic_blocks(&text)
+}
+
+fn panic_blocks(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !(line.starts_with("thread '") && line.contains("' panicked at ")) {
+            continue;
+        }
+        let mut block = vec![*line];
+        for next in lines.iter().skip(i + 1).take(PANIC_LINES - 1) {
+            if next.is_empty()
+                || next.starts_with("note: ")
+                || next.starts_with("stack backtrace:")
+                || next.starts_with("thread '")
+            {
+                break;
+            }
+            block.push(next);
+        }
+        out.push(block.join("\n"));
+    }
+    out
+}
+
 fn print_tail(log: &Path, lines: usize) {
     let Ok(text) = std::fs::read_to_string(log) else {
         println!("(no log at {})", log.display());
@@ -443,5 +485,26 @@ mod tests {
         let mut build = msg.clone();
         build["profile"]["test"] = serde_json::json!(false);
         assert!(job_of(&build, &[]).is_none());
+    }
+
+    #[test]
+    fn panic_blocks_keep_the_location_and_message() {
+        let log = "running 2 tests\n\
+            thread 'a' panicked at tests/x.rs:3:5:\n\
+            assertion failed: late.is_empty()\n\
+            2 writes\n\
+            note: run with `RUST_BACKTRACE=1`\n\
+            --- log ---\n\
+            thread 'b' panicked at tests/y.rs:9:1:\n\
+            boom\n\
+            \n\
+            test result: FAILED.\n";
+        assert_eq!(
+            panic_blocks(log),
+            vec![
+                "thread 'a' panicked at tests/x.rs:3:5:\nassertion failed: late.is_empty()\n2 writes",
+                "thread 'b' panicked at tests/y.rs:9:1:\nboom",
+            ]
+        );
     }
 }

@@ -10,12 +10,12 @@ use ahash::AHashMap;
 use http::HeaderValue;
 use http::header::USER_AGENT;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::client::ClientBuilder;
+use kube::client::{ClientBuilder, DynBody};
 use kube::discovery::ApiCapabilities;
 use kube::{Api, Client, Config, Resource};
 use parking_lot::Mutex;
 
-use super::fence::{FenceLayer, FencedExecutor, WriteFence};
+use super::fence::{FenceLayer, FencedConnector, WriteFence};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
 use super::ratelimit::RateLimitLayer;
@@ -90,13 +90,10 @@ fn build_client(
     cfg.headers.retain(|(name, _)| name != USER_AGENT);
     cfg.headers.push((USER_AGENT, value));
     let fence = WriteFence::process();
-    let builder =
-        ClientBuilder::try_from((cfg, FencedExecutor::new(fence.clone()))).map_err(|source| {
-            Error::Client {
-                cluster: cluster.to_string(),
-                source,
-            }
-        })?;
+    let builder = fenced_builder(cfg, fence.clone()).map_err(|source| Error::Client {
+        cluster: cluster.to_string(),
+        source,
+    })?;
     // Innermost first: the deadline starts when the request leaves the QPS limiter, and the fence is
     // checked after the limiter's wait, as late as a layer can.
     Ok(builder
@@ -106,6 +103,70 @@ fn build_client(
         .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
         .build())
 }
+
+/// kube's default client stack (`ClientBuilder::try_from`: TLS, connect/read/write timeouts, base
+/// URI, kube's 429/503/504 retries, authentication, extra headers) over a TCP connector whose
+/// connections enforce `fence` (see [`super::fence`]). kube builds its connector internally, so the
+/// stack is assembled here; what is left out: HTTP/SOCKS proxies (`proxy-url` fails with a clear
+/// error, as kube without its proxy features does), the exec plugin's client-certificate expiry
+/// (`Client::valid_until`, unused here) and the per-request tracing span.
+fn fenced_builder(
+    config: Config,
+    fence: WriteFence,
+) -> std::result::Result<ClientBuilder<GenericService>, kube::Error> {
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use kube::client::ConfigExt as _;
+    use kube::client::retry::RetryPolicy;
+    use tower::ServiceBuilder;
+    use tower::retry::RetryLayer;
+
+    if let Some(proxy) = &config.proxy_url {
+        return Err(kube::Error::ProxyProtocolUnsupported {
+            proxy_url: Box::new(proxy.clone()),
+        });
+    }
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    let tls = config.rustls_https_connector_with_connector(FencedConnector::new(tcp, fence))?;
+    let mut connector = hyper_timeout::TimeoutConnector::new(tls);
+    connector.set_connect_timeout(config.connect_timeout);
+    connector.set_read_timeout(config.read_timeout);
+    connector.set_write_timeout(config.write_timeout);
+    connector.set_reset_reader_on_write(config.reset_reader_on_write);
+    let http: hyper_util::client::legacy::Client<_, kube::client::Body> =
+        hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .build(connector);
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(
+            config
+                .default_retry
+                .then(|| RetryLayer::new(RetryPolicy::server_retry())),
+        )
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .map_err(tower::BoxError::from)
+        .map_response(|res: http::Response<hyper::body::Incoming>| {
+            res.map(|body| {
+                Box::new(http_body_util::BodyExt::map_err(
+                    body,
+                    tower::BoxError::from,
+                )) as Box<DynBody>
+            })
+        })
+        .service(http);
+    Ok(ClientBuilder::new(
+        tower::util::BoxService::new(service),
+        config.default_namespace.clone(),
+    ))
+}
+
+/// The boxed service [`fenced_builder`] returns (kube's default stack has the same type).
+type GenericService = tower::util::BoxService<
+    http::Request<kube::client::Body>,
+    http::Response<Box<DynBody>>,
+    tower::BoxError,
+>;
 
 impl ClientFactory {
     /// Creates the factory of `cluster`; builds its default client at once so a bad config fails here.

@@ -11,16 +11,23 @@
 //!
 //! Every client of [`ClientFactory`](super::ClientFactory) (control plane and members alike) enforces
 //! the process's fence ([`WriteFence::process`]) at two depths:
-//! - [`FenceLayer`] refuses mutating requests (anything but GET/HEAD/OPTIONS) with a clear error;
-//! - [`FencedExecutor`] runs hyper's connection tasks, which do the socket writes, and drops a
-//!   connection on its first poll after the fence expired, so a request that passed the layer just
-//!   before a stop (queued for a connection, waiting for one) is never written afterwards. What remains
-//!   is bytes already handed to the kernel before expiry: they reach the server within the
-//!   `lease_duration − renew_deadline` margin.
+//! - [`FenceLayer`] refuses mutating requests (anything but GET/HEAD/OPTIONS) with a clear error
+//!   naming the request;
+//! - [`FencedConnector`] wraps every TCP connection under TLS, and [`FencedIo`] checks the fence in
+//!   `poll_write`, immediately before bytes go to the socket. That catches everything that passed the
+//!   layer before a stop and would otherwise be written after it: a request queued for a connection,
+//!   a connection task stopped halfway through a poll, kube's own retries of a 429/503 (they run below
+//!   the layer). A check at the connection *task* (an earlier design) missed the second case: a
+//!   process stopped mid-poll resumed in the middle of that poll and wrote.
+//!
+//! What remains: bytes handed to the kernel before expiry (they reach the server within the
+//! `lease_duration − renew_deadline` margin), and a stop landing in the few instructions between the
+//! check and the `write(2)` call, which no user-space check can close.
 //!
 //! A fence that was never armed is open: a process that does not elect writes freely.
 
 use std::fmt;
+use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -28,7 +35,9 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use http::{Method, Request};
+use http::{Method, Request, Uri};
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use tower::{Layer, Service};
 
 /// Never armed: writes allowed.
@@ -187,51 +196,114 @@ where
     }
 }
 
-/// hyper's executor for the clients' background tasks (connections): each task ends, dropping its
-/// connection, on its first poll after the fence expired. See the module docs.
+/// Wraps a connector (the TCP one, under TLS) so that every connection it makes refuses socket
+/// writes once the fence is shut; see the module docs.
 #[derive(Clone, Debug)]
-pub struct FencedExecutor {
+pub struct FencedConnector<C> {
+    inner: C,
     fence: WriteFence,
 }
 
-impl FencedExecutor {
-    /// An executor spawning on the current tokio runtime, enforcing `fence`.
-    pub fn new(fence: WriteFence) -> Self {
-        Self { fence }
+impl<C> FencedConnector<C> {
+    /// `inner`'s connections, fenced by `fence`.
+    pub fn new(inner: C, fence: WriteFence) -> Self {
+        Self { inner, fence }
     }
 }
 
-impl<F> hyper::rt::Executor<F> for FencedExecutor
+impl<C> Service<Uri> for FencedConnector<C>
 where
-    F: Future<Output = ()> + Send + 'static,
+    C: Service<Uri>,
+    C::Future: Send + 'static,
+    C::Response: Send + 'static,
+    C::Error: Send + 'static,
 {
-    fn execute(&self, fut: F) {
-        tokio::spawn(Fenced {
-            fence: self.fence.clone(),
-            inner: Some(Box::pin(fut)),
-        });
+    type Response = FencedIo<C::Response>;
+    type Error = C::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, C::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let fence = self.fence.clone();
+        let connecting = self.inner.call(uri);
+        Box::pin(async move {
+            Ok(FencedIo {
+                inner: connecting.await?,
+                fence,
+            })
+        })
     }
 }
 
-struct Fenced<F> {
+/// A connection whose writes fail once the fence is shut: the check runs in `poll_write`, right
+/// before the bytes are handed to the socket.
+#[derive(Debug)]
+pub struct FencedIo<T> {
+    inner: T,
     fence: WriteFence,
-    inner: Option<Pin<Box<F>>>,
 }
 
-impl<F: Future<Output = ()>> Future for Fenced<F> {
-    type Output = ();
+impl<T> FencedIo<T> {
+    fn refused() -> io::Error {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "write fence: leadership is no longer confirmed (lease not renewed within the renew deadline)",
+        )
+    }
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+impl<T: Read + Unpin> Read for FencedIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: Write + Unpin> Write for FencedIo<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if !self.fence.admits() {
-            if self.inner.take().is_some() {
-                tracing::debug!("write fence shut: dropping an API server connection");
-            }
-            return Poll::Ready(());
+            return Poll::Ready(Err(Self::refused()));
         }
-        match self.inner.as_mut() {
-            Some(inner) => inner.as_mut().poll(cx),
-            None => Poll::Ready(()),
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if !self.fence.admits() {
+            return Poll::Ready(Err(Self::refused()));
         }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<T: Connection> Connection for FencedIo<T> {
+    fn connected(&self) -> Connected {
+        self.inner.connected()
     }
 }
 
@@ -284,25 +356,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn executor_drops_tasks_after_expiry() {
+    async fn connections_refuse_writes_after_expiry() {
+        use hyper_util::rt::TokioIo;
+        use tokio::io::AsyncReadExt;
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
         let fence = WriteFence::new();
         fence.hold_until(Instant::now() + Duration::from_millis(100));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
-        let polled = Arc::new(AtomicU64::new(0));
-        let p = polled.clone();
-        hyper::rt::Executor::execute(&FencedExecutor::new(fence.clone()), async move {
-            while rx.recv().await.is_some() {
-                p.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-        tx.send(1).unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(polled.load(Ordering::SeqCst), 1);
+        let connector = FencedConnector::new(
+            tower::service_fn(move |_: Uri| async move {
+                tokio::net::TcpStream::connect(addr).await.map(TokioIo::new)
+            }),
+            fence.clone(),
+        );
+        let mut io = connector
+            .oneshot(Uri::from_static("http://127.0.0.1/"))
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        async fn write(
+            io: &mut FencedIo<TokioIo<tokio::net::TcpStream>>,
+            bytes: &[u8],
+        ) -> io::Result<usize> {
+            futures::future::poll_fn(|cx| Pin::new(&mut *io).poll_write(cx, bytes)).await
+        }
+        assert_eq!(write(&mut io, b"before").await.unwrap(), 6);
         std::thread::sleep(Duration::from_millis(120));
-        // Expired: the task ends on its next poll instead of handling the message.
-        let _ = tx.send(2);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(polled.load(Ordering::SeqCst), 1);
-        assert!(tx.is_closed(), "the task (and its receiver) was dropped");
+        let err = write(&mut io, b"after").await.unwrap_err();
+        assert!(err.to_string().contains("write fence"), "{err}");
+        drop(io);
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).await.unwrap();
+        assert_eq!(
+            got, b"before",
+            "nothing written after the fence expired reached the peer"
+        );
     }
 }

@@ -9,7 +9,7 @@ pub mod ratelimit;
 pub mod timeout;
 
 pub use factory::{ClientFactory, ClientOptions};
-pub use fence::{FenceLayer, FencedExecutor, WriteFence};
+pub use fence::{FenceLayer, FencedConnector, FencedIo, WriteFence};
 pub use mapper::RestMapper;
 pub use metrics_layer::RequestMetricsLayer;
 pub use ratelimit::RateLimitLayer;
