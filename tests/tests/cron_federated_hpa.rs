@@ -299,7 +299,7 @@ async fn a_rule_fires_at_its_minute_and_bad_rules_are_refused_or_reported() {
     assert!(history.get("failedExecutions").is_none(), "{after}");
     let web: Api<Deployment> = Api::namespaced(client.clone(), ns);
     assert_eq!(
-        web.get("web").await.unwrap().spec.unwrap().replicas,
+        web.get("web").await.unwrap().spec.replicas,
         Some(3)
     );
     controllers.stop().await;
@@ -343,7 +343,7 @@ async fn template(api: &Api<Deployment>) -> (Option<i32>, i64, bool) {
         .map(String::as_str)
         == Some("true");
     (
-        d.spec.and_then(|s| s.replicas),
+        d.spec.replicas,
         d.metadata.generation.unwrap_or_default(),
         marked,
     )
@@ -422,7 +422,7 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
     .await;
     assert!(marked && replicas == Some(3));
     let in_member: Api<Deployment> = Api::namespaced(member.clone(), ns);
-    let member_replicas = in_member.get("web").await.unwrap().spec.unwrap().replicas;
+    let member_replicas = in_member.get("web").await.unwrap().spec.replicas;
     assert_eq!(
         member_replicas,
         Some(3),

@@ -150,7 +150,7 @@ impl Syncer {
                 .get(RETAIN_REPLICAS_LABEL)
                 .map(String::as_str)
                 == Some(RETAIN_REPLICAS_VALUE),
-            spec_replicas: deployment.spec.as_ref().and_then(|s| s.replicas),
+            spec_replicas: deployment.spec.replicas,
             status_replicas: status_replicas(deployment),
         };
         let Some(old) = seen.insert(key.as_str().to_owned(), now) else {
@@ -233,7 +233,7 @@ impl Syncer {
         else {
             return Ok(None);
         };
-        let spec_replicas = deployment.spec.as_ref().and_then(|s| s.replicas);
+        let spec_replicas = deployment.spec.replicas;
         let status = status_replicas(&deployment);
         if spec_replicas == Some(status) {
             return Ok(None);
@@ -276,7 +276,7 @@ fn status_replicas(deployment: &Deployment) -> i32 {
 /// Whether the template's last `spec.replicas` reached the binding, was scheduled, and every
 /// scheduled cluster's replicas came back into the template's `status.replicas`.
 fn status_collected(deployment: &Deployment, binding: &ResourceBinding) -> bool {
-    let Some(spec_replicas) = deployment.spec.as_ref().and_then(|s| s.replicas) else {
+    let Some(spec_replicas) = deployment.spec.replicas else {
         return false;
     };
     if spec_replicas != binding.spec.replicas {

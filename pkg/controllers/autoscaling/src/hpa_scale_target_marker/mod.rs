@@ -109,10 +109,7 @@ impl Marker {
         obj: Option<Arc<HorizontalPodAutoscaler>>,
     ) -> HandlerResult<HorizontalPodAutoscaler> {
         let namespace = key.namespace().unwrap_or_default().to_owned();
-        let current = obj
-            .as_ref()
-            .and_then(|h| h.spec.as_ref())
-            .map(|s| s.scale_target_ref.clone());
+        let current = obj.as_ref().map(|h| h.spec.scale_target_ref.clone());
         let previous = self
             .inner
             .targets
