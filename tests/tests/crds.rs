@@ -285,6 +285,11 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, None, &file, doc).await;
                 (ApiResource::erase::<K>(&()), None)
             }
+            "CronFederatedHPA" => {
+                type K = karmada_apis::autoscaling::v1alpha1::CronFederatedHPA;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
             "Deployment" => {
                 create_sample::<k8s_openapi::api::apps::v1::Deployment>(&client, ns, &file, doc)
                     .await;
@@ -327,6 +332,18 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ]
     );
     assert_eq!(cell("Cluster", "member1", "Name").0, "member1");
+    assert_eq!(
+        columns("CronFederatedHPA"),
+        ["Name", "REFERENCE-KIND", "REFERENCE-NAME", "AGE"]
+    );
+    assert_eq!(
+        cell("CronFederatedHPA", "nginx-cron", "REFERENCE-KIND").0,
+        "Deployment"
+    );
+    assert_eq!(
+        cell("CronFederatedHPA", "nginx-cron", "REFERENCE-NAME").0,
+        "nginx"
+    );
     assert_eq!(cell("Cluster", "member1", "VERSION").0, "v1.37.2");
     assert_eq!(cell("Cluster", "member1", "MODE").0, "Push");
     assert_eq!(cell("Cluster", "member1", "READY").0, "True");

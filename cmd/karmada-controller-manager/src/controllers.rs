@@ -219,12 +219,9 @@ mod tests {
             p[0].starts_with("\"remedy\", \"workloadRebalancer\" are not implemented"),
             "{p:?}"
         );
-        // Off by default and not implemented: fine to switch off, refused when asked for.
+        // Off by default and implemented: asking for it by name is fine.
         assert!(validate_selection(&sel(&["-hpaScaleTargetMarker"])).is_empty());
-        assert_eq!(
-            validate_selection(&sel(&["*", "hpaScaleTargetMarker"])).len(),
-            1
-        );
+        assert!(validate_selection(&sel(&["*", "hpaScaleTargetMarker"])).is_empty());
     }
 
     #[test]
@@ -253,7 +250,13 @@ mod tests {
         sorted_names.sort_unstable();
         assert_eq!(sorted_names, sorted_implemented);
         assert!(!names.contains(&"remedy"));
-        assert!(r.iter().all(|s| s.enabled_by_default));
+        // Off by default as in Karmada: only the two FederatedHPA helpers.
+        let off: Vec<&str> = r
+            .iter()
+            .filter(|s| !s.enabled_by_default)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(off, ["deploymentReplicasSyncer", "hpaScaleTargetMarker"]);
         let mut sorted = ALL_CONTROLLERS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, ALL_CONTROLLERS);

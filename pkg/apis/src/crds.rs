@@ -19,6 +19,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ClusterOverridePolicy::crd(),
         crate::policy::v1alpha1::FederatedResourceQuota::crd(),
         ClusterTaintPolicy::crd(),
+        crate::autoscaling::v1alpha1::CronFederatedHPA::crd(),
         Work::crd(),
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),

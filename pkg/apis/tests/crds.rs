@@ -195,6 +195,14 @@ fn names_scopes_and_columns_match_karmada() {
             false,
             &[],
         ),
+        (
+            "cronfederatedhpas.autoscaling.karmada.io",
+            "CronFederatedHPA",
+            "Namespaced",
+            Some("cronfhpa"),
+            true,
+            &["REFERENCE-KIND", "REFERENCE-NAME", "AGE"],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {

@@ -31,6 +31,18 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
             "federatedResourceQuotaEnforcement",
             crate::federated_resource_quota_enforcement::start_fn(),
         ),
+        (
+            "cronFederatedHorizontalPodAutoscaler",
+            crate::cron_federated_hpa::start_fn(),
+        ),
+        (
+            "hpaScaleTargetMarker",
+            crate::hpa_scale_target_marker::start_fn(),
+        ),
+        (
+            "deploymentReplicasSyncer",
+            crate::deployment_replicas_syncer::start_fn(),
+        ),
         ("gracefulEviction", crate::graceful_eviction::start_fn()),
         (
             "applicationFailover",

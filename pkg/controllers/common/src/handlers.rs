@@ -6,8 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
+use kube::api::{ApiResource, DynamicObject};
+use kube::{Resource, ResourceExt};
 use lariat::cache::CacheObject;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{BoxError, ControllerContext, StartFn, SyncReporter};
@@ -29,6 +32,62 @@ pub fn register<K, T, F, Fut>(
 {
     let this = this.clone();
     controller.register_handler(name, cancel.clone(), move |k, o| handle(this.clone(), k, o));
+}
+
+/// The control plane's *dynamic* shared controller of `K`'s kind: the one the resource detector
+/// gets for the kind through discovery, so a controller that reads resource templates of a built-in
+/// kind (Deployments, HPAs…) shares the detector's watch. A typed controller of the same kind would
+/// make the kind unwatchable for the detector: a cache holds one representation per kind.
+pub fn template_controller<K>(
+    cp: &lariat::Cluster,
+) -> Result<SharedController<DynamicObject>, FrameworkError>
+where
+    K: Resource<DynamicType = ()>,
+{
+    cp.controllers()
+        .for_resource(&ApiResource::erase::<K>(&()))
+        .map_err(framework(format!("{} controller", K::kind(&()))))
+}
+
+/// [`register`] on a [`template_controller`]: `handle` gets the object parsed as `K`. An object
+/// that does not parse (not possible for what the API server serves as `K`) is an ignored error
+/// naming it.
+pub fn register_typed<K, T, F, Fut>(
+    controller: &SharedController<DynamicObject>,
+    name: &str,
+    cancel: &CancellationToken,
+    this: &T,
+    handle: F,
+) where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+    F: Fn(T, ObjectKey, Option<Arc<K>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult<DynamicObject>> + Send + 'static,
+{
+    register(
+        controller,
+        name,
+        cancel,
+        this,
+        move |this: T, key: ObjectKey, obj: Option<Arc<DynamicObject>>| {
+            let parsed = obj
+                .map(|o| {
+                    let id = format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any());
+                    Arc::unwrap_or_clone(o)
+                        .try_parse::<K>()
+                        .map(Arc::new)
+                        .map_err(|e| format!("{} {id}: {e}", K::kind(&())))
+                })
+                .transpose();
+            let handled = parsed.map(|typed| handle(this, key, typed));
+            async move {
+                match handled {
+                    Ok(fut) => fut.await,
+                    Err(e) => HandlerResult::ignore(e),
+                }
+            }
+        },
+    );
 }
 
 /// Reports the controller's caches synced (readiness waits for it), then waits for `cancel`;

@@ -23,14 +23,14 @@ use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use lariat::{HandlerResult, ObjectKey, SharedController};
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
-    register, serve_when_synced, shared_controller, start_fn_of,
+    register_typed, serve_when_synced, start_fn_of, template_controller,
 };
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
@@ -237,7 +237,8 @@ fn claims_agent(csr: &CertificateSigningRequest) -> bool {
 struct Inner {
     ctx: ControllerContext,
     client: kube::Client,
-    csrs: SharedController<CertificateSigningRequest>,
+    /// The detector's (dynamic) CSR controller: CSRs stay propagatable templates.
+    csrs: SharedController<DynamicObject>,
     events: EventRecorder,
 }
 
@@ -273,7 +274,7 @@ impl AgentCsrApprovingController {
     pub fn new(ctx: ControllerContext) -> Result<Self, ApprovingError> {
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
-        let csrs = shared_controller::<CertificateSigningRequest>(cp)?;
+        let csrs = template_controller::<CertificateSigningRequest>(cp)?;
         let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
         Ok(AgentCsrApprovingController {
             inner: Arc::new(Inner {
@@ -288,7 +289,7 @@ impl AgentCsrApprovingController {
     /// Registers the handler and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
+        register_typed(
             &inner.csrs,
             NAME,
             &inner.ctx.cancel,
