@@ -465,7 +465,7 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
             if spec == Some(4) && observed == rb.metadata.generation && reported == Some(4) {
                 Ok(())
             } else {
-                Err(format!("{:?} {observed:?} {reported:?}", spec))
+                Err(format!("{spec:?} {observed:?} {reported:?}"))
             }
         }
     })
