@@ -32,12 +32,15 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, ClusterOverridePolicy, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::error::FrameworkError;
+use karmada_controllers_common::handlers::{
+    register, serve_until_cancelled, start_fn_of, template_controller,
+};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::{ControllerContext, StartFn};
 
@@ -52,6 +55,9 @@ pub enum NamespaceError {
     /// The framework failed.
     #[error("{0}")]
     Framework(#[from] lariat::Error),
+    /// A shared controller could not be set up.
+    #[error(transparent)]
+    Setup(#[from] FrameworkError),
     /// Some clusters failed.
     #[error("sync namespace({namespace}) failed: {message}")]
     Sync {
@@ -95,7 +101,7 @@ impl NamespaceController {
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let c = cp.controllers();
-        let namespaces = namespace_controller(cp)?;
+        let namespaces = template_controller::<Namespace>(cp)?;
         let clusters = c.for_kind::<Cluster>()?;
         let cops = c.for_kind::<ClusterOverridePolicy>()?;
         let works = c.for_kind::<Work>()?;
@@ -313,16 +319,6 @@ impl NamespaceController {
     }
 }
 
-/// The control plane's dynamic shared controller of `v1/Namespace`: the one the resource detector
-/// gets for the kind through discovery, so both run on one watch (a typed view here would make
-/// the kind unwatchable for the detector).
-pub fn namespace_controller(
-    cp: &lariat::Cluster,
-) -> Result<SharedController<DynamicObject>, lariat::Error> {
-    cp.controllers()
-        .for_resource(&ApiResource::erase::<Namespace>(&()))
-}
-
 /// The start function registered as `namespace`.
 pub fn start_fn() -> StartFn {
     start_fn_of(NamespaceController::new, NamespaceController::run)
@@ -331,6 +327,7 @@ pub fn start_fn() -> StartFn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::api::ApiResource;
 
     #[test]
     fn skipped_namespaces() {
@@ -360,7 +357,7 @@ mod tests {
         let options = lariat::ClusterOptions::default();
         let first =
             lariat::Cluster::new("ns-first", config.clone(), options.clone(), &cancel).unwrap();
-        let ours = namespace_controller(&first).unwrap();
+        let ours = template_controller::<Namespace>(&first).unwrap();
         let detectors = first.controllers().for_resource(&discovered()).unwrap();
         assert_eq!(ours.name(), detectors.name());
         ours.enqueue(None, "team-a");
@@ -369,7 +366,7 @@ mod tests {
 
         let second = lariat::Cluster::new("ns-second", config, options, &cancel).unwrap();
         second.controllers().for_resource(&discovered()).unwrap();
-        namespace_controller(&second).unwrap();
+        template_controller::<Namespace>(&second).unwrap();
         assert_eq!(second.caches().len(), 1);
         first.stop(std::time::Duration::from_secs(5)).await;
         second.stop(std::time::Duration::from_secs(5)).await;
