@@ -383,7 +383,7 @@ pub struct GenericFlags {
         default_value = ":6060"
     )]
     pub profiling_bind_address: String,
-    /// Period of the FederatedHPA sync (no effect yet).
+    /// Period of the FederatedHPA sync.
     #[arg(
         long = "horizontal-pod-autoscaler-sync-period",
         value_name = "duration",
@@ -399,7 +399,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_upscale_delay: String,
-    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation (no effect yet).
+    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation.
     #[arg(
         long = "horizontal-pod-autoscaler-downscale-stabilization",
         value_name = "duration",
@@ -415,7 +415,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_downscale_delay: String,
-    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale (no effect yet).
+    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale.
     #[arg(
         long = "horizontal-pod-autoscaler-tolerance",
         value_name = "float",
@@ -423,7 +423,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_tolerance: String,
-    /// Time after a pod starts during which its CPU samples may be ignored (no effect yet).
+    /// Time after a pod starts during which its CPU samples may be ignored.
     #[arg(
         long = "horizontal-pod-autoscaler-cpu-initialization-period",
         value_name = "duration",
@@ -431,7 +431,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_cpu_initialization_period: String,
-    /// Time after a pod starts during which readiness changes count as its first readiness (no effect yet).
+    /// Time after a pod starts during which readiness changes count as its first readiness.
     #[arg(
         long = "horizontal-pod-autoscaler-initial-readiness-delay",
         value_name = "duration",

@@ -23,6 +23,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ResourceBinding::crd(),
         ClusterResourceBinding::crd(),
         crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
+        crate::autoscaling::v1alpha1::FederatedHPA::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -12,14 +12,14 @@
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
-//! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement` |
+//! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
 //! | `karmada-controllers-failover` | `gracefulEviction`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
 
 pub use karmada_controllers_autoscaling::{
-    federated_resource_quota_enforcement, federated_resource_quota_status,
+    federated_hpa, federated_resource_quota_enforcement, federated_resource_quota_status,
     federated_resource_quota_sync,
 };
 pub use karmada_controllers_cluster::{cluster, cluster_status};

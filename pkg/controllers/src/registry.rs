@@ -30,6 +30,10 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
             "federatedResourceQuotaEnforcement",
             crate::federated_resource_quota_enforcement::start_fn(),
         ),
+        (
+            "federatedHorizontalPodAutoscaler",
+            crate::federated_hpa::start_fn(),
+        ),
         ("gracefulEviction", crate::graceful_eviction::start_fn()),
         (
             "clustertaintpolicy",

@@ -1,0 +1,3 @@
+//! The `autoscaling.karmada.io` API group.
+
+pub mod v1alpha1;
