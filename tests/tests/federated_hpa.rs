@@ -149,7 +149,7 @@ async fn template_replicas(host: &Client, name: &str) -> i32 {
         .await
         .unwrap()
         .spec
-        .and_then(|s| s.replicas)
+        .replicas
         .unwrap_or_default()
 }
 
