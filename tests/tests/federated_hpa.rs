@@ -183,6 +183,24 @@ async fn set_usage(name: &str, cpu: &str) -> usize {
     patched
 }
 
+/// The pods of Deployment `name` each member's `metrics.k8s.io` serves metrics for.
+async fn pods_with_metrics(name: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for m in env().members() {
+        let request = http::Request::get(format!(
+            "/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods?labelSelector=app%3D{name}"
+        ))
+        .body(Vec::new())
+        .unwrap();
+        let count = match m.client().await.request::<Value>(request).await {
+            Ok(list) => list["items"].as_array().map_or(0, Vec::len),
+            Err(_) => 0,
+        };
+        out.push(count);
+    }
+    out
+}
+
 /// The pods of Deployment `name` that are Running and Ready in each member.
 async fn ready_pods(name: &str) -> Vec<usize> {
     let mut out = Vec::new();
@@ -291,6 +309,17 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
         )
         .await;
     }
+    // metrics-server needs two scrapes (10 s apart) of a pod before it serves the pod's CPU rate;
+    // a FederatedHPA created earlier fails and backs off exponentially, as Karmada's does.
+    eventually(
+        "web: each member serves its pod's metrics",
+        &kcm,
+        async || match pods_with_metrics("web").await {
+            r if r == [1, 1] => Ok(()),
+            r => Err(format!("pods with metrics {r:?}")),
+        },
+    )
+    .await;
     println!("workloads running after {:?}", started.elapsed());
 
     create_fhpa(

@@ -221,7 +221,7 @@ impl Syncer {
             .spec
             .placement
             .as_ref()
-            .map(|p| p.replica_scheduling_type())
+            .map(karmada_apis::policy::v1alpha1::Placement::replica_scheduling_type)
             == Some(ReplicaSchedulingType::Divided);
         if !divided {
             return Ok(None);

@@ -290,4 +290,16 @@ mod tests {
         let d: GoDuration = list.items[0].window.parse().unwrap();
         assert_eq!(d.to_std(), Duration::from_millis(10_500));
     }
+
+    #[test]
+    fn metrics_server_values_decode() {
+        // What metrics-server serves: nanocores, Ki/Mi, and the whole metadata of a pod.
+        let list: PodMetricsList = serde_json::from_str(
+            r#"{"kind":"PodMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[{"metadata":{"name":"web-1","namespace":"fhpa","creationTimestamp":"2026-12-02T05:26:09Z","labels":{"app":"web"}},"timestamp":"2026-12-02T05:26:03Z","window":"10.002s","containers":[{"name":"app","usage":{"cpu":"19999510n","memory":"1Mi"}}]}]}"#,
+        )
+        .unwrap();
+        let usage = &list.items[0].containers[0].usage;
+        assert_eq!(milli(&usage["cpu"]), Some(20));
+        assert_eq!(milli(&usage["memory"]), Some(1_048_576_000));
+    }
 }

@@ -118,10 +118,10 @@ impl Marker {
             .ok()
             .and_then(|t| t.get(key.as_str()).cloned());
         // The HPA is gone or points elsewhere: unmark the old target.
-        if let Some(old) = previous.filter(|old| Some(old) != current.as_ref()) {
-            if let Err(e) = self.label(&namespace, &old, false).await {
-                return HandlerResult::error(e);
-            }
+        if let Some(old) = previous.filter(|old| Some(old) != current.as_ref())
+            && let Err(e) = self.label(&namespace, &old, false).await
+        {
+            return HandlerResult::error(e);
         }
         if let Ok(mut targets) = self.inner.targets.lock() {
             match &current {
