@@ -152,6 +152,7 @@ pub async fn resource_metrics(
         .map_err(|e| MetricsError::Resource(e.to_string()))?;
     let list: PodMetricsList =
         serde_json::from_str(&text).map_err(|e| MetricsError::Resource(e.to_string()))?;
+    tracing::debug!(path, pods = list.items.len(), "resource metrics listed");
     let mut out = PodMetricsInfo::new();
     for m in list.items {
         let window = m
