@@ -201,6 +201,35 @@ async fn pods_with_metrics(name: &str) -> Vec<usize> {
     out
 }
 
+/// `member: pod phase ready deleting` of each pod of Deployment `name`, for failure messages.
+async fn pod_states(name: &str) -> String {
+    let mut out = Vec::new();
+    for (i, m) in env().members().iter().enumerate() {
+        let pods: Api<Pod> = Api::namespaced(m.client().await, NS);
+        let list = pods
+            .list(&ListParams::default().labels(&format!("app={name}")))
+            .await
+            .unwrap();
+        for p in list.items {
+            let status = p.status.clone().unwrap_or_default();
+            let ready: Vec<String> = status
+                .conditions
+                .iter()
+                .flatten()
+                .map(|c| format!("{}={}", c.type_, c.status))
+                .collect();
+            out.push(format!(
+                "member{}: {} {:?} {ready:?} deleting={}",
+                i + 1,
+                p.name_any(),
+                status.phase,
+                p.metadata.deletion_timestamp.is_some()
+            ));
+        }
+    }
+    out.join("; ")
+}
+
 /// The pods of Deployment `name` that are Running and Ready in each member.
 async fn ready_pods(name: &str) -> Vec<usize> {
     let mut out = Vec::new();
@@ -424,7 +453,10 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
         &kcm,
         async || match ready_pods("web").await {
             r if r == [3, 3] => Ok(()),
-            r => Err(format!("ready pods {r:?}")),
+            r => Err(format!(
+                "ready pods {r:?}; pods: {}",
+                pod_states("web").await
+            )),
         },
     )
     .await;
