@@ -442,6 +442,10 @@ impl ApiServer {
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
             "--cidr=10.244.0.0/16".to_string(),
             format!("--server-address=127.0.0.1:{port}"),
+            // Renew each node's Lease (the node-heartbeat-with-lease stage needs it): without it the
+            // member's node lifecycle controller marks the node unhealthy after its grace period, and
+            // every pod on it unready.
+            "--node-lease-duration-seconds=40".to_string(),
         ];
         let mut configs = binaries::kwok_stages()?;
         if metrics {
