@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok) from their
+# Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, metrics-server) from their
 # official Go modules (hack/tools/*), once, into a cache folder named after their versions:
 #   ${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}/test-binaries/k8s-<v>_etcd-<v>_kwok-<v>/
 # A binary already present in $KUBEBUILDER_ASSETS is used from there and not built.
@@ -25,6 +25,7 @@ check_pin() { # module-dir module version
 check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
+check_pin metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION"
 check_pin karmada github.com/karmada-io/karmada "$KARMADA_VERSION"
 
 cache=${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}
@@ -92,6 +93,7 @@ build kubernetes \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
 build etcd etcd=.
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok
+build metrics-server metrics-server=sigs.k8s.io/metrics-server/cmd/metrics-server
 
 # kwok needs Stage configs to drive nodes and pods (kwokctl normally supplies them). Take the ones the
 # pinned kwok module ships: nodes become Ready and heartbeat through leases; pods become Ready, complete, and
@@ -108,6 +110,19 @@ if [ ! -d "$out/kwok-stages" ] && ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "
      "$kwok_dir"/kustomize/stage/pod/chaos/pod-container-running-failed.yaml "$tmp/"
   chmod u+w "$tmp"/*
   mv "$tmp" "$out/kwok-stages"
+fi
+
+# kwok's metrics emulation, for environments that run metrics-server: the Metric serving the kubelet's
+# /metrics/resource endpoint per node, and the ClusterResourceUsage that reads each pod's usage from its
+# kwok.x-k8s.io/usage-cpu and usage-memory annotations.
+if [ ! -d "$out/kwok-metrics" ] && ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "$KUBEBUILDER_ASSETS/kwok-metrics" ]; }; then
+  kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) ||
+    die "cannot find the sigs.k8s.io/kwok module source (go list -m failed)"
+  tmp=$(mktemp -d "$out/.metrics.XXXXXX")
+  cp "$kwok_dir"/kustomize/metrics/resource/metrics-resource.yaml \
+     "$kwok_dir"/kustomize/metrics/usage/usage-from-annotation.yaml "$tmp/"
+  chmod u+w "$tmp"/*
+  mv "$tmp" "$out/kwok-metrics"
 fi
 
 echo "$out"

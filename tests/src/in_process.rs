@@ -58,6 +58,7 @@ pub fn settings() -> Settings {
         rate_limiter: RateLimiterOptions::default(),
         feature_gates: FeatureGates::new(&[]),
         federated_resource_quota_sync_period: Duration::from_secs(300),
+        hpa: Default::default(),
         failover: Default::default(),
         cluster_lease_duration: Duration::from_secs(40),
         cluster_lease_renew_interval_fraction: 0.25,

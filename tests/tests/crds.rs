@@ -430,6 +430,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     // Short names and the karmada-io category are discoverable, as kubectl uses them.
     let mut names = Vec::new();
     for group_version in [
+        "autoscaling.karmada.io/v1alpha1",
         "cluster.karmada.io/v1alpha1",
         "policy.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha1",
@@ -454,6 +455,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("clusterresourcebindings", "crb", "karmada-io"),
         ("clusters", "", ""),
         ("clustertaintpolicies", "", ""),
+        ("federatedhpas", "fhpa", "karmada-io"),
         ("federatedresourcequotas", "", "karmada-io"),
         ("overridepolicies", "op", "karmada-io"),
         ("propagationpolicies", "pp", "karmada-io"),

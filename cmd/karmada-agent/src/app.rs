@@ -211,6 +211,7 @@ fn controller_settings(opts: &Options) -> Settings {
         // Control-plane settings of controllers the agent does not run: their defaults.
         concurrent_dependent_resource_syncs: 2,
         federated_resource_quota_sync_period: Duration::from_secs(300),
+        hpa: Default::default(),
         failover: Default::default(),
     }
 }

@@ -166,6 +166,13 @@ fn controller_settings(opts: &Options) -> Settings {
         rate_limiter: control_plane_options(opts).controllers.rate_limiter,
         feature_gates: opts.feature_gates.clone(),
         federated_resource_quota_sync_period: opts.federated_resource_quota_sync_period,
+        hpa: karmada_controllers::common::context::HpaSettings {
+            sync_period: opts.hpa.sync_period,
+            downscale_stabilization_window: opts.hpa.downscale_stabilization,
+            tolerance: opts.hpa.tolerance,
+            cpu_initialization_period: opts.hpa.cpu_initialization_period,
+            initial_readiness_delay: opts.hpa.initial_readiness_delay,
+        },
         failover: karmada_controllers::common::context::FailoverSettings {
             enable_taint_manager: opts.enable_taint_manager,
             enable_no_execute_taint_eviction: opts

@@ -38,14 +38,9 @@ pub const FLAGS: &[&str] = &[
     "cluster-api-kubeconfig",
     // Cache resyncs.
     "resync-period",
-    // FederatedHPA.
-    "horizontal-pod-autoscaler-sync-period",
+    // FederatedHPA: accepted by Karmada too, and used by none of its controllers.
     "horizontal-pod-autoscaler-upscale-delay",
-    "horizontal-pod-autoscaler-downscale-stabilization",
     "horizontal-pod-autoscaler-downscale-delay",
-    "horizontal-pod-autoscaler-tolerance",
-    "horizontal-pod-autoscaler-cpu-initialization-period",
-    "horizontal-pod-autoscaler-initial-readiness-delay",
 ];
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
@@ -161,7 +156,7 @@ mod tests {
             "--resync-period=1m",
             "--enable-taint-manager=false",
             "--log_dir=/tmp",
-            "--horizontal-pod-autoscaler-tolerance=0.2",
+            "--horizontal-pod-autoscaler-upscale-delay=1m",
             "--kube-api-qps=100",
             "--feature-gates=Failover=true,MultiClusterService=true,PropagationPolicyPreemption=true",
         ]);
@@ -170,7 +165,7 @@ mod tests {
             vec![
                 "--log-dir=/tmp",
                 "--resync-period=1m",
-                "--horizontal-pod-autoscaler-tolerance=0.2",
+                "--horizontal-pod-autoscaler-upscale-delay=1m",
                 "MultiClusterService=true",
             ]
         );

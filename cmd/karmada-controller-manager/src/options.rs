@@ -196,7 +196,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub graceful_eviction_timeout: String,
-    /// Period of the FederatedHPA sync (no effect yet).
+    /// Period of the FederatedHPA sync.
     #[arg(
         long = "horizontal-pod-autoscaler-sync-period",
         value_name = "duration",
@@ -212,7 +212,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_upscale_delay: String,
-    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation (no effect yet).
+    /// Window the FederatedHPA looks back over before scaling down below an earlier recommendation.
     #[arg(
         long = "horizontal-pod-autoscaler-downscale-stabilization",
         value_name = "duration",
@@ -228,7 +228,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_downscale_delay: String,
-    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale (no effect yet).
+    /// Smallest change of the desired/actual metric ratio (from 1.0) that makes the FederatedHPA scale.
     #[arg(
         long = "horizontal-pod-autoscaler-tolerance",
         value_name = "float",
@@ -236,7 +236,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_tolerance: String,
-    /// Time after a pod starts during which its CPU samples may be ignored (no effect yet).
+    /// Time after a pod starts during which its CPU samples may be ignored.
     #[arg(
         long = "horizontal-pod-autoscaler-cpu-initialization-period",
         value_name = "duration",
@@ -244,7 +244,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub hpa_cpu_initialization_period: String,
-    /// Time after a pod starts during which readiness changes count as its first readiness (no effect yet).
+    /// Time after a pod starts during which readiness changes count as its first readiness.
     #[arg(
         long = "horizontal-pod-autoscaler-initial-readiness-delay",
         value_name = "duration",

@@ -25,6 +25,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         ClusterResourceBinding::crd(),
         crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
         crate::config::v1alpha1::ResourceInterpreterWebhookConfiguration::crd(),
+        crate::autoscaling::v1alpha1::FederatedHPA::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -196,6 +196,21 @@ fn names_scopes_and_columns_match_karmada() {
             &[],
         ),
         (
+            "federatedhpas.autoscaling.karmada.io",
+            "FederatedHPA",
+            "Namespaced",
+            Some("fhpa"),
+            true,
+            &[
+                "REFERENCE-KIND",
+                "REFERENCE-NAME",
+                "MINPODS",
+                "MAXPODS",
+                "REPLICAS",
+                "AGE",
+            ],
+        ),
+        (
             "cronfederatedhpas.autoscaling.karmada.io",
             "CronFederatedHPA",
             "Namespaced",

@@ -12,15 +12,16 @@
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
-//! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
+//! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
 //! | `karmada-controllers-failover` | `gracefulEviction`, `applicationFailover`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
 
 pub use karmada_controllers_autoscaling::{
-    cron_federated_hpa, deployment_replicas_syncer, federated_resource_quota_enforcement,
-    federated_resource_quota_status, federated_resource_quota_sync, hpa_scale_target_marker,
+    cron_federated_hpa, deployment_replicas_syncer, federated_hpa,
+    federated_resource_quota_enforcement, federated_resource_quota_status,
+    federated_resource_quota_sync, hpa_scale_target_marker,
 };
 pub use karmada_controllers_cluster::{agent_csr_approving, cluster, cluster_status};
 pub use karmada_controllers_common as common;

@@ -43,6 +43,10 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
             "deploymentReplicasSyncer",
             crate::deployment_replicas_syncer::start_fn(),
         ),
+        (
+            "federatedHorizontalPodAutoscaler",
+            crate::federated_hpa::start_fn(),
+        ),
         ("gracefulEviction", crate::graceful_eviction::start_fn()),
         (
             "applicationFailover",

@@ -63,11 +63,25 @@ pub fn locate(name: &str) -> Result<PathBuf, Error> {
 
 /// The kwok Stage configs (copied from the pinned kwok module by the hack script), sorted by name.
 pub fn kwok_stages() -> Result<Vec<PathBuf>, Error> {
+    kwok_configs("kwok-stages", "kwok-stages (kwok's Stage configs)")
+}
+
+/// kwok's metrics emulation configs (its kubelet resource-metrics `Metric` and the `ClusterResourceUsage`
+/// reading each pod's usage from annotations; copied by the hack script), sorted by name.
+pub fn kwok_metrics() -> Result<Vec<PathBuf>, Error> {
+    kwok_configs(
+        "kwok-metrics",
+        "kwok-metrics (kwok's Metric and ResourceUsage configs)",
+    )
+}
+
+/// The `.yaml` files of the folder `folder` in `$KUBEBUILDER_ASSETS` or else the cache, sorted by name.
+fn kwok_configs(folder: &str, what: &str) -> Result<Vec<PathBuf>, Error> {
     let mut dirs = Vec::new();
     if let Some(assets) = std::env::var_os("KUBEBUILDER_ASSETS") {
-        dirs.push(PathBuf::from(assets).join("kwok-stages"));
+        dirs.push(PathBuf::from(assets).join(folder));
     }
-    dirs.push(cache_dir().join("kwok-stages"));
+    dirs.push(cache_dir().join(folder));
     for dir in &dirs {
         if let Ok(entries) = std::fs::read_dir(dir) {
             let mut files: Vec<PathBuf> = entries
@@ -82,7 +96,7 @@ pub fn kwok_stages() -> Result<Vec<PathBuf>, Error> {
         }
     }
     Err(Error::MissingBinary {
-        name: "kwok-stages (kwok's Stage configs)".to_string(),
+        name: what.to_string(),
         searched: dirs
             .iter()
             .map(|p| p.display().to_string())

@@ -30,7 +30,11 @@ pub struct ApiServer {
     audit_log: Option<PathBuf>,
     process: Mutex<Option<ManagedProcess>>,
     components: Mutex<Vec<ManagedProcess>>,
+    metrics_server_port: Mutex<Option<u16>>,
 }
+
+/// The front-proxy client's name: the identity an aggregating API server proxies with.
+const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 impl ApiServer {
     /// Creates its folder, PKI and kubeconfig; does not start it.
@@ -84,6 +88,7 @@ impl ApiServer {
             audit_log: None,
             process: Mutex::new(None),
             components: Mutex::new(Vec::new()),
+            metrics_server_port: Mutex::new(None),
         };
         server.kubeconfig = kubeconfig::for_server(&server)?;
         kubeconfig::write(&server.kubeconfig_path, &server.kubeconfig)?;
@@ -100,6 +105,26 @@ impl ApiServer {
         let (flags, log) = crate::audit::flags(&self.dir, policy)?;
         self.args.extend(flags);
         self.audit_log = Some(log);
+        Ok(())
+    }
+
+    /// Makes it an aggregating API server (before it is started): it proxies to extension API servers
+    /// (metrics-server) with a front-proxy client certificate, which they authenticate through the
+    /// request-header CA (the cluster CA here) that it publishes in `kube-system/extension-apiserver-authentication`.
+    pub(crate) fn enable_front_proxy(&mut self) -> Result<(), Error> {
+        let (cert, key) = self.pki.issue_client(FRONT_PROXY_CLIENT, &[], &self.dir)?;
+        self.args.extend([
+            format!(
+                "--requestheader-client-ca-file={}",
+                self.pki.ca_cert.display()
+            ),
+            format!("--requestheader-allowed-names={FRONT_PROXY_CLIENT}"),
+            "--requestheader-username-headers=X-Remote-User".to_string(),
+            "--requestheader-group-headers=X-Remote-Group".to_string(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_string(),
+            format!("--proxy-client-cert-file={}", cert.display()),
+            format!("--proxy-client-key-file={}", key.display()),
+        ]);
         Ok(())
     }
 
@@ -406,23 +431,159 @@ impl ApiServer {
         self.start_component("kube-scheduler", args)
     }
 
-    /// Runs kwok against it, managing the nodes annotated `kwok.x-k8s.io/node=fake`.
-    pub(crate) fn start_kwok(&self) -> Result<(), Error> {
+    /// Runs kwok against it, managing the nodes annotated `kwok.x-k8s.io/node=fake`. With `metrics`, kwok
+    /// also emulates resource usage and serves it as each node's kubelet `/metrics/resource`, and the nodes
+    /// point at it (InternalIP 127.0.0.1, kubelet port = kwok's), so metrics-server can scrape them.
+    pub(crate) fn start_kwok(&self, metrics: bool) -> Result<(), Error> {
+        let port = process::free_port()?;
         let mut args = vec![
             format!("--kubeconfig={}", self.kubeconfig_path.display()),
             "--manage-all-nodes=false".to_string(),
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_string(),
             "--cidr=10.244.0.0/16".to_string(),
-            "--node-ip=10.0.0.1".to_string(),
-            format!("--server-address=127.0.0.1:{}", process::free_port()?),
+            format!("--server-address=127.0.0.1:{port}"),
+            // Renew each node's Lease (the node-heartbeat-with-lease stage needs it): without it the
+            // member's node lifecycle controller marks the node unhealthy after its grace period, and
+            // every pod on it unready.
+            "--node-lease-duration-seconds=40".to_string(),
         ];
-        for stage in binaries::kwok_stages()? {
-            args.push(format!("--config={}", stage.display()));
+        let mut configs = binaries::kwok_stages()?;
+        if metrics {
+            args.push("--node-ip=127.0.0.1".to_string());
+            args.push(format!("--node-port={port}"));
+            configs.extend(binaries::kwok_metrics()?);
+        } else {
+            args.push("--node-ip=10.0.0.1".to_string());
+        }
+        for config in configs {
+            args.push(format!("--config={}", config.display()));
         }
         self.start_component("kwok", args)
     }
 
+    /// Runs metrics-server against it on a loopback port, scraping the kwok nodes' kubelet endpoint every
+    /// 10 s (its minimum), with a serving certificate from this cluster's CA.
+    pub(crate) fn start_metrics_server(&self) -> Result<(), Error> {
+        let port = process::free_port()?;
+        let (cert, key) = self.pki.issue_serving(
+            "metrics-server",
+            &["localhost", "127.0.0.1", "metrics-server.kube-system.svc"],
+            &self.dir,
+        )?;
+        let kc = self.kubeconfig_path.display().to_string();
+        let args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", cert.display()),
+            format!("--tls-private-key-file={}", key.display()),
+            // kwok's kubelet endpoint serves a self-signed test certificate.
+            "--kubelet-insecure-tls".to_string(),
+            "--kubelet-preferred-address-types=InternalIP".to_string(),
+            "--kubelet-use-node-status-port".to_string(),
+            "--kubelet-request-timeout=5s".to_string(),
+            "--metric-resolution=10s".to_string(),
+            "--v=1".to_string(),
+        ];
+        self.start_component("metrics-server", args)?;
+        *self
+            .metrics_server_port
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))? = Some(port);
+        Ok(())
+    }
+
+    /// Registers the `v1beta1.metrics.k8s.io` APIService (an ExternalName Service `localhost`, so the
+    /// aggregator proxies to the loopback port) and waits until the API server reports it Available.
+    pub(crate) async fn register_metrics_api(&self, timeout: Duration) -> Result<(), Error> {
+        use k8s_openapi::api::core::v1::Service;
+        use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+        let port = self
+            .metrics_server_port
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?
+            .ok_or_else(|| Error::Process(format!("{}: metrics-server not started", self.name)))?;
+        let client = self.try_client().await?;
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+            "spec": {"type": "ExternalName", "externalName": "localhost",
+                     "ports": [{"name": "https", "port": port}]},
+        }))
+        .map_err(|e| Error::Process(format!("metrics-server Service manifest: {e}")))?;
+        let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, self.ca_pem()?);
+        let api_service: APIService = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {
+                "service": {"name": "metrics-server", "namespace": "kube-system", "port": port},
+                "group": "metrics.k8s.io",
+                "version": "v1beta1",
+                "caBundle": ca,
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+            },
+        }))
+        .map_err(|e| Error::Process(format!("metrics APIService manifest: {e}")))?;
+        let services: Api<Service> = Api::namespaced(client.clone(), "kube-system");
+        let api_services: Api<APIService> = Api::all(client);
+        for result in [
+            services
+                .create(&PostParams::default(), &service)
+                .await
+                .map(|_| ()),
+            api_services
+                .create(&PostParams::default(), &api_service)
+                .await
+                .map(|_| ()),
+        ] {
+            match result {
+                Ok(()) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => {
+                    return Err(Error::kube(
+                        format!("{}: registering metrics.k8s.io", self.name),
+                        e,
+                    ));
+                }
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let available = api_services
+                .get_opt("v1beta1.metrics.k8s.io")
+                .await
+                .ok()
+                .flatten()
+                .and_then(|a| a.status)
+                .and_then(|s| s.conditions)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Available" && c.status == "True")
+                });
+            if available {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = self.dir.join("metrics-server.log");
+                return Err(Error::Timeout(format!(
+                    "{}: the metrics.k8s.io APIService was not Available within {timeout:?}; last lines \
+                     of {}:\n{}",
+                    self.name,
+                    log.display(),
+                    process::log_tail(&log)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Creates `count` fake nodes (32 CPU, 256Gi, 110 pods each) and waits until kwok reports them Ready.
+    /// Each names its resource-metrics path on kwok's server for metrics-server.
     pub(crate) async fn add_kwok_nodes(
         &self,
         count: usize,
@@ -437,7 +598,14 @@ impl ApiServer {
                 "kind": "Node",
                 "metadata": {
                     "name": name,
-                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "annotations": {
+                        "kwok.x-k8s.io/node": "fake",
+                        "node.alpha.kubernetes.io/ttl": "0",
+                        // Where metrics-server finds this node's resource metrics on kwok's server
+                        // (one server for every node; used only when metrics-server runs).
+                        "metrics.k8s.io/resource-metrics-path":
+                            format!("/metrics/nodes/{name}/metrics/resource"),
+                    },
                     "labels": {
                         "type": "kwok",
                         "kubernetes.io/arch": "amd64",

@@ -4,7 +4,8 @@
 //! own CA, serving certificate, admin identity and service-account signing keys, so TokenRequest works).
 //! Optionally kube-controller-manager runs beside an API server (garbage collector, namespace and
 //! service-account controllers), and a *full* member adds kube-scheduler and kwok with fake nodes, so a
-//! Deployment there really gets Running, Ready pods.
+//! Deployment there really gets Running, Ready pods. Optionally a full member also runs metrics-server,
+//! scraping kwok's emulated kubelet resource metrics, behind the `metrics.k8s.io` APIService.
 //!
 //! Every process is started from the official binaries built by `hack/build-test-binaries.sh` (or found
 //! in `$KUBEBUILDER_ASSETS`) and can never outlive the process that started it; see [`process`].
@@ -58,6 +59,10 @@ pub struct EnvOptions {
     /// Every member API server writes an audit log of every request, reads included
     /// ([`audit::ALL_REQUESTS_POLICY`]), to show who contacted a member at all.
     pub member_audit_logs: bool,
+    /// Full members also run metrics-server, registered as the `metrics.k8s.io` APIService: kwok emulates
+    /// each pod's usage from its `kwok.x-k8s.io/usage-cpu` / `usage-memory` annotations and serves it as
+    /// the kubelet's resource metrics, which metrics-server scrapes every 10 s.
+    pub metrics_server: bool,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
 }
@@ -72,6 +77,7 @@ impl Default for EnvOptions {
             install_crds: false,
             host_audit_log: false,
             member_audit_logs: false,
+            metrics_server: false,
             dir: None,
         }
     }
@@ -112,14 +118,21 @@ impl TestEnv {
         if needs_kcm {
             names.push("kube-controller-manager");
         }
+        let metrics_server = options.metrics_server && options.full_members > 0;
         if options.full_members > 0 {
             names.extend(["kube-scheduler", "kwok"]);
+        }
+        if metrics_server {
+            names.push("metrics-server");
         }
         for name in names {
             binaries::locate(name)?;
         }
         if options.full_members > 0 {
             binaries::kwok_stages()?;
+        }
+        if metrics_server {
+            binaries::kwok_metrics()?;
         }
 
         let etcd_port = process::free_port()?;
@@ -136,6 +149,9 @@ impl TestEnv {
             let mut member = ApiServer::prepare(&format!("member{i}"), &dir, &etcd_url, &pid_file)?;
             if options.member_audit_logs {
                 member.enable_audit_log_of(audit::ALL_REQUESTS_POLICY)?;
+            }
+            if metrics_server && i <= options.full_members {
+                member.enable_front_proxy()?;
             }
             servers.push(member);
         }
@@ -157,7 +173,7 @@ impl TestEnv {
         for m in members.iter_mut().take(options.full_members) {
             m.start_controller_manager(MEMBER_CONTROLLERS)?;
             m.start_scheduler()?;
-            m.start_kwok()?;
+            m.start_kwok(metrics_server)?;
         }
         let mut waits = Vec::new();
         if options.host_controller_manager {
@@ -174,6 +190,18 @@ impl TestEnv {
                 .map(|m| m.add_kwok_nodes(options.kwok_nodes, Duration::from_secs(60))),
         )
         .await?;
+        if metrics_server {
+            for m in members.iter().take(options.full_members) {
+                m.start_metrics_server()?;
+            }
+            futures::future::try_join_all(
+                members
+                    .iter()
+                    .take(options.full_members)
+                    .map(|m| m.register_metrics_api(Duration::from_secs(60))),
+            )
+            .await?;
+        }
         if options.install_crds {
             install_crds(&host.try_client().await?).await?;
         }

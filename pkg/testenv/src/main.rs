@@ -34,6 +34,9 @@ enum Command {
         /// Install the CRDs in crds/ into the host.
         #[arg(long)]
         install_crds: bool,
+        /// Run metrics-server in the full members (metrics.k8s.io from kwok's emulated pod usage).
+        #[arg(long)]
+        metrics_server: bool,
         /// Keep state in this folder (default: a fresh temporary folder, removed on exit).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -59,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
         full_members,
         kwok_nodes,
         install_crds,
+        metrics_server,
         dir,
         ready_file,
     } = Cli::parse().command;
@@ -70,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
         install_crds,
         host_audit_log: false,
         member_audit_logs: false,
+        metrics_server,
         dir,
     };
     let started = std::time::Instant::now();

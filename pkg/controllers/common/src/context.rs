@@ -62,6 +62,8 @@ pub struct Settings {
     pub federated_resource_quota_sync_period: Duration,
     /// The taint manager and graceful eviction flags.
     pub failover: FailoverSettings,
+    /// The `--horizontal-pod-autoscaler-*` flags the FederatedHPA controller acts on.
+    pub hpa: HpaSettings,
     /// Agent `--cluster-lease-duration` (40s): the Lease a Pull cluster's agent renews.
     pub cluster_lease_duration: Duration,
     /// Agent `--cluster-lease-renew-interval-fraction` (0.25): renew every duration × fraction.
@@ -98,6 +100,38 @@ impl Default for FailoverSettings {
             no_execute_taint_eviction_purge_mode: "Gracefully".to_owned(),
             resource_eviction_rate: 0.5,
             graceful_eviction_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The `--horizontal-pod-autoscaler-*` flags the FederatedHPA controller acts on (Karmada's defaults in
+/// [`Default`]). Karmada accepts `--horizontal-pod-autoscaler-upscale-delay` and `-downscale-delay` but
+/// uses neither; so does karmada-rs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HpaSettings {
+    /// `--horizontal-pod-autoscaler-sync-period` (15s): how often each FederatedHPA is synced.
+    pub sync_period: Duration,
+    /// `--horizontal-pod-autoscaler-downscale-stabilization` (5m): the look-back window of
+    /// scale-downs when `spec.behavior` sets none.
+    pub downscale_stabilization_window: Duration,
+    /// `--horizontal-pod-autoscaler-tolerance` (0.1): the smallest metric ratio change that scales.
+    pub tolerance: f64,
+    /// `--horizontal-pod-autoscaler-cpu-initialization-period` (5m): after a pod starts, CPU samples
+    /// taken before it was ready for a full window are skipped.
+    pub cpu_initialization_period: Duration,
+    /// `--horizontal-pod-autoscaler-initial-readiness-delay` (30s): after a pod starts, readiness
+    /// changes count as its first readiness.
+    pub initial_readiness_delay: Duration,
+}
+
+impl Default for HpaSettings {
+    fn default() -> Self {
+        Self {
+            sync_period: Duration::from_secs(15),
+            downscale_stabilization_window: Duration::from_secs(300),
+            tolerance: 0.1,
+            cpu_initialization_period: Duration::from_secs(300),
+            initial_readiness_delay: Duration::from_secs(30),
         }
     }
 }

@@ -1,8 +1,10 @@
-//! `autoscaling.karmada.io/v1alpha1`: cron-scheduled scaling (CronFederatedHPA).
+//! `autoscaling.karmada.io/v1alpha1`: FederatedHPA and cron-scheduled scaling (CronFederatedHPA).
 
 mod cron_federated_hpa;
+mod federated_hpa;
 
 pub use cron_federated_hpa::*;
+pub use federated_hpa::*;
 
 /// The API group of the autoscaling kinds.
 pub const GROUP: &str = "autoscaling.karmada.io";
