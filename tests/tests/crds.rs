@@ -285,6 +285,11 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, None, &file, doc).await;
                 (ApiResource::erase::<K>(&()), None)
             }
+            "FederatedHPA" => {
+                type K = karmada_apis::autoscaling::v1alpha1::FederatedHPA;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
             "CronFederatedHPA" => {
                 type K = karmada_apis::autoscaling::v1alpha1::CronFederatedHPA;
                 create_sample::<K>(&client, ns, &file, doc).await;
@@ -344,6 +349,21 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         cell("CronFederatedHPA", "nginx-cron", "REFERENCE-NAME").0,
         "nginx"
     );
+    assert_eq!(
+        columns("FederatedHPA"),
+        [
+            "Name",
+            "REFERENCE-KIND",
+            "REFERENCE-NAME",
+            "MINPODS",
+            "MAXPODS",
+            "REPLICAS",
+            "AGE"
+        ]
+    );
+    assert_eq!(cell("FederatedHPA", "nginx", "REFERENCE-KIND").0, "Deployment");
+    assert_eq!(cell("FederatedHPA", "nginx", "MINPODS").0, "2");
+    assert_eq!(cell("FederatedHPA", "nginx", "MAXPODS").0, "10");
     assert_eq!(cell("Cluster", "member1", "VERSION").0, "v1.37.2");
     assert_eq!(cell("Cluster", "member1", "MODE").0, "Push");
     assert_eq!(cell("Cluster", "member1", "READY").0, "True");
@@ -455,6 +475,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("clusterresourcebindings", "crb", "karmada-io"),
         ("clusters", "", ""),
         ("clustertaintpolicies", "", ""),
+        ("cronfederatedhpas", "cronfhpa", "karmada-io"),
         ("federatedhpas", "fhpa", "karmada-io"),
         ("federatedresourcequotas", "", "karmada-io"),
         ("overridepolicies", "op", "karmada-io"),
