@@ -22,20 +22,20 @@ fn unknown_controller_exits_2_listing_valid_names() {
 
 #[test]
 fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
-    let (code, _, err) = run_to_exit(&["--controllers=cluster,remedy"], T);
+    let (code, _, err) = run_to_exit(&["--controllers=cluster,unifiedAuth"], T);
     assert_eq!(code, Some(2), "{err}");
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     let line = errors[0];
     assert!(line.contains("--controllers"), "{err}");
     assert!(
-        line.contains("\"remedy\" is not implemented in karmada-rs yet"),
+        line.contains("\"unifiedAuth\" is not implemented in karmada-rs yet"),
         "{err}"
     );
     assert!(
         line.contains("not available yet: ")
             && line.contains("unifiedAuth")
-            && line.contains("workloadRebalancer"),
+            && line.contains("serviceExport"),
         "{err}"
     );
     assert!(
@@ -45,7 +45,7 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
     // Leaving it out is fine (it gets as far as the kubeconfig).
     let (code, _, err) = run_to_exit(
         &[
-            "--controllers=*,-remedy",
+            "--controllers=*,-unifiedAuth",
             "--kubeconfig=/nonexistent/kubeconfig",
             "--health-probe-bind-address=0",
             "--metrics-bind-address=0",
@@ -68,7 +68,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
     let mut kcm = Kcm::start(
         &kubeconfig,
         &[
-            "--controllers=*,-remedy",
+            "--controllers=*,-unifiedAuth",
             "--resync-period=1m",
             "--enable-taint-manager=true",
             "--feature-gates=MultiClusterService=true,PropagateDeps=true",
@@ -104,8 +104,11 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
         .unwrap_or_default()
         .trim_matches('"');
     let names: Vec<&str> = names.split(',').collect();
-    assert!(names.contains(&"workloadRebalancer"), "{names:?}");
-    assert!(!names.contains(&"remedy"), "-remedy left it out: {names:?}");
+    assert!(names.contains(&"serviceExport"), "{names:?}");
+    assert!(
+        !names.contains(&"unifiedAuth"),
+        "-unifiedAuth left it out: {names:?}"
+    );
     assert!(!names.contains(&"cluster"), "implemented: {names:?}");
     assert!(
         !names.contains(&"hpaScaleTargetMarker"),

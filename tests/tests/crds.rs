@@ -361,7 +361,10 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
             "AGE"
         ]
     );
-    assert_eq!(cell("FederatedHPA", "nginx", "REFERENCE-KIND").0, "Deployment");
+    assert_eq!(
+        cell("FederatedHPA", "nginx", "REFERENCE-KIND").0,
+        "Deployment"
+    );
     assert_eq!(cell("FederatedHPA", "nginx", "MINPODS").0, "2");
     assert_eq!(cell("FederatedHPA", "nginx", "MAXPODS").0, "10");
     assert_eq!(cell("Cluster", "member1", "VERSION").0, "v1.37.2");

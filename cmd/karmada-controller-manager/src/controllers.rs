@@ -193,19 +193,22 @@ mod tests {
         assert!(validate_selection(&sel(&["*", "-cluster", "workStatus"])).is_empty());
         let p = validate_selection(&sel(&["nope", "-bad", "*"]));
         assert_eq!(p.len(), 2);
-        assert!(p[0].contains("\"nope\"") && p[0].contains("workloadRebalancer"));
+        assert!(p[0].contains("\"nope\"") && p[0].contains("serviceExport"));
         assert!(p[1].contains("\"bad\""));
     }
 
     #[test]
     fn naming_an_unimplemented_controller_is_refused() {
         let missing = not_implemented();
-        assert!(missing.contains(&"remedy"), "{missing:?}");
+        assert!(missing.contains(&"unifiedAuth"), "{missing:?}");
         // `-name` and `*` are fine.
-        assert!(validate_selection(&sel(&["*", "-remedy", "-gracefulEviction"])).is_empty());
-        let p = validate_selection(&sel(&["cluster", "remedy", "*", "remedy"]));
+        assert!(validate_selection(&sel(&["*", "-unifiedAuth", "-gracefulEviction"])).is_empty());
+        let p = validate_selection(&sel(&["cluster", "unifiedAuth", "*", "unifiedAuth"]));
         assert_eq!(p.len(), 1, "{p:?}");
-        assert!(p[0].starts_with("\"remedy\" is not implemented"), "{p:?}");
+        assert!(
+            p[0].starts_with("\"unifiedAuth\" is not implemented"),
+            "{p:?}"
+        );
         // It lists what is not available and what is.
         for name in &missing {
             assert!(p[0].contains(name), "{name} missing in {p:?}");
@@ -214,9 +217,9 @@ mod tests {
             p[0].contains("applicationFailover, binding, bindingStatus, cluster"),
             "{p:?}"
         );
-        let p = validate_selection(&sel(&["remedy", "workloadRebalancer", "-remedy"]));
+        let p = validate_selection(&sel(&["unifiedAuth", "serviceExport", "-unifiedAuth"]));
         assert!(
-            p[0].starts_with("\"remedy\", \"workloadRebalancer\" are not implemented"),
+            p[0].starts_with("\"unifiedAuth\", \"serviceExport\" are not implemented"),
             "{p:?}"
         );
         // Off by default and implemented: asking for it by name is fine.
@@ -227,16 +230,16 @@ mod tests {
     #[test]
     fn star_leaves_out_what_is_not_implemented() {
         let out = left_out(&sel(&["*"]));
-        assert!(out.contains(&"remedy") && out.contains(&"workloadRebalancer"));
+        assert!(out.contains(&"unifiedAuth") && out.contains(&"serviceExport"));
         // Not what `*` keeps off anyway, nor anything implemented.
         assert!(!out.contains(&"hpaScaleTargetMarker"));
         assert!(!out.contains(&"deploymentReplicasSyncer"));
         for name in implemented() {
             assert!(!out.contains(&name), "{name}");
         }
-        let fewer = left_out(&sel(&["-remedy", "*"]));
+        let fewer = left_out(&sel(&["-unifiedAuth", "*"]));
         assert_eq!(fewer.len(), out.len() - 1);
-        assert!(!fewer.contains(&"remedy"));
+        assert!(!fewer.contains(&"unifiedAuth"));
         assert!(left_out(&sel(&["cluster", "binding"])).is_empty());
     }
 
@@ -249,7 +252,7 @@ mod tests {
         let mut sorted_names = names.clone();
         sorted_names.sort_unstable();
         assert_eq!(sorted_names, sorted_implemented);
-        assert!(!names.contains(&"remedy"));
+        assert!(!names.contains(&"unifiedAuth"));
         // Off by default as in Karmada: only the two FederatedHPA helpers.
         let off: Vec<&str> = r
             .iter()
