@@ -285,6 +285,11 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, None, &file, doc).await;
                 (ApiResource::erase::<K>(&()), None)
             }
+            "WorkloadRebalancer" => {
+                type K = karmada_apis::apps::v1alpha1::WorkloadRebalancer;
+                create_sample::<K>(&client, None, &file, doc).await;
+                (ApiResource::erase::<K>(&()), None)
+            }
             "FederatedHPA" => {
                 type K = karmada_apis::autoscaling::v1alpha1::FederatedHPA;
                 create_sample::<K>(&client, ns, &file, doc).await;
@@ -453,6 +458,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     // Short names and the karmada-io category are discoverable, as kubectl uses them.
     let mut names = Vec::new();
     for group_version in [
+        "apps.karmada.io/v1alpha1",
         "autoscaling.karmada.io/v1alpha1",
         "cluster.karmada.io/v1alpha1",
         "policy.karmada.io/v1alpha1",
@@ -484,6 +490,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("overridepolicies", "op", "karmada-io"),
         ("propagationpolicies", "pp", "karmada-io"),
         ("resourcebindings", "rb", "karmada-io"),
+        ("workloadrebalancers", "", ""),
         ("works", "wk", "karmada-io"),
     ]
     .iter()
@@ -1075,6 +1082,28 @@ fn invalid_objects() -> Vec<Invalid> {
             }),
             expect: &["spec.gracefulEvictionTasks[0].reason"],
         },
+        Invalid {
+            what: "a WorkloadRebalancer without workloads",
+            kind: "WorkloadRebalancer",
+            object: json!({
+                "apiVersion": "apps.karmada.io/v1alpha1",
+                "kind": "WorkloadRebalancer",
+                "metadata": {"name": "no-workloads"},
+                "spec": {"workloads": []},
+            }),
+            expect: &["spec.workloads", "at least 1 items"],
+        },
+        Invalid {
+            what: "a WorkloadRebalancer workload without a kind",
+            kind: "WorkloadRebalancer",
+            object: json!({
+                "apiVersion": "apps.karmada.io/v1alpha1",
+                "kind": "WorkloadRebalancer",
+                "metadata": {"name": "no-kind"},
+                "spec": {"workloads": [{"apiVersion": "apps/v1", "name": "nginx"}]},
+            }),
+            expect: &["spec.workloads[0].kind", "Required value"],
+        },
     ]
 }
 
@@ -1093,6 +1122,10 @@ async fn invalid_objects_are_rejected_naming_the_field() {
             "ClusterOverridePolicy" => (ApiResource::erase::<ClusterOverridePolicy>(&()), false),
             "Cluster" => (ApiResource::erase::<Cluster>(&()), false),
             "ResourceBinding" => (ApiResource::erase::<ResourceBinding>(&()), true),
+            "WorkloadRebalancer" => (
+                ApiResource::erase::<karmada_apis::apps::v1alpha1::WorkloadRebalancer>(&()),
+                false,
+            ),
             other => panic!("unexpected kind {other}"),
         };
         let api: Api<DynamicObject> = if namespaced {

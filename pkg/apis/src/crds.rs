@@ -26,6 +26,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
         crate::config::v1alpha1::ResourceInterpreterWebhookConfiguration::crd(),
         crate::autoscaling::v1alpha1::FederatedHPA::crd(),
+        crate::apps::v1alpha1::WorkloadRebalancer::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -218,6 +218,14 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &["REFERENCE-KIND", "REFERENCE-NAME", "AGE"],
         ),
+        (
+            "workloadrebalancers.apps.karmada.io",
+            "WorkloadRebalancer",
+            "Cluster",
+            None,
+            true,
+            &[],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
@@ -230,9 +238,9 @@ fn names_scopes_and_columns_match_karmada() {
             "{name}"
         );
         // Karmada serves Cluster from its aggregated API server, without a category; its
-        // ClusterTaintPolicy CRD has none either.
+        // ClusterTaintPolicy and WorkloadRebalancer CRDs have none either.
         let categories = crd.spec.names.categories.clone().unwrap_or_default();
-        if *kind == "Cluster" || *kind == "ClusterTaintPolicy" {
+        if ["Cluster", "ClusterTaintPolicy", "WorkloadRebalancer"].contains(kind) {
             assert!(categories.is_empty());
         } else {
             assert_eq!(categories, vec!["karmada-io".to_string()], "{name}");
