@@ -11,7 +11,7 @@
 //! | `karmada-controllers-common` | none: the context, member clusters, Events, patches, the Work writer |
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
-//! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace` |
+//! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace`, `workloadRebalancer` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
 //! | `karmada-controllers-failover` | `gracefulEviction`, `applicationFailover`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
@@ -34,6 +34,6 @@ pub use karmada_controllers_failover::{
     application_failover, cluster_taint_policy, graceful_eviction, taint_manager,
 };
 pub use karmada_controllers_propagation::{
-    binding, binding_status, detector, namespace, scheduler,
+    binding, binding_status, detector, namespace, scheduler, workload_rebalancer,
 };
 pub use karmada_controllers_work::{execution, work_status};

@@ -19,6 +19,7 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("namespace", crate::namespace::start_fn()),
         ("workStatus", crate::work_status::start_fn()),
         ("bindingStatus", crate::binding_status::start_fn()),
+        ("workloadRebalancer", crate::workload_rebalancer::start_fn()),
         (
             "federatedResourceQuotaSync",
             crate::federated_resource_quota_sync::start_fn(),
