@@ -262,10 +262,7 @@ impl WorkloadRebalancerController {
             )
             .await
         };
-        let what = format!(
-            "{} {}/{} (binding {binding})",
-            w.kind, w.namespace, w.name
-        );
+        let what = format!("{} {}/{} (binding {binding})", w.kind, w.namespace, w.name);
         match result {
             Ok(triggered) => {
                 if triggered {
