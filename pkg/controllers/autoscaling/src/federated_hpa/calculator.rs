@@ -237,6 +237,7 @@ impl Calculator {
 
     /// Replicas for a target average value (milli-units) per pod, for plain metrics (raw resource
     /// values, pods metrics). Returns the replicas and the current average.
+    #[allow(clippy::too_many_arguments)]
     pub fn plain_replicas(
         &self,
         current_replicas: i32,
