@@ -892,7 +892,7 @@ mod tests {
             "--logging-format=json",
             "--controllers=*,-cluster",
             "--controllers",
-            "namespace,-remedy",
+            "namespace,-unifiedAuth",
             "--feature-gates=Failover=true,AllAlpha=true",
             "--log_dir=/tmp",
             "--metrics-bind-address=0",
@@ -902,9 +902,12 @@ mod tests {
         assert_eq!(o.leader_election.lease_duration, Duration::from_secs(60));
         assert_eq!(o.verbosity, 4);
         assert_eq!(o.logging_format, LogFormat::Json);
-        assert_eq!(o.controllers, vec!["*", "-cluster", "namespace", "-remedy"]);
-        assert!(!o.controllers_left_out.contains(&"remedy"));
-        assert!(o.controllers_left_out.contains(&"workloadRebalancer"));
+        assert_eq!(
+            o.controllers,
+            vec!["*", "-cluster", "namespace", "-unifiedAuth"]
+        );
+        assert!(!o.controllers_left_out.contains(&"unifiedAuth"));
+        assert!(o.controllers_left_out.contains(&"serviceExport"));
         assert!(o.feature_gates.enabled("Failover"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);
