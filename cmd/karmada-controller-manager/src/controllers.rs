@@ -200,13 +200,13 @@ mod tests {
     #[test]
     fn naming_an_unimplemented_controller_is_refused() {
         let missing = not_implemented();
-        assert!(missing.contains(&"unifiedAuth"), "{missing:?}");
+        assert!(missing.contains(&"serviceImport"), "{missing:?}");
         // `-name` and `*` are fine.
-        assert!(validate_selection(&sel(&["*", "-unifiedAuth", "-gracefulEviction"])).is_empty());
-        let p = validate_selection(&sel(&["cluster", "unifiedAuth", "*", "unifiedAuth"]));
+        assert!(validate_selection(&sel(&["*", "-serviceImport", "-gracefulEviction"])).is_empty());
+        let p = validate_selection(&sel(&["cluster", "serviceImport", "*", "serviceImport"]));
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(
-            p[0].starts_with("\"unifiedAuth\" is not implemented"),
+            p[0].starts_with("\"serviceImport\" is not implemented"),
             "{p:?}"
         );
         // It lists what is not available and what is.
@@ -217,9 +217,9 @@ mod tests {
             p[0].contains("applicationFailover, binding, bindingStatus, cluster"),
             "{p:?}"
         );
-        let p = validate_selection(&sel(&["unifiedAuth", "serviceExport", "-unifiedAuth"]));
+        let p = validate_selection(&sel(&["serviceImport", "serviceExport", "-serviceImport"]));
         assert!(
-            p[0].starts_with("\"unifiedAuth\", \"serviceExport\" are not implemented"),
+            p[0].starts_with("\"serviceImport\", \"serviceExport\" are not implemented"),
             "{p:?}"
         );
         // Off by default and implemented: asking for it by name is fine.
@@ -230,16 +230,16 @@ mod tests {
     #[test]
     fn star_leaves_out_what_is_not_implemented() {
         let out = left_out(&sel(&["*"]));
-        assert!(out.contains(&"unifiedAuth") && out.contains(&"serviceExport"));
+        assert!(out.contains(&"serviceImport") && out.contains(&"serviceExport"));
         // Not what `*` keeps off anyway, nor anything implemented.
         assert!(!out.contains(&"hpaScaleTargetMarker"));
         assert!(!out.contains(&"deploymentReplicasSyncer"));
         for name in implemented() {
             assert!(!out.contains(&name), "{name}");
         }
-        let fewer = left_out(&sel(&["-unifiedAuth", "*"]));
+        let fewer = left_out(&sel(&["-serviceImport", "*"]));
         assert_eq!(fewer.len(), out.len() - 1);
-        assert!(!fewer.contains(&"unifiedAuth"));
+        assert!(!fewer.contains(&"serviceImport"));
         assert!(left_out(&sel(&["cluster", "binding"])).is_empty());
     }
 
@@ -252,7 +252,7 @@ mod tests {
         let mut sorted_names = names.clone();
         sorted_names.sort_unstable();
         assert_eq!(sorted_names, sorted_implemented);
-        assert!(!names.contains(&"unifiedAuth"));
+        assert!(!names.contains(&"serviceImport"));
         // Off by default as in Karmada: only the two FederatedHPA helpers.
         let off: Vec<&str> = r
             .iter()

@@ -892,7 +892,7 @@ mod tests {
             "--logging-format=json",
             "--controllers=*,-cluster",
             "--controllers",
-            "namespace,-unifiedAuth",
+            "namespace,-serviceImport",
             "--feature-gates=Failover=true,AllAlpha=true",
             "--log_dir=/tmp",
             "--metrics-bind-address=0",
@@ -904,9 +904,9 @@ mod tests {
         assert_eq!(o.logging_format, LogFormat::Json);
         assert_eq!(
             o.controllers,
-            vec!["*", "-cluster", "namespace", "-unifiedAuth"]
+            vec!["*", "-cluster", "namespace", "-serviceImport"]
         );
-        assert!(!o.controllers_left_out.contains(&"unifiedAuth"));
+        assert!(!o.controllers_left_out.contains(&"serviceImport"));
         assert!(o.controllers_left_out.contains(&"serviceExport"));
         assert!(o.feature_gates.enabled("Failover"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));

@@ -276,6 +276,10 @@ pub mod event_reasons {
     pub const TAINT_CLUSTER_FAILED: &str = "TaintClusterFailed";
     /// A cluster's taints were updated.
     pub const TAINT_CLUSTER_SUCCEED: &str = "TaintClusterSucceed";
+    /// The impersonation ClusterRole/ClusterRoleBinding Works of a cluster were written.
+    pub const SYNC_IMPERSONATION_CONFIG_SUCCEED: &str = "SyncImpersonationConfigSucceed";
+    /// Writing the impersonation Works of a cluster failed.
+    pub const SYNC_IMPERSONATION_CONFIG_FAILED: &str = "SyncImpersonationConfigFailed";
     /// Reflecting a member object's status failed.
     pub const REFLECT_STATUS_FAILED: &str = "ReflectStatusFailed";
     /// A member object's status was reflected.
