@@ -58,9 +58,9 @@ pub enum UnifiedAuthError {
     Sync {
         /// The Cluster.
         cluster: String,
-        /// What failed.
+        /// What failed (boxed: a Work error is large).
         #[source]
-        source: WorkError,
+        source: Box<WorkError>,
     },
     /// An RBAC object could not be turned into a manifest (not expected).
     #[error("cluster {cluster}: encoding {what}: {source}")]
@@ -311,7 +311,7 @@ impl UnifiedAuthController {
         .await
         .map_err(|source| UnifiedAuthError::Sync {
             cluster: name,
-            source,
+            source: Box::new(source),
         })?;
         Ok(!matches!(outcome, WorkOutcome::Unchanged))
     }
