@@ -112,6 +112,21 @@ if [ ! -d "$out/kwok-stages" ] && ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "
   mv "$tmp" "$out/kwok-stages"
 fi
 
+# Cluster API's Cluster CRD, for the Cluster API detector's test (a management cluster serving
+# cluster.x-k8s.io/v1beta1 Clusters), from the sigs.k8s.io/cluster-api module Karmada pins.
+if [ "${1:-}" != karmada ] && [ ! -d "$out/cluster-api-crds" ] &&
+  ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "$KUBEBUILDER_ASSETS/cluster-api-crds" ]; }; then
+  command -v go >/dev/null 2>&1 || die "Go is not installed, and it is needed to fetch Cluster API's CRDs"
+  capi_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') ||
+    die "cannot download the sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION module (go mod download failed)"
+  [ -f "$capi_dir/config/crd/bases/cluster.x-k8s.io_clusters.yaml" ] ||
+    die "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION has no config/crd/bases/cluster.x-k8s.io_clusters.yaml"
+  tmp=$(mktemp -d "$out/.capi.XXXXXX")
+  cp "$capi_dir/config/crd/bases/cluster.x-k8s.io_clusters.yaml" "$tmp/"
+  mv "$tmp" "$out/cluster-api-crds"
+fi
+
 # kwok's metrics emulation, for environments that run metrics-server: the Metric serving the kubelet's
 # /metrics/resource endpoint per node, and the ClusterResourceUsage that reads each pod's usage from its
 # kwok.x-k8s.io/usage-cpu and usage-memory annotations.

@@ -231,6 +231,17 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
                 start: karmada_controllers::dependencies_distributor::start_fn(),
             });
         }
+        // And, like Karmada, the Cluster API cluster detector when a management cluster is given.
+        if !opts.cluster_api_kubeconfig.is_empty() {
+            enabled.push(controllers::ControllerSpec {
+                name: crate::cluster_api::NAME,
+                enabled_by_default: true,
+                start: crate::cluster_api::start_fn(
+                    opts.cluster_api_kubeconfig.clone().into(),
+                    opts.cluster_api_context.clone(),
+                ),
+            });
+        }
         let enabled = enabled.into_iter().map(|s| (s.name, s.start)).collect();
         let failure = shell::run_controllers(
             enabled,

@@ -2,6 +2,7 @@
 //! information, and the wiring onto the framework's process runtime ([`lariat::runtime`]).
 
 pub mod app;
+pub mod cluster_api;
 pub mod controllers;
 
 pub mod no_effect;

@@ -33,9 +33,6 @@ pub const FLAGS: &[&str] = &[
     // Profiling.
     "enable-pprof",
     "profiling-bind-address",
-    // Cluster API discovery.
-    "cluster-api-context",
-    "cluster-api-kubeconfig",
     // Cache resyncs.
     "resync-period",
     // FederatedHPA: accepted by Karmada too, and used by none of its controllers.

@@ -119,10 +119,10 @@ pub struct GenericFlags {
         default_value = "kube-.*"
     )]
     pub skipped_propagating_namespaces: Vec<String>,
-    /// Context to use in the cluster-api management cluster's kubeconfig (no effect yet).
+    /// Context to use in the cluster-api management cluster's kubeconfig.
     #[arg(long = "cluster-api-context", value_name = "name", default_value = "")]
     pub cluster_api_context: String,
-    /// Kubeconfig of a cluster-api management cluster whose clusters are joined automatically (no effect yet).
+    /// Kubeconfig of a cluster-api management cluster whose provisioned clusters are joined automatically.
     #[arg(
         long = "cluster-api-kubeconfig",
         value_name = "path",

@@ -83,6 +83,25 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         None,
     )
     .await?;
+    if join_targets(&host, &member, &args, labels).await? {
+        println!("cluster({name}) is joined successfully");
+    } else {
+        println!("cluster({name}) can be joined (dry run: nothing was changed)");
+    }
+    Ok(())
+}
+
+/// Joins `member` to the control plane `host` as `args` says (their kubeconfig fields are not
+/// read): the member's ServiceAccounts, RBAC and tokens, then the control plane's Secrets and
+/// Cluster. `Ok(false)` after a dry run's checks.
+pub(crate) async fn join_targets(
+    host: &Target,
+    member: &Target,
+    args: &JoinArgs,
+    labels: BTreeMap<String, String>,
+) -> anyhow::Result<bool> {
+    let name = args.cluster_name.clone();
+    let ns = args.cluster_namespace.clone();
 
     // The member's identity: the uid of its kube-system namespace (also proves it is reachable).
     let member_ns: Api<Namespace> = Api::all(member.client.clone());
@@ -111,8 +130,7 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
         }
     }
     if args.dry_run {
-        println!("cluster({name}) can be joined (dry run: nothing was changed)");
-        return Ok(());
+        return Ok(false);
     }
 
     // Member side: namespace (marked as ours only if created now), ServiceAccounts, RBAC, tokens.
@@ -295,8 +313,7 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
             .await
             .map_err(|e| explain(e, &format!("setting the owner of secret {ns}/{s}"), &host))?;
     }
-    println!("cluster({name}) is joined successfully");
-    Ok(())
+    Ok(true)
 }
 
 async fn create_or_replace_secret(

@@ -42,6 +42,34 @@ where
     execute(Cli::try_parse_from(args)?).await
 }
 
+/// `karmadactl join <name>` with its defaults, for a member given as kubeconfig YAML (its current
+/// context) and a control plane given as a client: what Karmada's Cluster API detector runs for a
+/// provisioned Cluster API cluster. Fails like `join` does, e.g. when the name is already taken.
+pub async fn join_from_kubeconfig(
+    host: kube::Client,
+    name: &str,
+    member_kubeconfig: &str,
+) -> anyhow::Result<()> {
+    let Command::Join(args) = Cli::try_parse_from(["karmadactl", "join", name])?.command else {
+        anyhow::bail!("internal error: `karmadactl join {name}` did not parse as a join");
+    };
+    util::validate_cluster_name(name)?;
+    let origin = format!("member cluster {name} (Cluster API kubeconfig Secret)");
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(member_kubeconfig)
+        .map_err(|e| anyhow::anyhow!("{origin}: invalid kubeconfig: {e}"))?;
+    let member = util::target_from(kubeconfig, origin, None, None).await?;
+    let host = util::Target {
+        client: host,
+        ca_pem: None,
+        server: String::new(),
+        insecure: false,
+        proxy_url: None,
+        origin: "control plane".to_owned(),
+    };
+    join::join_targets(&host, &member, &args, Default::default()).await?;
+    Ok(())
+}
+
 /// `karmadactl token create`: creates a bootstrap token and returns what the command prints.
 pub async fn create_token(args: TokenCreateArgs) -> anyhow::Result<String> {
     token::create(args).await

@@ -49,6 +49,17 @@ pub async fn load(
         path.map_or_else(|| "default".into(), |p| p.display().to_string()),
         context.unwrap_or("current")
     );
+    target_from(kc, origin, context, impersonate).await
+}
+
+/// The [`Target`] of `context` (else the current one) in the kubeconfig `kc`; `origin` names it in
+/// errors.
+pub async fn target_from(
+    kc: Kubeconfig,
+    origin: String,
+    context: Option<&str>,
+    impersonate: Option<(&str, &[String])>,
+) -> anyhow::Result<Target> {
     let ctx_name = context
         .map(str::to_string)
         .or_else(|| kc.current_context.clone())

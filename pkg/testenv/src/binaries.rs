@@ -63,20 +63,29 @@ pub fn locate(name: &str) -> Result<PathBuf, Error> {
 
 /// The kwok Stage configs (copied from the pinned kwok module by the hack script), sorted by name.
 pub fn kwok_stages() -> Result<Vec<PathBuf>, Error> {
-    kwok_configs("kwok-stages", "kwok-stages (kwok's Stage configs)")
+    config_files("kwok-stages", "kwok-stages (kwok's Stage configs)")
 }
 
 /// kwok's metrics emulation configs (its kubelet resource-metrics `Metric` and the `ClusterResourceUsage`
 /// reading each pod's usage from annotations; copied by the hack script), sorted by name.
 pub fn kwok_metrics() -> Result<Vec<PathBuf>, Error> {
-    kwok_configs(
+    config_files(
         "kwok-metrics",
         "kwok-metrics (kwok's Metric and ResourceUsage configs)",
     )
 }
 
+/// Cluster API's CRDs (its `Cluster`; copied from the pinned sigs.k8s.io/cluster-api module by the hack
+/// script), sorted by name.
+pub fn cluster_api_crds() -> Result<Vec<PathBuf>, Error> {
+    config_files(
+        "cluster-api-crds",
+        "cluster-api-crds (Cluster API's Cluster CRD)",
+    )
+}
+
 /// The `.yaml` files of the folder `folder` in `$KUBEBUILDER_ASSETS` or else the cache, sorted by name.
-fn kwok_configs(folder: &str, what: &str) -> Result<Vec<PathBuf>, Error> {
+fn config_files(folder: &str, what: &str) -> Result<Vec<PathBuf>, Error> {
     let mut dirs = Vec::new();
     if let Some(assets) = std::env::var_os("KUBEBUILDER_ASSETS") {
         dirs.push(PathBuf::from(assets).join(folder));
