@@ -108,7 +108,7 @@ pub(crate) async fn join_targets(
     let id = member_ns
         .get("kube-system")
         .await
-        .map_err(|e| explain(e, "reading namespace kube-system", &member))?
+        .map_err(|e| explain(e, "reading namespace kube-system", member))?
         .metadata
         .uid
         .unwrap_or_default();
@@ -118,7 +118,7 @@ pub(crate) async fn join_targets(
     let existing = clusters
         .list(&ListParams::default())
         .await
-        .map_err(|e| explain(e, "listing clusters", &host))?;
+        .map_err(|e| explain(e, "listing clusters", host))?;
     for c in &existing.items {
         let same_name = c.metadata.name.as_deref() == Some(name.as_str());
         let same_id = !id.is_empty() && c.spec.id == id;
@@ -144,7 +144,7 @@ pub(crate) async fn join_targets(
             ..Namespace::default()
         },
         &format!("namespace {ns}"),
-        &member,
+        member,
     )
     .await?;
     let sas: Api<ServiceAccount> = Api::namespaced(member.client.clone(), &ns);
@@ -155,7 +155,7 @@ pub(crate) async fn join_targets(
             ..ServiceAccount::default()
         },
         &format!("service account {ns}/{IMPERSONATOR_SA}"),
-        &member,
+        member,
     )
     .await?;
     let sa_name = service_account_name(&name);
@@ -166,7 +166,7 @@ pub(crate) async fn join_targets(
             ..ServiceAccount::default()
         },
         &format!("service account {ns}/{sa_name}"),
-        &member,
+        member,
     )
     .await?;
     let role = role_name(&sa_name);
@@ -192,7 +192,7 @@ pub(crate) async fn join_targets(
         &roles,
         &cluster_role,
         &format!("cluster role {role}"),
-        &member,
+        member,
     )
     .await?;
     let bindings: Api<ClusterRoleBinding> = Api::all(member.client.clone());
@@ -214,11 +214,11 @@ pub(crate) async fn join_targets(
         &bindings,
         &binding,
         &format!("cluster role binding {role}"),
-        &member,
+        member,
     )
     .await?;
 
-    let (token, ca) = service_account_token(&member, &ns, &sa_name, &args).await?;
+    let (token, ca) = service_account_token(member, &ns, &sa_name, args).await?;
     let ca = ca.or_else(|| member.ca_pem.clone()).unwrap_or_default();
     if ca.is_empty() && !member.insecure {
         bail!(
@@ -226,7 +226,7 @@ pub(crate) async fn join_targets(
             member.origin
         );
     }
-    let (imp_token, _) = service_account_token(&member, &ns, IMPERSONATOR_SA, &args).await?;
+    let (imp_token, _) = service_account_token(member, &ns, IMPERSONATOR_SA, args).await?;
 
     // Control-plane side: namespace, Secrets, Cluster.
     let host_ns: Api<Namespace> = Api::all(host.client.clone());
@@ -237,7 +237,7 @@ pub(crate) async fn join_targets(
             ..Namespace::default()
         },
         &format!("namespace {ns}"),
-        &host,
+        host,
     )
     .await?;
     let secrets: Api<Secret> = Api::namespaced(host.client.clone(), &ns);
@@ -252,14 +252,14 @@ pub(crate) async fn join_targets(
         ),
         ..Secret::default()
     };
-    create_or_replace_secret(&secrets, secret, &host).await?;
+    create_or_replace_secret(&secrets, secret, host).await?;
     let imp_name = impersonation_secret_name(&name);
     let imp_secret = Secret {
         metadata: meta(Some(&ns), &imp_name),
         data: Some([(SECRET_TOKEN_KEY.to_string(), ByteString(imp_token))].into()),
         ..Secret::default()
     };
-    create_or_replace_secret(&secrets, imp_secret, &host).await?;
+    create_or_replace_secret(&secrets, imp_secret, host).await?;
 
     let mut cluster = Cluster::new(
         &name,
@@ -293,7 +293,7 @@ pub(crate) async fn join_targets(
             return Err(explain(
                 e,
                 &format!("creating cluster({name}) object"),
-                &host,
+                host,
             ));
         }
     };
@@ -311,7 +311,7 @@ pub(crate) async fn join_targets(
         secrets
             .patch(s, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| explain(e, &format!("setting the owner of secret {ns}/{s}"), &host))?;
+            .map_err(|e| explain(e, &format!("setting the owner of secret {ns}/{s}"), host))?;
     }
     Ok(true)
 }
