@@ -26,6 +26,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::config::v1alpha1::ResourceInterpreterCustomization::crd(),
         crate::config::v1alpha1::ResourceInterpreterWebhookConfiguration::crd(),
         crate::autoscaling::v1alpha1::FederatedHPA::crd(),
+        crate::remedy::v1alpha1::Remedy::crd(),
     ]
     .into_iter()
     .map(tidy)
