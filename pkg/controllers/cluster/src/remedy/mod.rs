@@ -18,6 +18,7 @@ pub mod actions;
 pub mod affected;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use apimachinery::is_not_found;
 use karmada_apis::Cluster;
@@ -62,6 +63,9 @@ struct Inner {
     clusters: SharedController<Cluster>,
     remedies: SharedController<Remedy>,
     affinities: AffinityMemory,
+    /// Set just before the Cluster handler is registered: until then, Remedy changes queue no
+    /// Cluster (registering the handler replays every Cluster anyway).
+    clusters_handled: AtomicBool,
 }
 
 /// The controller. Cheap to clone.
@@ -102,6 +106,7 @@ impl RemedyController {
                 clusters,
                 remedies,
                 affinities: AffinityMemory::default(),
+                clusters_handled: AtomicBool::new(false),
             }),
         })
     }
@@ -131,6 +136,7 @@ impl RemedyController {
         if !matches!(synced, SyncWait::Synced) {
             return Ok(());
         }
+        inner.clusters_handled.store(true, Ordering::SeqCst);
         register(
             &inner.clusters,
             CONTROLLER_NAME,
@@ -148,6 +154,9 @@ impl RemedyController {
     fn remedy_changed(&self, key: &ObjectKey, remedy: Option<&Remedy>) {
         let affinity = remedy.map(|r| r.spec.cluster_affinity.as_ref());
         let affected = self.inner.affinities.changed(key.name(), affinity);
+        if !self.inner.clusters_handled.load(Ordering::SeqCst) {
+            return;
+        }
         tracing::debug!(
             remedy = key.name(),
             ?affected,
