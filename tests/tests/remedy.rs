@@ -9,14 +9,19 @@
 //! does not know, and neither writer can overwrite the other's change unseen.
 //!
 //! Checked: a Remedy triggered by `ServiceDomainNameResolutionReady=False` lists `TrafficControl`
-//! in the `status.remedyActions` of the member with that condition only, and the list empties when
-//! the condition turns `True`; a Remedy without `decisionMatches` applies to the cluster its
-//! `clusterAffinity` names, follows it when the affinity changes and leaves when the Remedy is
-//! deleted; an invalid Remedy is refused by the API server naming the field, and changes nothing.
+//! in the `status.remedyActions` of the member with that condition only, keeps it through
+//! clusterStatus's rewrites of the conditions and, without a moment's gap, through a
+//! controller-manager restart, and the list empties when the condition turns `True`; a Remedy
+//! without `decisionMatches` applies to the cluster its `clusterAffinity` names, follows it when
+//! the affinity changes and leaves when the Remedy is deleted; an invalid Remedy is refused by the
+//! API server naming the field, and changes nothing.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Cluster;
@@ -27,7 +32,9 @@ use karmada_controllers::common::conditions::{
     new_condition, set_condition as set_status_condition,
 };
 use karmada_e2e::controller_manager::Kcm;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
@@ -175,19 +182,72 @@ async fn remedy_names(remedies: &Api<Remedy>) -> Vec<String> {
     names
 }
 
+const KCM_ARGS: &[&str] = &[
+    "--leader-elect=false",
+    "--controllers=cluster,clusterStatus,remedy",
+    "--cluster-status-update-frequency=1s",
+];
+
+fn start_kcm(env: &TestEnv) -> Kcm {
+    Kcm::start(env.host().kubeconfig_path(), KCM_ARGS, &[])
+}
+
+/// Whether the controller-manager is ready and its Cluster queue is empty with no Cluster being
+/// handled (every Cluster replayed at start-up has been handled).
+fn clusters_quiet(kcm: &Kcm) -> bool {
+    let ready = kcm.probe("/readyz").is_some_and(|(code, _)| code == 200);
+    let Some(metrics) = kcm.metrics() else {
+        return false;
+    };
+    let cluster_lines: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            (l.starts_with("workqueue_depth{")
+                || l.starts_with("controller_runtime_active_workers{"))
+                && l.contains("\"Cluster.cluster.karmada.io\"")
+        })
+        .collect();
+    ready
+        && !cluster_lines.is_empty()
+        && cluster_lines
+            .iter()
+            .all(|l| l.rsplit(' ').next().is_some_and(|v| v.trim() == "0"))
+}
+
+/// Records `status.remedyActions` of every version of the Cluster `name` after `resource_version`.
+fn record_actions(
+    clusters: &Api<Cluster>,
+    name: &str,
+    resource_version: &str,
+) -> Arc<Mutex<Vec<Vec<String>>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (clusters, seen_by_task) = (clusters.clone(), seen.clone());
+    let params = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let resource_version = resource_version.to_owned();
+    tokio::spawn(async move {
+        let mut stream = clusters
+            .watch(&params, &resource_version)
+            .await
+            .unwrap()
+            .boxed();
+        while let Some(event) = stream.next().await {
+            match event.unwrap() {
+                WatchEvent::Added(c) | WatchEvent::Modified(c) => {
+                    seen_by_task.lock().unwrap().push(actions_of(&c));
+                }
+                WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+                _ => {}
+            }
+        }
+    });
+    seen
+}
+
 #[tokio::test]
 async fn remedies_set_cluster_remedy_actions() {
     let env = env();
     let host: Client = env.host().client().await;
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
-        &[
-            "--leader-elect=false",
-            "--controllers=cluster,clusterStatus,remedy",
-            "--cluster-status-update-frequency=1s",
-        ],
-        &[],
-    );
+    let kcm = start_kcm(env);
     for m in env.members() {
         // API-server-only members have no token controller: do not wait long for it.
         karmada_e2e::karmadactl::join(env.host(), m, &["--token-wait=2s"])
@@ -288,6 +348,36 @@ async fn remedies_set_cluster_remedy_actions() {
         },
     )
     .await;
+    // A restart does not take the actions away even for a moment: the Cluster handler starts only
+    // once the Remedies are all known.
+    drop(kcm);
+    let rv = clusters
+        .get(&member1)
+        .await
+        .unwrap()
+        .resource_version()
+        .unwrap();
+    let seen = record_actions(&clusters, &member1, &rv);
+    let mut kcm = start_kcm(env);
+    kcm.wait_for(
+        "a quiet Cluster queue after the restart",
+        WAIT,
+        clusters_quiet,
+    )
+    .await;
+    assert_eq!(actions_now(&clusters, &member1).await, [TRAFFIC_CONTROL]);
+    let flaps: Vec<Vec<String>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|a| *a != &[TRAFFIC_CONTROL])
+        .cloned()
+        .collect();
+    assert!(
+        flaps.is_empty(),
+        "member1's actions changed during the restart: {flaps:?}"
+    );
+
     set_condition(
         &clusters,
         &member1,
