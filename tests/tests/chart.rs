@@ -622,6 +622,9 @@ fn assert_effective_rights(kubeconfig: &str, ns: &str, service_account: &str) {
         // Works' written in full.
         ("patch", "deployments.apps/status", other),
         ("patch", "clusters.cluster.karmada.io/status", None),
+        // remedy: watches Remedies (and patches Clusters' status, above).
+        ("list", "remedies.remedy.karmada.io", None),
+        ("watch", "remedies.remedy.karmada.io", None),
         ("update", "resourcebindings.work.karmada.io/status", other),
         (
             "update",

@@ -300,6 +300,11 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, ns, &file, doc).await;
                 (ApiResource::erase::<K>(&()), ns)
             }
+            "Remedy" => {
+                type K = karmada_apis::remedy::v1alpha1::Remedy;
+                create_sample::<K>(&client, None, &file, doc).await;
+                (ApiResource::erase::<K>(&()), None)
+            }
             "Deployment" => {
                 create_sample::<k8s_openapi::api::apps::v1::Deployment>(&client, ns, &file, doc)
                     .await;
@@ -454,6 +459,12 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     // Kinds without printer columns get the server's default Name/Created At table.
     assert_eq!(columns("OverridePolicy")[0], "Name");
     assert_eq!(columns("ClusterOverridePolicy")[0], "Name");
+    // Remedy declares no printer columns, as in Karmada: the API server's default for a CRD.
+    assert_eq!(columns("Remedy"), ["Name", "Age"]);
+    assert_eq!(
+        cell("Remedy", "dns-traffic-control", "Name").0,
+        "dns-traffic-control"
+    );
 
     // Short names and the karmada-io category are discoverable, as kubectl uses them.
     let mut names = Vec::new();
@@ -462,6 +473,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         "autoscaling.karmada.io/v1alpha1",
         "cluster.karmada.io/v1alpha1",
         "policy.karmada.io/v1alpha1",
+        "remedy.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha2",
     ] {
@@ -489,6 +501,7 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("federatedresourcequotas", "", "karmada-io"),
         ("overridepolicies", "op", "karmada-io"),
         ("propagationpolicies", "pp", "karmada-io"),
+        ("remedies", "", "karmada-io"),
         ("resourcebindings", "rb", "karmada-io"),
         ("workloadrebalancers", "", ""),
         ("works", "wk", "karmada-io"),
@@ -1104,6 +1117,22 @@ fn invalid_objects() -> Vec<Invalid> {
             }),
             expect: &["spec.workloads[0].kind", "Required value"],
         },
+        Invalid {
+            what: "a Remedy decision match with an unknown operator",
+            kind: "Remedy",
+            object: json!({
+                "apiVersion": "remedy.karmada.io/v1alpha1",
+                "kind": "Remedy",
+                "metadata": {"name": "bad-operator"},
+                "spec": {"decisionMatches": [{"clusterConditionMatch": {
+                    "conditionType": "Ready", "operator": "In", "conditionStatus": "False"}}],
+                    "actions": ["TrafficControl"]},
+            }),
+            expect: &[
+                "spec.decisionMatches[0].clusterConditionMatch.operator",
+                "Unsupported value: \"In\"",
+            ],
+        },
     ]
 }
 
@@ -1124,6 +1153,10 @@ async fn invalid_objects_are_rejected_naming_the_field() {
             "ResourceBinding" => (ApiResource::erase::<ResourceBinding>(&()), true),
             "WorkloadRebalancer" => (
                 ApiResource::erase::<karmada_apis::apps::v1alpha1::WorkloadRebalancer>(&()),
+                false,
+            ),
+            "Remedy" => (
+                ApiResource::erase::<karmada_apis::remedy::v1alpha1::Remedy>(&()),
                 false,
             ),
             other => panic!("unexpected kind {other}"),

@@ -27,6 +27,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::config::v1alpha1::ResourceInterpreterWebhookConfiguration::crd(),
         crate::autoscaling::v1alpha1::FederatedHPA::crd(),
         crate::apps::v1alpha1::WorkloadRebalancer::crd(),
+        crate::remedy::v1alpha1::Remedy::crd(),
     ]
     .into_iter()
     .map(tidy)

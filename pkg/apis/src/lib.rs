@@ -1,4 +1,4 @@
-//! Karmada's API types (`apps.karmada.io`, `autoscaling.karmada.io`, `cluster.karmada.io`, `config.karmada.io`, `policy.karmada.io`, `work.karmada.io`) with Karmada's exact
+//! Karmada's API types (`apps.karmada.io`, `autoscaling.karmada.io`, `cluster.karmada.io`, `config.karmada.io`, `policy.karmada.io`, `remedy.karmada.io`, `work.karmada.io`) with Karmada's exact
 //! wire shapes, the well-known label/annotation/finalizer names, and Karmada's object-name helpers.
 //!
 //! The types serialize exactly as Karmada's Go types do (field names, omitted empty fields, enum
@@ -22,6 +22,7 @@ pub mod config;
 pub mod crds;
 pub mod names;
 pub mod policy;
+pub mod remedy;
 pub mod well_known;
 pub mod work;
 

@@ -226,6 +226,14 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &[],
         ),
+        (
+            "remedies.remedy.karmada.io",
+            "Remedy",
+            "Cluster",
+            None,
+            false,
+            &[],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
@@ -363,4 +371,38 @@ fn raw_objects_preserve_unknown_fields() {
     let rb = crd("resourcebindings.work.karmada.io");
     let aggregated = at(schema(&rb), "status.aggregatedStatus.[].status");
     assert_eq!(aggregated.x_kubernetes_preserve_unknown_fields, Some(true));
+}
+
+/// Remedy's schema has Karmada's shape: `spec` required, the operator enum, the requirement's three
+/// fields required, and free-string actions and condition types.
+#[test]
+fn remedy_schema_matches_karmada() {
+    let remedy = crd("remedies.remedy.karmada.io");
+    let root = schema(&remedy);
+    assert_eq!(root.required.clone().unwrap_or_default(), vec!["spec"]);
+    assert!(root.x_kubernetes_validations.is_none());
+    let spec = at(root, "spec");
+    assert!(spec.required.is_none());
+    let requirement = at(spec, "decisionMatches.[].clusterConditionMatch");
+    let mut required = requirement.required.clone().unwrap_or_default();
+    required.sort();
+    assert_eq!(required, ["conditionStatus", "conditionType", "operator"]);
+    assert_eq!(
+        enum_values(at(requirement, "operator")),
+        ["Equal", "NotEqual"]
+    );
+    assert!(at(requirement, "conditionType").enum_.is_none());
+    let action = at(spec, "actions.[]");
+    assert_eq!(action.type_.as_deref(), Some("string"));
+    assert!(action.enum_.is_none());
+    assert_eq!(
+        at(spec, "clusterAffinity.clusterNames.[]").type_.as_deref(),
+        Some("string")
+    );
+    let text = serde_json::to_string(&remedy).expect("serializes");
+    assert!(!text.contains("nullable"));
+    assert!(
+        remedy.spec.versions[0].subresources.is_none(),
+        "Remedy has no status"
+    );
 }

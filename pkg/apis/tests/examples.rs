@@ -137,6 +137,9 @@ fn every_example_round_trips() {
             ("work.karmada.io/v1alpha2", "ClusterResourceBinding") => {
                 round_trip::<ClusterResourceBinding>(&file, &doc);
             }
+            ("remedy.karmada.io/v1alpha1", "Remedy") => {
+                round_trip::<karmada_apis::remedy::v1alpha1::Remedy>(&file, &doc);
+            }
             _ => continue,
         }
         seen.insert(kind.to_owned());
@@ -148,6 +151,7 @@ fn every_example_round_trips() {
         "ClusterResourceBinding",
         "OverridePolicy",
         "PropagationPolicy",
+        "Remedy",
         "ResourceBinding",
         "Work",
     ]

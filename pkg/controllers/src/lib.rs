@@ -9,7 +9,7 @@
 //! | crate | controllers |
 //! |---|---|
 //! | `karmada-controllers-common` | none: the context, member clusters, Events, patches, the Work writer |
-//! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving`, `unifiedAuth` |
+//! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving`, `unifiedAuth`, `remedy` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace`, `workloadRebalancer` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
@@ -23,7 +23,9 @@ pub use karmada_controllers_autoscaling::{
     federated_resource_quota_enforcement, federated_resource_quota_status,
     federated_resource_quota_sync, hpa_scale_target_marker,
 };
-pub use karmada_controllers_cluster::{agent_csr_approving, cluster, cluster_status, unified_auth};
+pub use karmada_controllers_cluster::{
+    agent_csr_approving, cluster, cluster_status, remedy, unified_auth,
+};
 pub use karmada_controllers_common as common;
 pub use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, MemberClusters, Settings, StartFn, SyncReporter,

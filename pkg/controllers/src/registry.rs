@@ -14,6 +14,7 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("clusterStatus", crate::cluster_status::start_fn()),
         ("agentcsrapproving", crate::agent_csr_approving::start_fn()),
         ("unifiedAuth", crate::unified_auth::start_fn()),
+        ("remedy", crate::remedy::start_fn()),
         ("scheduler", crate::scheduler::start_fn()),
         ("binding", crate::binding::start_fn()),
         ("execution", crate::execution::start_fn()),

@@ -1,0 +1,3 @@
+//! The `remedy.karmada.io` API group.
+
+pub mod v1alpha1;
