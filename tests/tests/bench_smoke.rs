@@ -14,13 +14,15 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     eprintln!("{}", report.markdown());
     let templates = config.deployments + config.configmaps;
 
-    // Main run (QPS 1000, 2 members), Karmada's default QPS, scale-out to 1 member.
+    // Main run (QPS 1000, 2 members), Karmada's default QPS, the Lua customization, scale-out to 1
+    // member.
     let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
         [
             "QPS 1000, 2 members",
             "Karmada default QPS, 2 members",
+            "QPS 1000, 2 members, Lua customization",
             "QPS 1000, 1 member"
         ]
     );
@@ -71,6 +73,22 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         );
     }
 
+    // The customization's scripts ran: its health rule (unlike the native one) calls the Deployments
+    // the API-server-only members never roll out healthy.
+    for run in &report.runs {
+        let expected = if run.customization {
+            config.deployments
+        } else {
+            0
+        };
+        assert_eq!(
+            run.healthy_deployment_bindings, expected,
+            "{}: Deployment bindings reported Healthy",
+            run.label
+        );
+    }
+    assert!(report.runs[2].customization);
+
     let main = &report.runs[0];
     let restart = main.restart.as_ref().expect("the main run restarts");
     assert_eq!(restart.templates, templates);
@@ -117,5 +135,5 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
     }
     let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["runs"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(4));
 }

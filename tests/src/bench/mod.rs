@@ -18,10 +18,24 @@ pub mod workload;
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use serde::Serialize;
 
 use report::{Machine, Report, Run};
 use session::{Impl, Qps, Session};
+
+/// One controller-manager configuration the benchmark runs on a fresh environment.
+#[derive(Clone, Copy)]
+struct Plan {
+    qps: Qps,
+    members: usize,
+    /// (Deployments, ConfigMaps) in the burst.
+    templates: (usize, usize),
+    restart: bool,
+    steady: bool,
+    /// With [`workload::deployment_customization`] installed.
+    customized: bool,
+}
 
 /// Sizes and switches.
 #[derive(Clone, Debug, Serialize)]
@@ -47,6 +61,9 @@ pub struct BenchConfig {
     /// Templates in that run's burst (at 40 QPS every host write waits for the rate limiter, so
     /// the full size would take most of an hour; the time per template is what it shows).
     pub default_qps_templates: usize,
+    /// Also run a burst with a Lua ResourceInterpreterCustomization for Deployments installed
+    /// ([`workload::deployment_customization`]), beside the native main run.
+    pub customization: bool,
     /// Also measure the minimal-writes floor.
     pub floor: bool,
     /// Worker count per stage of the floor: the controller-manager's default `--concurrent-*-syncs`.
@@ -73,6 +90,7 @@ impl BenchConfig {
             scale_out: vec![1, 2, 4],
             karmada_default_qps: true,
             default_qps_templates: 400,
+            customization: true,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 1800.0,
@@ -93,6 +111,7 @@ impl BenchConfig {
             scale_out: vec![1],
             karmada_default_qps: true,
             default_qps_templates: 20,
+            customization: true,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 180.0,
@@ -111,38 +130,69 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
     let started = Instant::now();
     let timeout = config.timeout();
     let mut runs = Vec::new();
-    // (client QPS, members, (deployments, configmaps), restart?, steady?): the main run does
-    // everything, the default-QPS and scale-out runs only the burst (at Karmada's 40 QPS a steady
-    // 20 templates/s is beyond what the client limit allows: the burst's throughput says so).
+    // The main run does everything, the default-QPS, customization and scale-out runs only the burst
+    // (at Karmada's 40 QPS a steady 20 templates/s is beyond what the client limit allows: the
+    // burst's throughput says so).
     let full = (config.deployments, config.configmaps);
-    let mut plans = vec![(Qps::Raised, config.members, full, true, true)];
+    let plan = |qps, members, templates| Plan {
+        qps,
+        members,
+        templates,
+        restart: false,
+        steady: false,
+        customized: false,
+    };
+    let mut plans = vec![Plan {
+        restart: true,
+        steady: true,
+        ..plan(Qps::Raised, config.members, full)
+    }];
     if config.karmada_default_qps {
         let n = config.default_qps_templates;
-        plans.push((
+        plans.push(plan(
             Qps::KarmadaDefaults,
             config.members,
             (n.div_ceil(2), n / 2),
-            false,
-            false,
         ));
     }
+    if config.customization {
+        plans.push(Plan {
+            customized: true,
+            ..plan(Qps::Raised, config.members, full)
+        });
+    }
     for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
-        plans.push((Qps::Raised, k, full, false, false));
+        plans.push(plan(Qps::Raised, k, full));
     }
     let runs_of = plans
         .into_iter()
         .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)));
-    for (imp, (qps, members, (deployments, configmaps), with_restart, with_steady)) in runs_of {
+    for (imp, p) in runs_of {
+        let (qps, members, (deployments, configmaps)) = (p.qps, p.members, p.templates);
         let mut label = format!(
             "{}, {members} member{}",
             qps.label(),
             if members == 1 { "" } else { "s" }
         );
+        if p.customized {
+            label.push_str(", Lua customization");
+        }
         if config.impls != [Impl::Rust] {
             label = format!("{}, {label}", imp.label());
         }
         progress(&format!("{label}: starting a fresh environment"));
         let mut s = Session::start_impl(imp, members, config.namespaces, Some(qps), &[]).await?;
+        if p.customized {
+            let ric: kube::api::DynamicObject =
+                serde_json::from_value(workload::deployment_customization())?;
+            let ar = kube::api::ApiResource::erase::<
+                karmada_apis::config::v1alpha1::ResourceInterpreterCustomization,
+            >(&());
+            kube::Api::<kube::api::DynamicObject>::all_with(s.host.clone(), &ar)
+                .create(&Default::default(), &ric)
+                .await
+                .context("create the benchmark's ResourceInterpreterCustomization")?;
+        }
         progress(&format!(
             "{label}: burst of {} templates",
             deployments + configmaps
@@ -156,13 +206,15 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             timeout,
         )
         .await?;
-        let restart = if with_restart {
+        let healthy_deployment_bindings =
+            workload::healthy_deployment_bindings(&s.host, &s.namespaces).await?;
+        let restart = if p.restart {
             progress(&format!("{label}: restart"));
             Some(scenarios::restart(&mut s, timeout).await?)
         } else {
             None
         };
-        let steady = if with_steady {
+        let steady = if p.steady {
             progress(&format!(
                 "{label}: steady {} templates/s for {} s",
                 config.steady_rate, config.steady_seconds
@@ -185,6 +237,8 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             implementation: imp,
             qps,
             members,
+            customization: p.customized,
+            healthy_deployment_bindings,
             burst: Some(burst),
             restart,
             steady,

@@ -154,6 +154,12 @@ pub struct Run {
     pub qps: super::session::Qps,
     /// Member clusters.
     pub members: usize,
+    /// Whether Deployments went through a Lua ResourceInterpreterCustomization.
+    pub customization: bool,
+    /// Deployment bindings whose member objects were all reported `Healthy` after the burst: none
+    /// natively (the API-server-only members never roll a Deployment out), all of them when the
+    /// customization's health script ran.
+    pub healthy_deployment_bindings: usize,
     /// The burst.
     pub burst: Option<BurstResult>,
     /// The restart after the burst.
@@ -336,6 +342,16 @@ impl Report {
                 );
             }
             writes_by_resource_table(&mut o, &bursts);
+            let _ = writeln!(
+                o,
+                "\nDeployment bindings whose members all report Healthy after the burst (the Lua \
+                 customization's health rule counts a Deployment no controller rolled out as healthy, \
+                 the native one does not):\n"
+            );
+            let _ = writeln!(o, "| run | Healthy Deployment bindings |\n|---|---|");
+            for (r, _) in &bursts {
+                let _ = writeln!(o, "| {} | {} |", r.label, r.healthy_deployment_bindings);
+            }
             let _ = writeln!(o);
         }
         let restarts: Vec<_> = self
