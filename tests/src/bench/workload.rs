@@ -219,6 +219,91 @@ pub fn policy(ns: &str, clusters: &[String]) -> anyhow::Result<PropagationPolicy
     }))?)
 }
 
+/// The ResourceInterpreterCustomization the customized run installs: every Deployment operation the
+/// benchmark exercises (replicas, revision, health, status aggregation) in Lua, written as Karmada's
+/// users write them. Its health rule differs from the native one on purpose: a Deployment no
+/// controller has reconciled (the benchmark's API-server-only members) is healthy here, unhealthy
+/// natively, so the report can show the scripts ran ([`healthy_deployment_bindings`]).
+pub fn deployment_customization() -> Value {
+    json!({
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "bench-deployment"},
+        "spec": {
+            "target": {"apiVersion": "apps/v1", "kind": "Deployment"},
+            "customizations": {
+                "replicaResource": {"luaScript": r#"
+local kube = require("kube")
+function GetReplicas(obj)
+  local replica = obj.spec.replicas
+  local requirement = kube.accuratePodRequirements(obj.spec.template)
+  return replica, requirement
+end"#},
+                "replicaRevision": {"luaScript": r"
+function ReviseReplica(obj, desiredReplica)
+  obj.spec.replicas = desiredReplica
+  return obj
+end"},
+                "healthInterpretation": {"luaScript": r"
+function InterpretHealth(observedObj)
+  if observedObj.status == nil or observedObj.status.observedGeneration == nil then
+    return true
+  end
+  return observedObj.status.updatedReplicas == observedObj.spec.replicas
+    and observedObj.status.availableReplicas == observedObj.spec.replicas
+end"},
+                "statusAggregation": {"luaScript": r"
+function AggregateStatus(desiredObj, statusItems)
+  if statusItems == nil then
+    return desiredObj
+  end
+  if desiredObj.status == nil then
+    desiredObj.status = {}
+  end
+  local replicas, ready, updated, available = 0, 0, 0, 0
+  for i = 1, #statusItems do
+    local s = statusItems[i].status
+    if s ~= nil then
+      replicas = replicas + (s.replicas or 0)
+      ready = ready + (s.readyReplicas or 0)
+      updated = updated + (s.updatedReplicas or 0)
+      available = available + (s.availableReplicas or 0)
+    end
+  end
+  desiredObj.status.replicas = replicas
+  desiredObj.status.readyReplicas = ready
+  desiredObj.status.updatedReplicas = updated
+  desiredObj.status.availableReplicas = available
+  return desiredObj
+end"},
+            },
+        },
+    })
+}
+
+/// How many Deployment bindings in `namespaces` report every member's object `Healthy`.
+pub async fn healthy_deployment_bindings(
+    host: &Client,
+    namespaces: &[String],
+) -> anyhow::Result<usize> {
+    let mut healthy = 0;
+    for ns in namespaces {
+        let rbs: Api<karmada_apis::ResourceBinding> = Api::namespaced(host.clone(), ns);
+        for rb in rbs.list(&Default::default()).await?.items {
+            let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
+            if rb.spec.resource.kind == "Deployment"
+                && !items.is_empty()
+                && items.iter().all(|i| {
+                    i.health == Some(karmada_apis::work::v1alpha2::ResourceHealth::Healthy)
+                })
+            {
+                healthy += 1;
+            }
+        }
+    }
+    Ok(healthy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,89 +331,4 @@ mod tests {
         let _: Deployment = serde_json::from_value(m).unwrap();
         let _: ConfigMap = serde_json::from_value(t[1].manifest()).unwrap();
     }
-}
-
-/// The ResourceInterpreterCustomization the customized run installs: every Deployment operation the
-/// benchmark exercises (replicas, revision, health, status aggregation) in Lua, written as Karmada's
-/// users write them. Its health rule differs from the native one on purpose: a Deployment no
-/// controller has reconciled (the benchmark's API-server-only members) is healthy here, unhealthy
-/// natively, so the report can show the scripts ran ([`healthy_deployment_bindings`]).
-pub fn deployment_customization() -> Value {
-    json!({
-        "apiVersion": "config.karmada.io/v1alpha1",
-        "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": "bench-deployment"},
-        "spec": {
-            "target": {"apiVersion": "apps/v1", "kind": "Deployment"},
-            "customizations": {
-                "replicaResource": {"luaScript": r#"
-local kube = require("kube")
-function GetReplicas(obj)
-  local replica = obj.spec.replicas
-  local requirement = kube.accuratePodRequirements(obj.spec.template)
-  return replica, requirement
-end"#},
-                "replicaRevision": {"luaScript": r#"
-function ReviseReplica(obj, desiredReplica)
-  obj.spec.replicas = desiredReplica
-  return obj
-end"#},
-                "healthInterpretation": {"luaScript": r#"
-function InterpretHealth(observedObj)
-  if observedObj.status == nil or observedObj.status.observedGeneration == nil then
-    return true
-  end
-  return observedObj.status.updatedReplicas == observedObj.spec.replicas
-    and observedObj.status.availableReplicas == observedObj.spec.replicas
-end"#},
-                "statusAggregation": {"luaScript": r#"
-function AggregateStatus(desiredObj, statusItems)
-  if statusItems == nil then
-    return desiredObj
-  end
-  if desiredObj.status == nil then
-    desiredObj.status = {}
-  end
-  local replicas, ready, updated, available = 0, 0, 0, 0
-  for i = 1, #statusItems do
-    local s = statusItems[i].status
-    if s ~= nil then
-      replicas = replicas + (s.replicas or 0)
-      ready = ready + (s.readyReplicas or 0)
-      updated = updated + (s.updatedReplicas or 0)
-      available = available + (s.availableReplicas or 0)
-    end
-  end
-  desiredObj.status.replicas = replicas
-  desiredObj.status.readyReplicas = ready
-  desiredObj.status.updatedReplicas = updated
-  desiredObj.status.availableReplicas = available
-  return desiredObj
-end"#},
-            },
-        },
-    })
-}
-
-/// How many Deployment bindings in `namespaces` report every member's object `Healthy`.
-pub async fn healthy_deployment_bindings(
-    host: &Client,
-    namespaces: &[String],
-) -> anyhow::Result<usize> {
-    let mut healthy = 0;
-    for ns in namespaces {
-        let rbs: Api<karmada_apis::ResourceBinding> = Api::namespaced(host.clone(), ns);
-        for rb in rbs.list(&Default::default()).await?.items {
-            let items = rb.status.map(|s| s.aggregated_status).unwrap_or_default();
-            if rb.spec.resource.kind == "Deployment"
-                && !items.is_empty()
-                && items.iter().all(|i| {
-                    i.health == Some(karmada_apis::work::v1alpha2::ResourceHealth::Healthy)
-                })
-            {
-                healthy += 1;
-            }
-        }
-    }
-    Ok(healthy)
 }
