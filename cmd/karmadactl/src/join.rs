@@ -21,8 +21,7 @@ use crate::util::{
     CREATED_BY_JOIN, SYSTEM_LABEL, Target, code, explain, load, role_name, validate_cluster_name,
 };
 
-/// Name of the impersonator ServiceAccount in the member.
-const IMPERSONATOR_SA: &str = "karmada-impersonator";
+use karmada_apis::well_known::IMPERSONATOR_SERVICE_ACCOUNT as IMPERSONATOR_SA;
 
 fn system_labels() -> BTreeMap<String, String> {
     [(SYSTEM_LABEL.0.to_string(), SYSTEM_LABEL.1.to_string())].into()

@@ -35,6 +35,9 @@ pub const MANAGED_BY_KARMADA_LABEL_VALUE: &str = "true";
 pub const KARMADA_SYSTEM_LABEL: &str = "karmada.io/system";
 /// Value of [`KARMADA_SYSTEM_LABEL`].
 pub const KARMADA_SYSTEM_LABEL_VALUE: &str = "true";
+/// The ServiceAccount `karmadactl join` creates in a member for Karmada's proxies to impersonate
+/// with (Karmada's `GenerateServiceAccountName("impersonator")`); unifiedAuth binds it in members.
+pub const IMPERSONATOR_SERVICE_ACCOUNT: &str = "karmada-impersonator";
 /// Label on a template: `"true"` keeps the member clusters' replica counts (e.g. under an HPA).
 pub const RETAIN_REPLICAS_LABEL: &str = "resourcetemplate.karmada.io/retain-replicas";
 /// Value of [`RETAIN_REPLICAS_LABEL`] that enables retaining.

@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use karmada_apis::well_known::{KARMADA_SYSTEM_LABEL, KARMADA_SYSTEM_LABEL_VALUE};
+use karmada_apis::well_known::{
+    IMPERSONATOR_SERVICE_ACCOUNT, KARMADA_SYSTEM_LABEL, KARMADA_SYSTEM_LABEL_VALUE,
+};
 
 /// Name of the ClusterRole and ClusterRoleBinding written to members.
 pub const IMPERSONATOR_NAME: &str = "karmada-impersonator";
@@ -25,9 +27,6 @@ const SEARCH_API_GROUP: &str = "search.karmada.io";
 /// karmada-search's proxying subresource.
 const PROXYING_PROXY_RESOURCE: &str = "proxying/proxy";
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
-/// The ServiceAccount Karmada's proxies impersonate with in a member (Karmada's
-/// `GenerateServiceAccountName("impersonator")`).
-const IMPERSONATOR_SERVICE_ACCOUNT: &str = "karmada-impersonator";
 
 /// Which clusters a ClusterRole opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
