@@ -28,6 +28,10 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::autoscaling::v1alpha1::FederatedHPA::crd(),
         crate::apps::v1alpha1::WorkloadRebalancer::crd(),
         crate::remedy::v1alpha1::Remedy::crd(),
+        crate::networking::v1alpha1::MultiClusterService::crd(),
+        crate::networking::v1alpha1::MultiClusterIngress::crd(),
+        crate::multicluster::v1alpha1::ServiceExport::crd(),
+        crate::multicluster::v1alpha1::ServiceImport::crd(),
     ]
     .into_iter()
     .map(tidy)

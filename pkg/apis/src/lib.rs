@@ -1,4 +1,4 @@
-//! Karmada's API types (`apps.karmada.io`, `autoscaling.karmada.io`, `cluster.karmada.io`, `config.karmada.io`, `policy.karmada.io`, `remedy.karmada.io`, `work.karmada.io`) with Karmada's exact
+//! Karmada's API types (`apps.karmada.io`, `autoscaling.karmada.io`, `cluster.karmada.io`, `config.karmada.io`, `networking.karmada.io`, `policy.karmada.io`, `remedy.karmada.io`, `work.karmada.io`, and the MCS API's `multicluster.x-k8s.io`) with Karmada's exact
 //! wire shapes, the well-known label/annotation/finalizer names, and Karmada's object-name helpers.
 //!
 //! The types serialize exactly as Karmada's Go types do (field names, omitted empty fields, enum
@@ -20,7 +20,9 @@ pub mod autoscaling;
 pub mod cluster;
 pub mod config;
 pub mod crds;
+pub mod multicluster;
 pub mod names;
+pub mod networking;
 pub mod policy;
 pub mod remedy;
 pub mod well_known;

@@ -7,6 +7,35 @@
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value};
 
+/// The `openAPIV3Schema` of a hand-written CRD (one whose kind has no `spec`, so kube cannot derive
+/// it), generated with the settings kube's derive uses; `crds::tidy` finishes it like the derived
+/// ones.
+pub(crate) fn crd_root_schema<T: schemars::JsonSchema>()
+-> Option<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps> {
+    let generator = schemars::generate::SchemaSettings::openapi3()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(schemars::transform::AddNullable::default())
+        .with_transform(kube::core::schema::StructuralSchemaRewriter)
+        .with_transform(kube::core::schema::OptionalEnum)
+        .into_generator();
+    serde_json::to_value(generator.into_root_schema_for::<T>())
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// A schemars transform making an array a list of type `map` keyed by `keys` (items unique by
+/// them, merged per item by server-side apply). Use as `#[schemars(transform = list_map(&["type"]))]`.
+pub(crate) fn list_map(keys: &'static [&'static str]) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let object = schema.ensure_object();
+        object.insert("x-kubernetes-list-type".into(), "map".into());
+        object.insert("x-kubernetes-list-map-keys".into(), keys.into());
+    }
+}
+
 /// One CEL rule for a schema's `x-kubernetes-validations`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Cel {

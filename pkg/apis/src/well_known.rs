@@ -64,6 +64,21 @@ pub const FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL: &str =
 pub const FEDERATED_RESOURCE_QUOTA_NAME_LABEL: &str = "federatedresourcequota.karmada.io/name";
 /// Label on collected EndpointSlice Works: which controller manages them.
 pub const ENDPOINT_SLICE_WORK_MANAGED_BY_LABEL: &str = "endpointslice.karmada.io/managed-by";
+/// `endpointslice.kubernetes.io/managed-by` value of the EndpointSlices the `endpointSlice`
+/// controller builds on the control plane from collected ones.
+pub const ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE: &str = "endpointslice-controller.karmada.io";
+/// `endpointslice.kubernetes.io/managed-by` value of the EndpointSlices `endpointsliceDispatch`
+/// hands to consumer clusters.
+pub const ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE: &str =
+    "endpointslice-dispatch-controller.karmada.io";
+/// Label identifying a MultiClusterService for good (set once by the `multiclusterservice` controller).
+pub const MULTI_CLUSTER_SERVICE_PERMANENT_ID_LABEL: &str =
+    "multiclusterservice.karmada.io/permanent-id";
+/// Annotation naming the MultiClusterService an object belongs to.
+pub const MULTI_CLUSTER_SERVICE_NAME_ANNOTATION: &str = "multiclusterservice.karmada.io/name";
+/// Annotation naming the namespace of the MultiClusterService an object belongs to.
+pub const MULTI_CLUSTER_SERVICE_NAMESPACE_ANNOTATION: &str =
+    "multiclusterservice.karmada.io/namespace";
 
 /// The labels Karmada puts on the objects it creates in member clusters.
 pub const MANAGED_RESOURCE_LABELS: &[&str] = &[
@@ -343,6 +358,18 @@ pub mod event_reasons {
     pub const PREEMPT_POLICY_SUCCEED: &str = "PreemptPolicySucceed";
     /// A policy failed to preempt a template.
     pub const PREEMPT_POLICY_FAILED: &str = "PreemptPolicyFailed";
+    /// The Service derived from a ServiceImport was written.
+    pub const SYNC_DERIVED_SERVICE_SUCCEED: &str = "SyncDerivedServiceSucceed";
+    /// The Service derived from a ServiceImport could not be written.
+    pub const SYNC_DERIVED_SERVICE_FAILED: &str = "SyncDerivedServiceFailed";
+    /// A MultiClusterService's Service could not be propagated.
+    pub const SYNC_SERVICE_FAILED: &str = "SyncServiceFailed";
+    /// A MultiClusterService's Service was propagated.
+    pub const SYNC_SERVICE_SUCCEED: &str = "SyncServiceSucceed";
+    /// EndpointSlices could not be handed to a MultiClusterService's consumer clusters.
+    pub const DISPATCH_ENDPOINT_SLICE_FAILED: &str = "DispatchEndpointSliceFailed";
+    /// EndpointSlices were handed to a MultiClusterService's consumer clusters.
+    pub const DISPATCH_ENDPOINT_SLICE_SUCCEED: &str = "DispatchEndpointSliceSucceed";
     /// A referenced cluster does not exist.
     pub const CLUSTER_NOT_FOUND: &str = "ClusterNotFound";
     /// The member cluster does not serve the resource's API.

@@ -234,6 +234,38 @@ fn names_scopes_and_columns_match_karmada() {
             false,
             &[],
         ),
+        (
+            "multiclusterservices.networking.karmada.io",
+            "MultiClusterService",
+            "Namespaced",
+            Some("mcs"),
+            true,
+            &[],
+        ),
+        (
+            "multiclusteringresses.networking.karmada.io",
+            "MultiClusterIngress",
+            "Namespaced",
+            Some("mci"),
+            true,
+            &[],
+        ),
+        (
+            "serviceexports.multicluster.x-k8s.io",
+            "ServiceExport",
+            "Namespaced",
+            Some("svcex"),
+            true,
+            &["Age"],
+        ),
+        (
+            "serviceimports.multicluster.x-k8s.io",
+            "ServiceImport",
+            "Namespaced",
+            Some("svcim"),
+            true,
+            &["Type", "IP", "Age"],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
@@ -246,9 +278,17 @@ fn names_scopes_and_columns_match_karmada() {
             "{name}"
         );
         // Karmada serves Cluster from its aggregated API server, without a category; its
-        // ClusterTaintPolicy and WorkloadRebalancer CRDs have none either.
+        // ClusterTaintPolicy and WorkloadRebalancer CRDs have none either, nor the MCS API's.
         let categories = crd.spec.names.categories.clone().unwrap_or_default();
-        if ["Cluster", "ClusterTaintPolicy", "WorkloadRebalancer"].contains(kind) {
+        if [
+            "Cluster",
+            "ClusterTaintPolicy",
+            "WorkloadRebalancer",
+            "ServiceExport",
+            "ServiceImport",
+        ]
+        .contains(kind)
+        {
             assert!(categories.is_empty());
         } else {
             assert_eq!(categories, vec!["karmada-io".to_string()], "{name}");

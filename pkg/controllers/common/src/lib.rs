@@ -8,6 +8,7 @@
 //! the ResourceInterpreterCustomizations in front of the native rules.
 
 pub mod binding;
+pub mod collected_slices;
 pub mod conditions;
 pub mod context;
 pub mod error;

@@ -73,17 +73,8 @@ pub struct CronFederatedHPASpec {
     pub scale_target_ref: CrossVersionObjectReference,
 
     /// When and how the target is scaled; rule names are unique.
-    #[schemars(transform = unique_by_name)]
+    #[schemars(transform = crate::schema::list_map(&["name"]))]
     pub rules: Vec<CronFederatedHPARule>,
-}
-
-fn unique_by_name(schema: &mut schemars::Schema) {
-    let object = schema.ensure_object();
-    object.insert("x-kubernetes-list-type".into(), "map".into());
-    object.insert(
-        "x-kubernetes-list-map-keys".into(),
-        serde_json::json!(["name"]),
-    );
 }
 
 /// A reference to the scaled object (`autoscalingv2.CrossVersionObjectReference`).

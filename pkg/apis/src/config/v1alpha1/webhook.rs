@@ -147,18 +147,7 @@ impl kube::Resource for ResourceInterpreterWebhookConfiguration {
 impl ResourceInterpreterWebhookConfiguration {
     /// The CRD, shaped as the derived ones (`crds::tidy` finishes it).
     pub fn crd() -> CustomResourceDefinition {
-        let generator = schemars::generate::SchemaSettings::openapi3()
-            .with(|s| {
-                s.inline_subschemas = true;
-                s.meta_schema = None;
-            })
-            .with_transform(schemars::transform::AddNullable::default())
-            .with_transform(kube::core::schema::StructuralSchemaRewriter)
-            .with_transform(kube::core::schema::OptionalEnum)
-            .into_generator();
-        let schema = serde_json::to_value(generator.into_root_schema_for::<Self>())
-            .ok()
-            .and_then(|v| serde_json::from_value(v).ok());
+        let schema = crate::schema::crd_root_schema::<Self>();
         CustomResourceDefinition {
             metadata: ObjectMeta {
                 name: Some(format!(

@@ -34,17 +34,8 @@ pub struct ClusterTaintPolicySpec {
     pub remove_on_conditions: Vec<MatchCondition>,
     /// The taints added or removed (at least one; unique by key and effect, which Karmada's webhook
     /// checks and the API server enforces here for a list of type `map`).
-    #[schemars(length(min = 1), transform = unique_by_key_and_effect)]
+    #[schemars(length(min = 1), transform = crate::schema::list_map(&["key", "effect"]))]
     pub taints: Vec<PolicyTaint>,
-}
-
-fn unique_by_key_and_effect(schema: &mut schemars::Schema) {
-    let object = schema.ensure_object();
-    object.insert("x-kubernetes-list-type".into(), "map".into());
-    object.insert(
-        "x-kubernetes-list-map-keys".into(),
-        serde_json::json!(["key", "effect"]),
-    );
 }
 
 string_enum! {
