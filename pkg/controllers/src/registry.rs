@@ -22,6 +22,9 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
         ("workStatus", crate::work_status::start_fn()),
         ("bindingStatus", crate::binding_status::start_fn()),
         ("workloadRebalancer", crate::workload_rebalancer::start_fn()),
+        ("serviceExport", crate::service_export::start_fn()),
+        ("endpointSlice", crate::endpoint_slice::start_fn()),
+        ("serviceImport", crate::service_import::start_fn()),
         (
             "federatedResourceQuotaSync",
             crate::federated_resource_quota_sync::start_fn(),

@@ -4,7 +4,9 @@
 //! Karmada checks MultiClusterServices in its webhook; here the same checks are OpenAPI constraints
 //! and CEL rules in the CRD: the name is a DNS-1035 label, `types` holds one kind of exposure
 //! (`CrossCluster` or `LoadBalancer`) and never changes, port names are unique DNS-1123 labels,
-//! port numbers lie in 1–65535, and provider/consumer cluster names are valid cluster names.
+//! port numbers lie in 1–65535, and provider/consumer cluster names are valid cluster names. The
+//! API server bounds the cost of CEL rules, so `types` holds at most 2 entries and `ports` at most
+//! 64 (Karmada sets no limit).
 //!
 //! Who uses them: the `multiclusterservice` controller propagates the Service to the provider and
 //! consumer clusters; `endpointsliceCollect` collects the providers' EndpointSlices and
@@ -50,12 +52,12 @@ pub const ENDPOINT_SLICE_DISPATCHED_CONDITION: &str = "EndpointSliceDispatched";
 pub struct MultiClusterServiceSpec {
     /// How the Service is exposed: `CrossCluster` (reachable from the consumer clusters) or
     /// `LoadBalancer`; one kind only, and fixed once created.
-    #[schemars(transform = crate::schema::cel(TYPES_RULES))]
+    #[schemars(length(max = 2), transform = crate::schema::cel(TYPES_RULES))]
     pub types: Vec<ExposureType>,
 
     /// The ports exposed; every port of the Service when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(transform = crate::schema::cel(PORTS_RULES))]
+    #[schemars(length(max = 64), transform = crate::schema::cel(PORTS_RULES))]
     pub ports: Vec<ExposurePort>,
 
     /// Deprecated in favour of `providerClusters`/`consumerClusters`: where the Service is exposed.

@@ -25,11 +25,13 @@ use karmada_apis::well_known::{
     MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
     MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL, SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL,
 };
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_interpreter::Interpreter;
 use kube::api::{Api, DeleteParams};
 use lariat::Store;
 use serde_json::Value;
 
+use crate::error::{FrameworkError, framework};
 use crate::patch::patch_changes;
 use crate::work::{WorkError, WorkOutcome, WorkTarget, create_or_update_work, meta_map_value};
 
@@ -73,11 +75,41 @@ pub const MULTI_CLUSTER_SERVICE: Collector = Collector {
     finalizer: MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER,
 };
 
+/// A member's shared controller of every EndpointSlice (not only Karmada-managed ones: a member's
+/// slices are built by its own kube-controller-manager), indexed by Service name. The one way the
+/// collectors ask for it, so they share a single watch per member.
+pub fn member_slices(
+    member: &lariat::Cluster,
+) -> Result<lariat::SharedController<EndpointSlice>, FrameworkError> {
+    let slices = member
+        .controllers()
+        .for_kind_in::<EndpointSlice>(lariat::CacheScope::all())
+        .map_err(framework(format!(
+            "EndpointSlice controller of cluster {}",
+            member.name()
+        )))?;
+    slices.store().index_by_label(SERVICE_NAME_OF_SLICE_LABEL);
+    Ok(slices)
+}
+
+/// The EndpointSlices of Service `namespace/name` in a [`member_slices`] store.
+pub fn slices_of_service(
+    store: &Store<EndpointSlice>,
+    namespace: &str,
+    name: &str,
+) -> Vec<std::sync::Arc<EndpointSlice>> {
+    store
+        .list_by_label(SERVICE_NAME_OF_SLICE_LABEL, name)
+        .into_iter()
+        .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
+        .collect()
+}
+
 /// Whether an EndpointSlice was put into its cluster by Karmada (its managed-by label names one
 /// of Karmada's EndpointSlice controllers); such slices are never collected.
-pub fn is_managed_by_karmada(slice: &Value) -> bool {
+pub fn is_managed_by_karmada(labels: &std::collections::BTreeMap<String, String>) -> bool {
     matches!(
-        meta_map_value(slice, "labels", SLICE_MANAGED_BY_LABEL),
+        labels.get(SLICE_MANAGED_BY_LABEL).map(String::as_str),
         Some(
             ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE | ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE
         )
@@ -228,7 +260,6 @@ pub async fn release(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn managers_split_on_dots() {
@@ -243,17 +274,13 @@ mod tests {
 
     #[test]
     fn karmada_managed_slices_are_recognised() {
-        let slice = |by: &str| json!({"metadata": {"labels": {SLICE_MANAGED_BY_LABEL: by}}});
-        assert!(is_managed_by_karmada(&slice(
-            ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE
-        )));
-        assert!(is_managed_by_karmada(&slice(
+        let labels = |by: &str| [(SLICE_MANAGED_BY_LABEL.to_owned(), by.to_owned())].into();
+        assert!(is_managed_by_karmada(&labels(ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE)));
+        assert!(is_managed_by_karmada(&labels(
             ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE
         )));
-        assert!(!is_managed_by_karmada(&slice(
-            "endpointslice-controller.k8s.io"
-        )));
-        assert!(!is_managed_by_karmada(&json!({"metadata": {}})));
+        assert!(!is_managed_by_karmada(&labels("endpointslice-controller.k8s.io")));
+        assert!(!is_managed_by_karmada(&Default::default()));
     }
 
     #[test]

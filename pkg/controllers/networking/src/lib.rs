@@ -7,3 +7,7 @@
 //!
 //! What the collectors share (the Works holding collected slices) lives in
 //! `karmada_controllers_common::collected_slices`.
+
+pub mod endpoint_slice;
+pub mod service_export;
+pub mod service_import;
