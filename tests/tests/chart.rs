@@ -166,7 +166,7 @@ fn helm_lint_is_clean_and_bad_values_fail() {
     // values.schema.json rejects bad values before anything renders.
     for bad in [
         "controllers[0]=clusterStatuz",
-        "controllers[0]=serviceImport",
+        "controllers[0]=multiclusterservice",
         "log.format=xml",
         "karmadaApiServer.mode=incluster",
         "concurrency.workSyncs=0",
@@ -351,7 +351,7 @@ fn schema_knows_the_binarys_controllers() {
     let binary = listed("All controllers: ");
     let missing = listed("Not implemented yet");
     assert!(
-        missing.contains("serviceImport") && !missing.contains("cluster"),
+        missing.contains("multiclusterservice") && !missing.contains("cluster"),
         "{missing:?}"
     );
     let implemented: BTreeSet<String> = binary.difference(&missing).cloned().collect();

@@ -22,20 +22,20 @@ fn unknown_controller_exits_2_listing_valid_names() {
 
 #[test]
 fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
-    let (code, _, err) = run_to_exit(&["--controllers=cluster,serviceImport"], T);
+    let (code, _, err) = run_to_exit(&["--controllers=cluster,multiclusterservice"], T);
     assert_eq!(code, Some(2), "{err}");
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     let line = errors[0];
     assert!(line.contains("--controllers"), "{err}");
     assert!(
-        line.contains("\"serviceImport\" is not implemented in karmada-rs yet"),
+        line.contains("\"multiclusterservice\" is not implemented in karmada-rs yet"),
         "{err}"
     );
     assert!(
         line.contains("not available yet: ")
-            && line.contains("serviceImport")
-            && line.contains("serviceExport"),
+            && line.contains("multiclusterservice")
+            && line.contains("endpointsliceCollect"),
         "{err}"
     );
     assert!(
@@ -45,7 +45,7 @@ fn naming_an_unimplemented_controller_exits_2_listing_what_is_not_available() {
     // Leaving it out is fine (it gets as far as the kubeconfig).
     let (code, _, err) = run_to_exit(
         &[
-            "--controllers=*,-serviceImport",
+            "--controllers=*,-multiclusterservice",
             "--kubeconfig=/nonexistent/kubeconfig",
             "--health-probe-bind-address=0",
             "--metrics-bind-address=0",
@@ -68,7 +68,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
     let mut kcm = Kcm::start(
         &kubeconfig,
         &[
-            "--controllers=*,-serviceImport",
+            "--controllers=*,-multiclusterservice",
             "--resync-period=1m",
             "--enable-taint-manager=true",
             "--feature-gates=MultiClusterService=true,PropagateDeps=true",
@@ -104,10 +104,10 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
         .unwrap_or_default()
         .trim_matches('"');
     let names: Vec<&str> = names.split(',').collect();
-    assert!(names.contains(&"serviceExport"), "{names:?}");
+    assert!(names.contains(&"endpointsliceCollect"), "{names:?}");
     assert!(
-        !names.contains(&"serviceImport"),
-        "-serviceImport left it out: {names:?}"
+        !names.contains(&"multiclusterservice"),
+        "-multiclusterservice left it out: {names:?}"
     );
     assert!(!names.contains(&"cluster"), "implemented: {names:?}");
     assert!(

@@ -305,6 +305,16 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, None, &file, doc).await;
                 (ApiResource::erase::<K>(&()), None)
             }
+            "ServiceExport" => {
+                type K = karmada_apis::multicluster::v1alpha1::ServiceExport;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
+            "ServiceImport" => {
+                type K = karmada_apis::multicluster::v1alpha1::ServiceImport;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
             "Deployment" => {
                 create_sample::<k8s_openapi::api::apps::v1::Deployment>(&client, ns, &file, doc)
                     .await;
@@ -466,12 +476,19 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         "dns-traffic-control"
     );
 
+    // The MCS API's columns, as in the mcs-api CRDs Karmada ships.
+    assert_eq!(columns("ServiceExport"), ["Name", "Age"]);
+    assert_eq!(columns("ServiceImport"), ["Name", "Type", "IP", "Age"]);
+    assert_eq!(cell("ServiceImport", "web", "Type").0, "ClusterSetIP");
+
     // Short names and the karmada-io category are discoverable, as kubectl uses them.
     let mut names = Vec::new();
     for group_version in [
         "apps.karmada.io/v1alpha1",
         "autoscaling.karmada.io/v1alpha1",
         "cluster.karmada.io/v1alpha1",
+        "multicluster.x-k8s.io/v1alpha1",
+        "networking.karmada.io/v1alpha1",
         "policy.karmada.io/v1alpha1",
         "remedy.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha1",
@@ -499,10 +516,14 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("cronfederatedhpas", "cronfhpa", "karmada-io"),
         ("federatedhpas", "fhpa", "karmada-io"),
         ("federatedresourcequotas", "", "karmada-io"),
+        ("multiclusteringresses", "mci", "karmada-io"),
+        ("multiclusterservices", "mcs", "karmada-io"),
         ("overridepolicies", "op", "karmada-io"),
         ("propagationpolicies", "pp", "karmada-io"),
         ("remedies", "", "karmada-io"),
         ("resourcebindings", "rb", "karmada-io"),
+        ("serviceexports", "svcex", ""),
+        ("serviceimports", "svcim", ""),
         ("workloadrebalancers", "", ""),
         ("works", "wk", "karmada-io"),
     ]
@@ -1133,6 +1154,83 @@ fn invalid_objects() -> Vec<Invalid> {
                 "Unsupported value: \"In\"",
             ],
         },
+        Invalid {
+            what: "a MultiClusterService with two kinds of exposure",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "two-types"},
+                "spec": {"types": ["CrossCluster", "LoadBalancer"]},
+            }),
+            expect: &["spec.types", "should not contain more than one type"],
+        },
+        Invalid {
+            what: "a MultiClusterService with an unknown exposure type",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "node-port"},
+                "spec": {"types": ["NodePort"]},
+            }),
+            expect: &["spec.types[0]", "Unsupported value: \"NodePort\""],
+        },
+        Invalid {
+            what: "a MultiClusterService port out of range",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "big-port"},
+                "spec": {"types": ["CrossCluster"], "ports": [{"port": 70000}]},
+            }),
+            expect: &["spec.ports[0].port", "65535"],
+        },
+        Invalid {
+            what: "a MultiClusterService with duplicate port names",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "dup-ports"},
+                "spec": {"types": ["CrossCluster"], "ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]},
+            }),
+            expect: &["spec.ports", "port names must be unique"],
+        },
+        Invalid {
+            what: "a MultiClusterService naming an invalid cluster",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "bad-cluster"},
+                "spec": {"types": ["CrossCluster"], "consumerClusters": [{"name": "Member_2"}]},
+            }),
+            expect: &["spec.consumerClusters[0].name"],
+        },
+        Invalid {
+            what: "a MultiClusterService whose name is not a DNS-1035 label",
+            kind: "MultiClusterService",
+            object: json!({
+                "apiVersion": "networking.karmada.io/v1alpha1",
+                "kind": "MultiClusterService",
+                "metadata": {"name": "1web"},
+                "spec": {"types": ["CrossCluster"]},
+            }),
+            expect: &["DNS-1035"],
+        },
+        Invalid {
+            what: "a ServiceImport of an unknown type",
+            kind: "ServiceImport",
+            object: json!({
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                "kind": "ServiceImport",
+                "metadata": {"name": "anycast"},
+                "spec": {"type": "Anycast", "ports": []},
+            }),
+            expect: &["spec.type", "Unsupported value: \"Anycast\""],
+        },
     ]
 }
 
@@ -1158,6 +1256,14 @@ async fn invalid_objects_are_rejected_naming_the_field() {
             "Remedy" => (
                 ApiResource::erase::<karmada_apis::remedy::v1alpha1::Remedy>(&()),
                 false,
+            ),
+            "MultiClusterService" => (
+                ApiResource::erase::<karmada_apis::networking::v1alpha1::MultiClusterService>(&()),
+                true,
+            ),
+            "ServiceImport" => (
+                ApiResource::erase::<karmada_apis::multicluster::v1alpha1::ServiceImport>(&()),
+                true,
             ),
             other => panic!("unexpected kind {other}"),
         };
@@ -1227,6 +1333,55 @@ async fn scheduler_name_is_immutable() {
             );
         }
         other => panic!("changing schedulerName was not rejected: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn multicluster_service_types_are_immutable() {
+    let client = client().await;
+    let ns = namespace(&client, "crd-mcs-types").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<karmada_apis::networking::v1alpha1::MultiClusterService>(&()),
+    );
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "networking.karmada.io/v1alpha1",
+        "kind": "MultiClusterService",
+        "metadata": {"name": "web"},
+        "spec": {"types": ["CrossCluster"], "consumerClusters": [{"name": "member2"}]},
+    }))
+    .expect("object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("created");
+    // Other spec changes are fine.
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"consumerClusters": [{"name": "member3"}]}})),
+    )
+    .await
+    .expect("consumers can change");
+    match api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"types": ["LoadBalancer"]}})),
+        )
+        .await
+    {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422);
+            assert!(
+                e.message.contains("spec.types")
+                    && e.message
+                        .contains("MultiClusterService types are immutable"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("changing types was not rejected: {other:?}"),
     }
 }
 

@@ -85,10 +85,10 @@ async fn install_mcs_crds(client: &Client) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let got = api.get(&name).await.unwrap();
-            let established = got
-                .status
-                .and_then(|s| s.conditions)
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+            let established = got.status.and_then(|s| s.conditions).is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
             if established {
                 break;
             }
@@ -136,7 +136,12 @@ async fn derived_slices(client: &Client) -> (Vec<EndpointSlice>, BTreeSet<String
         .items;
     let addresses = slices
         .iter()
-        .flat_map(|s| s.endpoints.iter().flatten().flat_map(|e| e.addresses.iter().cloned()))
+        .flat_map(|s| {
+            s.endpoints
+                .iter()
+                .flatten()
+                .flat_map(|e| e.addresses.iter().cloned())
+        })
         .collect();
     (slices, addresses)
 }
@@ -152,7 +157,10 @@ async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
     }
     let kcm = Kcm::start(
         env.host().kubeconfig_path(),
-        &["--leader-elect=false", "--cluster-status-update-frequency=2s"],
+        &[
+            "--leader-elect=false",
+            "--cluster-status-update-frequency=2s",
+        ],
         &[],
     );
     for m in env.members() {
@@ -261,12 +269,14 @@ async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
     .await;
 
     // member2 gets the derived Service and EndpointSlices listing member1's pods.
-    let ips = eventually("two Ready pods in member1", &kcm, async || {
-        match ready_pod_ips(&member1).await {
+    let ips = eventually(
+        "two Ready pods in member1",
+        &kcm,
+        async || match ready_pod_ips(&member1).await {
             ips if ips.len() == 2 => Ok(ips),
             ips => Err(format!("ready pod IPs {ips:?}")),
-        }
-    })
+        },
+    )
     .await;
     eventually("member2 lists member1's endpoints", &kcm, async || {
         let (slices, addresses) = derived_slices(&member2).await;
@@ -322,12 +332,14 @@ async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
         )
         .await
         .unwrap();
-    let ips = eventually("three Ready pods in member1", &kcm, async || {
-        match ready_pod_ips(&member1).await {
+    let ips = eventually(
+        "three Ready pods in member1",
+        &kcm,
+        async || match ready_pod_ips(&member1).await {
             ips if ips.len() == 3 => Ok(ips),
             ips => Err(format!("ready pod IPs {ips:?}")),
-        }
-    })
+        },
+    )
     .await;
     eventually("member2 lists the three endpoints", &kcm, async || {
         let (_, addresses) = derived_slices(&member2).await;

@@ -906,8 +906,10 @@ mod tests {
             o.controllers,
             vec!["*", "-cluster", "namespace", "-serviceImport"]
         );
-        assert!(!o.controllers_left_out.contains(&"serviceImport"));
-        assert!(o.controllers_left_out.contains(&"serviceExport"));
+        assert_eq!(
+            o.controllers_left_out,
+            crate::controllers::left_out(&o.controllers)
+        );
         assert!(o.feature_gates.enabled("Failover"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert_eq!(o.metrics_bind_address, BindAddress::Disabled);

@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 
 use apimachinery::{DEFAULT_RETRY, is_not_found, retry_on_conflict};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_apis::Work;
 use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{
@@ -25,7 +26,6 @@ use karmada_apis::well_known::{
     MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
     MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL, SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL,
 };
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_interpreter::Interpreter;
 use kube::api::{Api, DeleteParams};
 use lariat::Store;
@@ -275,11 +275,15 @@ mod tests {
     #[test]
     fn karmada_managed_slices_are_recognised() {
         let labels = |by: &str| [(SLICE_MANAGED_BY_LABEL.to_owned(), by.to_owned())].into();
-        assert!(is_managed_by_karmada(&labels(ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE)));
+        assert!(is_managed_by_karmada(&labels(
+            ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE
+        )));
         assert!(is_managed_by_karmada(&labels(
             ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE
         )));
-        assert!(!is_managed_by_karmada(&labels("endpointslice-controller.k8s.io")));
+        assert!(!is_managed_by_karmada(&labels(
+            "endpointslice-controller.k8s.io"
+        )));
         assert!(!is_managed_by_karmada(&Default::default()));
     }
 

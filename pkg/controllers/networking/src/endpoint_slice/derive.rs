@@ -129,9 +129,7 @@ fn strip_null_noops(patch: Value, have: &Value) -> Option<Value> {
                 match v {
                     Value::Null if present.is_none_or(Value::is_null) => {}
                     Value::Object(_) => {
-                        if let Some(inner) =
-                            strip_null_noops(v, present.unwrap_or(&Value::Null))
-                        {
+                        if let Some(inner) = strip_null_noops(v, present.unwrap_or(&Value::Null)) {
                             out.insert(k, inner);
                         }
                     }

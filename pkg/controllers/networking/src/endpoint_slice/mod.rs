@@ -86,7 +86,10 @@ pub fn start_fn() -> StartFn {
 /// Whether the Work is one this controller looks at.
 fn is_collected_slice_work(work: &Work) -> bool {
     work.labels().contains_key(SERVICE_NAME_LABEL)
-        || work.finalizers().iter().any(|f| f == ENDPOINT_SLICE_CONTROLLER_FINALIZER)
+        || work
+            .finalizers()
+            .iter()
+            .any(|f| f == ENDPOINT_SLICE_CONTROLLER_FINALIZER)
 }
 
 impl EndpointSliceController {
@@ -213,7 +216,11 @@ impl EndpointSliceController {
         };
         let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &namespace);
         match api
-            .patch(&work.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &work.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
         {
             Ok(_) => Ok(()),
@@ -262,11 +269,7 @@ impl EndpointSliceController {
             .unwrap_or_default();
         let key = format!("{namespace}/{name}");
         let api: Api<EndpointSlice> = Api::namespaced(self.inner.client.clone(), namespace);
-        let cached = self
-            .inner
-            .slices
-            .store()
-            .get_named(Some(namespace), name);
+        let cached = self.inner.slices.store().get_named(Some(namespace), name);
         let current = match cached {
             Some(obj) => serde_json::to_value(&*obj).ok(),
             None => api

@@ -65,7 +65,10 @@ impl ServiceExportController {
         let _guard = self.inner.registering.lock();
         let cluster = member.name().to_owned();
         if !has_handler(&watches.exports.handler_names()) {
-            tracing::info!(cluster, "watching the member's ServiceExports and EndpointSlices");
+            tracing::info!(
+                cluster,
+                "watching the member's ServiceExports and EndpointSlices"
+            );
             let this = self.clone();
             let cluster = cluster.clone();
             watches.exports.register_handler(
@@ -112,7 +115,10 @@ impl ServiceExportController {
         }
         let namespace = key.namespace().unwrap_or_default();
         let result = match export {
-            Some(_) => self.collect_service(cluster, namespace, key.name(), &watches).await,
+            Some(_) => {
+                self.collect_service(cluster, namespace, key.name(), &watches)
+                    .await
+            }
             None => self.release_service(cluster, namespace, key.name()).await,
         };
         if let Err(e) = &result {

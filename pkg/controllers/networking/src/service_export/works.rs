@@ -25,7 +25,8 @@ fn is_applied_export(work: &Work) -> bool {
     });
     applied
         && work.spec.workload.manifests.iter().any(|m| {
-            text(&m.0, &["apiVersion"]) == API_VERSION && text(&m.0, &["kind"]) == SERVICE_EXPORT_KIND
+            text(&m.0, &["apiVersion"]) == API_VERSION
+                && text(&m.0, &["kind"]) == SERVICE_EXPORT_KIND
         })
 }
 
@@ -81,9 +82,15 @@ impl ServiceExportController {
             return Ok(false);
         }
         let labels = work.labels();
-        let service_ns = labels.get(SERVICE_NAMESPACE_LABEL).map_or("", String::as_str);
+        let service_ns = labels
+            .get(SERVICE_NAMESPACE_LABEL)
+            .map_or("", String::as_str);
         let service = labels.get(SERVICE_NAME_LABEL).map_or("", String::as_str);
-        let exported = watches.exports.store().get_named(Some(service_ns), service).is_some();
+        let exported = watches
+            .exports
+            .store()
+            .get_named(Some(service_ns), service)
+            .is_some();
         let slice_exists = work.spec.workload.manifests.iter().all(|m| {
             let ns = text(&m.0, &["metadata", "namespace"]);
             let name = text(&m.0, &["metadata", "name"]);

@@ -92,7 +92,9 @@ impl ServiceImportController {
         let client = cp
             .clients()
             .client_for_controller(CONTROLLER_NAME)
-            .map_err(karmada_controllers_common::error::framework("serviceImport client"))?;
+            .map_err(karmada_controllers_common::error::framework(
+                "serviceImport client",
+            ))?;
         let imports = template_controller::<ServiceImport>(cp)?;
         let services = template_controller::<Service>(cp)?;
         Ok(Self {
@@ -222,7 +224,9 @@ impl ServiceImportController {
                 Ok(())
             }
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(ApiError::new("delete", "Service", format!("{namespace}/{derived}"), e).into()),
+            Err(e) => {
+                Err(ApiError::new("delete", "Service", format!("{namespace}/{derived}"), e).into())
+            }
         }
     }
 
