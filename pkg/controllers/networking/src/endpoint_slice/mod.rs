@@ -105,10 +105,10 @@ impl EndpointSliceController {
         slices.store().index_by_label(WORK_PERMANENT_ID_LABEL);
         Ok(Self {
             inner: Arc::new(Inner {
+                ctx,
                 client,
                 works,
                 slices,
-                ctx,
             }),
         })
     }
@@ -179,7 +179,7 @@ impl EndpointSliceController {
                     Api::namespaced(self.inner.client.clone(), &namespace);
                 match api.delete(&name, &DeleteParams::default()).await {
                     Ok(_) => {
-                        tracing::info!(namespace, endpoint_slice = %name, work = %work.name_any(), "collected EndpointSlice deleted")
+                        tracing::info!(namespace, endpoint_slice = %name, work = %work.name_any(), "collected EndpointSlice deleted");
                     }
                     Err(e) if is_not_found(&e) => {}
                     Err(e) => {
