@@ -17,8 +17,10 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
+use karmada_apis::multicluster::v1alpha1::ServiceExport;
 use karmada_apis::{Cluster, PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
 use karmada_e2e::tools::{helm_template, kubectl_apply};
@@ -193,6 +195,14 @@ async fn pull_member_served_by_the_agent_alone() {
         .unwrap();
     let (agent_karmada_kc, agent_member_kc) = grant_the_charts_rbac(env);
     let observer = client_of(&member2.user_kubeconfig(OBSERVER).unwrap()).await;
+    // The MCS API's CRDs in member2, as a Karmada user installs them there.
+    let mcs_crds: Vec<_> = karmada_apis::crds::all()
+        .into_iter()
+        .filter(|c| c.spec.group == karmada_apis::multicluster::v1alpha1::GROUP)
+        .collect();
+    testenv::install_crd_objects(&member2.client().await, &mcs_crds)
+        .await
+        .unwrap();
     // The audit evidence starts here: the grants above are the admin's, as at install time.
     let started = Timestamp::now();
 
@@ -441,6 +451,87 @@ async fn pull_member_served_by_the_agent_alone() {
         )
         .await;
     }
+
+    // serviceExport runs in the agent: a Service exported to member2 has its EndpointSlices
+    // (written by hand here, as for a Service without selector) collected by the agent into a Work
+    // of member2's execution namespace, which the controller-manager's endpointSlice controller
+    // turns into a control-plane EndpointSlice; unexporting removes both.
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {"ports": [{"name": "sql", "port": 5432}]},
+    }))
+    .unwrap();
+    Api::namespaced(observer.clone(), NS)
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "db-1", "labels": {"kubernetes.io/service-name": "db"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.9.0.7"]}],
+        "ports": [{"name": "sql", "port": 5432, "protocol": "TCP"}],
+    }))
+    .unwrap();
+    Api::namespaced(observer.clone(), NS)
+        .create(&PostParams::default(), &slice)
+        .await
+        .unwrap();
+    let exports: Api<ServiceExport> = Api::namespaced(host.clone(), NS);
+    exports
+        .create(&PostParams::default(), &ServiceExport::new(NS, "db"))
+        .await
+        .unwrap();
+    let export_policy: PropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "db-export"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                                   "kind": "ServiceExport", "name": "db"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member2"]}},
+        },
+    }))
+    .unwrap();
+    Api::<PropagationPolicy>::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &export_policy)
+        .await
+        .unwrap();
+    let collected = ListParams::default().labels("endpointslice.karmada.io/name=db");
+    let host_slices: Api<EndpointSlice> = Api::namespaced(host.clone(), NS);
+    eventually(
+        "member2's EndpointSlice collected by the agent",
+        &[&cm, &agent],
+        || async {
+            let works = works.list(&collected).await.unwrap().items;
+            let imported = host_slices.get_opt("imported-member2-db-1").await.unwrap();
+            works.len() == 1
+                && imported.is_some_and(|s| {
+                    s.endpoints
+                        .iter()
+                        .flatten()
+                        .flat_map(|e| e.addresses.iter())
+                        .eq(["10.9.0.7"].iter())
+                })
+        },
+    )
+    .await;
+    exports
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the collected EndpointSlice released",
+        &[&cm, &agent],
+        || async {
+            works.list(&collected).await.unwrap().items.is_empty()
+                && host_slices
+                    .get_opt("imported-member2-db-1")
+                    .await
+                    .unwrap()
+                    .is_none()
+        },
+    )
+    .await;
 
     // The audit evidence: member2 heard only from the agent (and this test's observer); member1,
     // the Push member, heard from the controller-manager (so the log does catch it).

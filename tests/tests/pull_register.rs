@@ -284,7 +284,7 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
     .unwrap();
 
     // The agent, with that kubeconfig, registers member1 in Pull mode.
-    let agent = Kcm::start_program(
+    let mut agent = Kcm::start_program(
         agent_binary(),
         &member_kc,
         &[
@@ -429,6 +429,99 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
             .is_none()
     );
 
+    // certRotation (off by default): an agent run with it renews its certificate in the Secret
+    // (threshold 1: due at once) through a CSR of its own that the controller-manager approves and
+    // the host signs; the new certificate has the same subject and works.
+    agent.signal(libc::SIGTERM);
+    agent
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("agent stops");
+    let old_cert = AgentCert::of(&agent_kc_text);
+    let rotating = Kcm::start_program(
+        agent_binary(),
+        &member_kc,
+        &[
+            &format!("--karmada-kubeconfig={}", agent_kc.display()),
+            "--cluster-name=member1",
+            &format!("--cluster-api-endpoint={}", member1.url()),
+            "--leader-elect=false",
+            "--controllers=*,certRotation",
+            "--cert-rotation-checking-interval=2s",
+            "--cert-rotation-remaining-time-threshold=1",
+            "--enable-cluster-resource-modeling=false",
+        ],
+        &[],
+    );
+    let current = || async {
+        let secret = member_secrets.get("karmada-kubeconfig").await.unwrap();
+        secret.data.unwrap()["karmada-kubeconfig"].0.clone()
+    };
+    eventually(
+        "the agent's certificate renewed in its Secret",
+        &[&cm, &rotating],
+        || async { AgentCert::of(&current().await) != old_cert },
+    )
+    .await;
+    drop(rotating);
+    let renewed = current().await;
+    let new_cert = AgentCert::of(&renewed);
+    assert_eq!(new_cert.subject, old_cert.subject);
+    let renewal = Api::<CertificateSigningRequest>::all(host.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.certificate.as_ref())
+                .is_some_and(|pem| AgentCert::of_pem(&pem.0) == new_cert)
+        })
+        .expect("the renewal's CSR");
+    assert!(
+        renewal
+            .metadata
+            .name
+            .as_deref()
+            .unwrap()
+            .starts_with("member1-")
+    );
+    assert_eq!(
+        renewal.spec.username.as_deref(),
+        Some("system:karmada:agent:member1"),
+        "the agent asked as itself"
+    );
+    let renewed_client = client_of(
+        kube::config::Kubeconfig::from_yaml(std::str::from_utf8(&renewed).unwrap()).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        can_i(
+            &renewed_client,
+            "get",
+            "cluster.karmada.io/clusters",
+            "",
+            "member1"
+        )
+        .await
+    );
+    std::fs::write(&agent_kc, &renewed).unwrap();
+    let agent = Kcm::start_program(
+        agent_binary(),
+        &member_kc,
+        &[
+            &format!("--karmada-kubeconfig={}", agent_kc.display()),
+            "--cluster-name=member1",
+            &format!("--cluster-api-endpoint={}", member1.url()),
+            "--leader-elect=false",
+            "--enable-cluster-resource-modeling=false",
+        ],
+        &[],
+    );
+
     // Unregister: Works (the agent removes what they applied), the Cluster, the RBAC, the member's
     // objects.
     let started = Timestamp::now();
@@ -464,6 +557,44 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
     );
     drop(agent);
     drop(cm);
+}
+
+/// The client certificate of a kubeconfig's current user: its PEM and subject.
+#[derive(Debug, PartialEq, Eq)]
+struct AgentCert {
+    pem: Vec<u8>,
+    subject: String,
+}
+
+impl AgentCert {
+    fn of(kubeconfig: &[u8]) -> Self {
+        let kc =
+            kube::config::Kubeconfig::from_yaml(std::str::from_utf8(kubeconfig).unwrap()).unwrap();
+        let data = kc.auth_infos[0]
+            .auth_info
+            .as_ref()
+            .unwrap()
+            .client_certificate_data
+            .clone()
+            .unwrap();
+        use base64::Engine;
+        Self::of_pem(
+            &base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap(),
+        )
+    }
+
+    fn of_pem(pem: &[u8]) -> Self {
+        let der = karmadactl::bootstrap::pem_certificates(pem)
+            .unwrap()
+            .remove(0);
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        Self {
+            pem: pem.to_vec(),
+            subject: cert.subject().to_string(),
+        }
+    }
 }
 
 fn karmadactl_cli_cp(kubeconfig: &Path) -> karmadactl::ControlPlaneArgs {

@@ -71,31 +71,12 @@ async fn eventually<T>(
 
 /// Installs the MCS API's CRDs (generated from the Rust types, as in `crds/`) into `client`.
 async fn install_mcs_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mcs: Vec<CustomResourceDefinition> = karmada_apis::crds::all()
         .into_iter()
         .filter(|c| c.spec.group == karmada_apis::multicluster::v1alpha1::GROUP)
         .collect();
     assert_eq!(mcs.len(), 2);
-    for crd in &mcs {
-        api.create(&PostParams::default(), crd).await.unwrap();
-    }
-    for crd in &mcs {
-        let name = crd.name_any();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let got = api.get(&name).await.unwrap();
-            let established = got.status.and_then(|s| s.conditions).is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-            if established {
-                break;
-            }
-            assert!(Instant::now() < deadline, "CRD {name} not Established");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    testenv::install_crd_objects(client, &mcs).await.unwrap();
 }
 
 async fn create<K>(api: &Api<K>, value: serde_json::Value)

@@ -1,6 +1,6 @@
 //! The process: parse flags, set up logging, register the cluster, serve probes and metrics,
 //! elect, and run the agent's controllers (the controller-manager's `clusterStatus`, `execution`
-//! and `workStatus`, serving only this cluster).
+//! and `workStatus`, serving only this cluster, and the agent's own `certRotation`).
 //!
 //! Exit codes as the controller-manager's: 0 after a graceful shutdown, 1 on a runtime failure
 //! (including a refused registration), 2 for invalid flags.
@@ -58,6 +58,11 @@ fn implemented() -> Vec<(&'static str, StartFn)> {
     karmada_controllers::registry::implemented()
         .into_iter()
         .filter(|(n, _)| options::IMPLEMENTED.contains(n))
+        // The agent's own controller (not a controller-manager name).
+        .chain([(
+            karmada_controllers::cert_rotation::NAME,
+            karmada_controllers::cert_rotation::start_fn(),
+        )])
         .collect()
 }
 
@@ -208,6 +213,7 @@ fn controller_settings(opts: &Options) -> Settings {
         cluster_monitor_period: Duration::from_secs(5),
         cluster_monitor_grace_period: Duration::from_secs(40),
         cluster_startup_grace_period: Duration::from_secs(60),
+        cert_rotation: opts.cert_rotation.clone(),
         // Control-plane settings of controllers the agent does not run: their defaults.
         concurrent_dependent_resource_syncs: 2,
         federated_resource_quota_sync_period: Duration::from_secs(300),

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use karmada_controllers::context::CertRotationSettings;
 use karmada_process::flags::{
     Checker, LeaderElectionOptions, LogFlags, check_logs, normalize_args,
 };
@@ -25,7 +26,13 @@ pub const ALL_CONTROLLERS: &[&str] = &[
 ];
 
 /// The agent controllers karmada-rs implements.
-pub const IMPLEMENTED: &[&str] = &["clusterStatus", "execution", "workStatus"];
+pub const IMPLEMENTED: &[&str] = &[
+    "certRotation",
+    "clusterStatus",
+    "execution",
+    "serviceExport",
+    "workStatus",
+];
 
 /// Controllers that `*` does not turn on (Karmada's agent).
 pub const DISABLED_BY_DEFAULT: &[&str] = &["certRotation"];
@@ -133,7 +140,7 @@ pub struct GenericFlags {
         default_value = "KubeCredentials,KubeImpersonator"
     )]
     pub report_secrets: Vec<String>,
-    /// How often certRotation checks the client certificate (no effect: certRotation is not implemented yet).
+    /// How often certRotation checks the agent's client certificate for the Karmada API server.
     #[arg(
         long = "cert-rotation-checking-interval",
         value_name = "duration",
@@ -141,7 +148,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cert_rotation_checking_interval: String,
-    /// Remaining-validity fraction below which certRotation renews the certificate (no effect yet).
+    /// certRotation renews the certificate once no more than this fraction of its validity remains (0 to 1).
     #[arg(
         long = "cert-rotation-remaining-time-threshold",
         value_name = "float",
@@ -149,7 +156,7 @@ pub struct GenericFlags {
         allow_hyphen_values = true
     )]
     pub cert_rotation_remaining_time_threshold: String,
-    /// Namespace of the Secret holding the agent's Karmada kubeconfig (used by certRotation; no effect yet).
+    /// Member namespace of the Secret karmada-kubeconfig holding the agent's Karmada kubeconfig (certRotation renews the certificate in it).
     #[arg(
         long = "karmada-kubeconfig-namespace",
         value_name = "namespace",
@@ -268,6 +275,8 @@ pub struct Options {
     pub logging_format: LogFormat,
     /// Startup warnings (flags accepted with no effect).
     pub warnings: Vec<String>,
+    /// `--cert-rotation-*`, `--karmada-kubeconfig-namespace`: what certRotation acts on.
+    pub cert_rotation: CertRotationSettings,
 }
 
 /// Whether `name` runs under `selection` (Karmada's rule, the agent's defaults).
@@ -379,14 +388,30 @@ impl Cli {
         if g.shared.check_profiling(&mut c) {
             warnings.push("--enable-pprof has no effect: profiling is not available".to_owned());
         }
-        c.positive_duration(
+        let defaults = CertRotationSettings::default();
+        let checking_interval = c.positive_duration(
             "cert-rotation-checking-interval",
             &g.cert_rotation_checking_interval,
         );
-        c.float(
-            "cert-rotation-remaining-time-threshold",
-            &g.cert_rotation_remaining_time_threshold,
-        );
+        let threshold_flag = "cert-rotation-remaining-time-threshold";
+        let remaining_time_threshold =
+            match c.float(threshold_flag, &g.cert_rotation_remaining_time_threshold) {
+                Some(v) if (0.0..=1.0).contains(&v) => v,
+                Some(_) => {
+                    c.bad(
+                        threshold_flag,
+                        &g.cert_rotation_remaining_time_threshold,
+                        "must be between 0 and 1",
+                    );
+                    defaults.remaining_time_threshold
+                }
+                None => defaults.remaining_time_threshold,
+            };
+        let cert_rotation = CertRotationSettings {
+            checking_interval,
+            remaining_time_threshold,
+            karmada_kubeconfig_namespace: g.karmada_kubeconfig_namespace.clone(),
+        };
         let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
@@ -429,6 +454,7 @@ impl Cli {
             verbosity: logs.verbosity,
             logging_format: logs.format,
             warnings,
+            cert_rotation,
         })
     }
 }
@@ -469,13 +495,38 @@ mod tests {
         assert_eq!(o.cluster_api_burst, 60);
         assert_eq!(o.metrics_bind_address.to_string(), ":8080");
         assert_eq!(o.health_probe_bind_address.to_string(), ":10357");
-        // certRotation is off by default; the other two placeholders are on and warn.
-        assert_eq!(
-            o.placeholders,
-            vec!["endpointsliceCollect", "serviceExport"]
-        );
+        // certRotation is off by default; the one placeholder is on and warns.
+        assert_eq!(o.placeholders, vec!["endpointsliceCollect"]);
         assert!(is_enabled(&o.controllers, "execution"));
         assert!(!is_enabled(&o.controllers, "certRotation"));
+        assert_eq!(o.cert_rotation, CertRotationSettings::default());
+    }
+
+    #[test]
+    fn cert_rotation_flags() {
+        let o = parse(&[
+            "--cluster-name=m1",
+            "--cert-rotation-checking-interval=30s",
+            "--cert-rotation-remaining-time-threshold=0.5",
+            "--karmada-kubeconfig-namespace=agents",
+        ])
+        .unwrap();
+        assert_eq!(
+            o.cert_rotation,
+            CertRotationSettings {
+                checking_interval: Duration::from_secs(30),
+                remaining_time_threshold: 0.5,
+                karmada_kubeconfig_namespace: "agents".into(),
+            }
+        );
+        let errs = parse(&[
+            "--cluster-name=m1",
+            "--cert-rotation-checking-interval=0s",
+            "--cert-rotation-remaining-time-threshold=1.5",
+        ])
+        .unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(errs[1].contains("must be between 0 and 1"), "{errs:?}");
     }
 
     #[test]
@@ -504,9 +555,11 @@ mod tests {
     fn only_the_implemented_controllers_run() {
         let o = parse(&[
             "--cluster-name=m1",
-            "--controllers=*,-serviceExport,certRotation",
+            "--controllers=*,-endpointsliceCollect,certRotation",
         ])
         .unwrap();
-        assert_eq!(o.placeholders, vec!["certRotation", "endpointsliceCollect"]);
+        assert!(o.placeholders.is_empty());
+        let o = parse(&["--cluster-name=m1", "--controllers=endpointsliceCollect"]).unwrap();
+        assert_eq!(o.placeholders, vec!["endpointsliceCollect"]);
     }
 }

@@ -191,6 +191,8 @@ fn controller_settings(opts: &Options) -> Settings {
         cluster_monitor_period: opts.cluster_monitor_period,
         cluster_monitor_grace_period: opts.cluster_monitor_grace_period,
         cluster_startup_grace_period: opts.cluster_startup_grace_period,
+        // Agent flags.
+        cert_rotation: Default::default(),
     }
 }
 

@@ -25,7 +25,7 @@ pub use karmada_controllers_autoscaling::{
     federated_resource_quota_sync, hpa_scale_target_marker,
 };
 pub use karmada_controllers_cluster::{
-    agent_csr_approving, cluster, cluster_status, remedy, unified_auth,
+    agent_csr_approving, cert_rotation, cluster, cluster_status, remedy, unified_auth,
 };
 pub use karmada_controllers_common as common;
 pub use karmada_controllers_common::{

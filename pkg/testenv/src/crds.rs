@@ -34,21 +34,39 @@ pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String
             dir.display()
         )));
     }
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let params = PatchParams::apply("karmada-rs-testenv").force();
-    let mut names = Vec::new();
+    let mut crds = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
         let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
             .map_err(|e| Error::Crds(format!("{}: {e}", file.display())))?;
+        if crd.metadata.name.is_none() {
+            return Err(Error::Crds(format!(
+                "{}: CRD without a name",
+                file.display()
+            )));
+        }
+        crds.push(crd);
+    }
+    install_crd_objects(client, &crds).await
+}
+
+/// Applies `crds` (server-side apply) and waits until each is Established. Returns their names.
+pub async fn install_crd_objects(
+    client: &Client,
+    crds: &[CustomResourceDefinition],
+) -> Result<Vec<String>, Error> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("karmada-rs-testenv").force();
+    let mut names = Vec::new();
+    for crd in crds {
         let name = crd
             .metadata
             .name
             .clone()
-            .ok_or_else(|| Error::Crds(format!("{}: CRD without a name", file.display())))?;
-        api.patch(&name, &params, &Patch::Apply(&crd))
+            .ok_or_else(|| Error::Crds("a CRD without a name".to_owned()))?;
+        api.patch(&name, &params, &Patch::Apply(crd))
             .await
-            .map_err(|e| Error::kube(format!("applying CRD {name} from {}", file.display()), e))?;
+            .map_err(|e| Error::kube(format!("applying CRD {name}"), e))?;
         names.push(name);
     }
     let deadline = Instant::now() + Duration::from_secs(60);

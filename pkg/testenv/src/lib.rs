@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub use cluster::ApiServer;
-pub use crds::{install_crds, install_crds_from, workspace_crds_dir};
+pub use crds::{install_crd_objects, install_crds, install_crds_from, workspace_crds_dir};
 pub use error::Error;
 
 use process::ManagedProcess;

@@ -75,6 +75,31 @@ pub struct Settings {
     pub cluster_monitor_grace_period: Duration,
     /// `--cluster-startup-grace-period` (60s): the same, for a cluster that never reported.
     pub cluster_startup_grace_period: Duration,
+    /// The agent's `--cert-rotation-*` and `--karmada-kubeconfig-namespace` flags.
+    pub cert_rotation: CertRotationSettings,
+}
+
+/// The agent flags its `certRotation` controller acts on (Karmada's defaults in [`Default`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CertRotationSettings {
+    /// `--cert-rotation-checking-interval` (5m): how often the certificate is looked at.
+    pub checking_interval: Duration,
+    /// `--cert-rotation-remaining-time-threshold` (0.2): renew once no more than this fraction of
+    /// the certificate's validity remains.
+    pub remaining_time_threshold: f64,
+    /// `--karmada-kubeconfig-namespace` (`karmada-system`): the member namespace of the Secret
+    /// `karmada-kubeconfig` holding the agent's kubeconfig for the Karmada API server.
+    pub karmada_kubeconfig_namespace: String,
+}
+
+impl Default for CertRotationSettings {
+    fn default() -> Self {
+        Self {
+            checking_interval: Duration::from_secs(300),
+            remaining_time_threshold: 0.2,
+            karmada_kubeconfig_namespace: "karmada-system".to_owned(),
+        }
+    }
 }
 
 /// The failover flags (Karmada's defaults in [`Default`]).

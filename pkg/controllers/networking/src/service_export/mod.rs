@@ -21,8 +21,11 @@
 //! Differs from Karmada: a member is watched while it is connected (the clusterStatus and cluster
 //! controllers connect and disconnect members by the Cluster's health) rather than by re-reading
 //! the Cluster's Ready condition; collected Works are relabelled by guarded merge patches instead
-//! of updates of the whole Work. In Pull mode Karmada runs this controller in `karmada-agent`;
-//! karmada-rs's agent does not yet (members in Pull mode export nothing).
+//! of updates of the whole Work.
+//!
+//! In Pull mode `karmada-agent` runs this controller for its own cluster (its members are its one
+//! cluster, its Works those of its execution namespace); the controller-manager never connects to
+//! a Pull member, so it never watches one.
 
 mod member;
 mod works;
