@@ -259,6 +259,34 @@ impl Kcm {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The last `lines` lines of its log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Polls `check` every 500 ms until it returns `Ok`, for at most `wait`; panics naming `what`,
+    /// the last reason and the tail of this process's log on timeout.
+    pub async fn eventually<T>(
+        &self,
+        what: &str,
+        wait: Duration,
+        mut check: impl AsyncFnMut() -> Result<T, String>,
+    ) -> T {
+        let deadline = Instant::now() + wait;
+        loop {
+            match check().await {
+                Ok(v) => return v,
+                Err(why) if Instant::now() > deadline => panic!(
+                    "timed out after {wait:?} waiting for {what}: {why}\nlog (tail):\n{}",
+                    self.log_tail(80)
+                ),
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
+
     /// Sends `sig` (e.g. `libc::SIGTERM`).
     pub fn signal(&self, sig: i32) {
         // SAFETY: plain kill(2) on our own child.

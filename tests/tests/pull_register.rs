@@ -284,19 +284,20 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
     .unwrap();
 
     // The agent, with that kubeconfig, registers member1 in Pull mode.
-    let mut agent = Kcm::start_program(
-        agent_binary(),
-        &member_kc,
-        &[
-            &format!("--karmada-kubeconfig={}", agent_kc.display()),
-            "--cluster-name=member1",
-            &format!("--cluster-api-endpoint={}", member1.url()),
-            "--leader-elect=false",
-            "--cluster-status-update-frequency=1s",
-            "--enable-cluster-resource-modeling=false",
-        ],
-        &[],
-    );
+    let start_agent = |extra: &[&str]| {
+        let mut args = vec![
+            format!("--karmada-kubeconfig={}", agent_kc.display()),
+            "--cluster-name=member1".into(),
+            format!("--cluster-api-endpoint={}", member1.url()),
+            "--leader-elect=false".into(),
+            "--cluster-status-update-frequency=1s".into(),
+            "--enable-cluster-resource-modeling=false".into(),
+        ];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Kcm::start_program(agent_binary(), &member_kc, &args, &[])
+    };
+    let mut agent = start_agent(&[]);
     let clusters: Api<Cluster> = Api::all(host.clone());
     eventually("member1 Ready", &[&cm, &agent], || async {
         clusters.get_opt("member1").await.unwrap().is_some_and(|c| {
@@ -438,21 +439,11 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
         .await
         .expect("agent stops");
     let old_cert = AgentCert::of(&agent_kc_text);
-    let rotating = Kcm::start_program(
-        agent_binary(),
-        &member_kc,
-        &[
-            &format!("--karmada-kubeconfig={}", agent_kc.display()),
-            "--cluster-name=member1",
-            &format!("--cluster-api-endpoint={}", member1.url()),
-            "--leader-elect=false",
-            "--controllers=*,certRotation",
-            "--cert-rotation-checking-interval=2s",
-            "--cert-rotation-remaining-time-threshold=1",
-            "--enable-cluster-resource-modeling=false",
-        ],
-        &[],
-    );
+    let rotating = start_agent(&[
+        "--controllers=*,certRotation",
+        "--cert-rotation-checking-interval=2s",
+        "--cert-rotation-remaining-time-threshold=1",
+    ]);
     let current = || async {
         let secret = member_secrets.get("karmada-kubeconfig").await.unwrap();
         secret.data.unwrap()["karmada-kubeconfig"].0.clone()
@@ -509,18 +500,7 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
         .await
     );
     std::fs::write(&agent_kc, &renewed).unwrap();
-    let agent = Kcm::start_program(
-        agent_binary(),
-        &member_kc,
-        &[
-            &format!("--karmada-kubeconfig={}", agent_kc.display()),
-            "--cluster-name=member1",
-            &format!("--cluster-api-endpoint={}", member1.url()),
-            "--leader-elect=false",
-            "--enable-cluster-resource-modeling=false",
-        ],
-        &[],
-    );
+    let agent = start_agent(&[]);
 
     // Unregister: Works (the agent removes what they applied), the Cluster, the RBAC, the member's
     // objects.

@@ -16,7 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
@@ -44,29 +44,9 @@ fn env() -> &'static TestEnv {
     })
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Polls `check` every 500 ms until it returns `Ok`; panics with the last reason and the
-/// controller-manager's log on timeout.
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if Instant::now() > deadline => panic!(
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                tail(&kcm.log(), 80)
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
+/// [`Kcm::eventually`] with this file's wait.
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    kcm.eventually(what, WAIT, check).await
 }
 
 /// Installs the MCS API's CRDs (generated from the Rust types, as in `crds/`) into `client`.
