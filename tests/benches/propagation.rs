@@ -52,6 +52,12 @@ struct Args {
     /// Skip the minimal-writes floor.
     #[arg(long)]
     no_floor: bool,
+    /// Skip the burst with a Lua ResourceInterpreterCustomization.
+    #[arg(long)]
+    no_customization: bool,
+    /// Skip the burst with the members in Pull mode (served by karmada-agents).
+    #[arg(long)]
+    no_pull: bool,
     /// Whose controllers to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
@@ -107,6 +113,8 @@ fn main() -> anyhow::Result<()> {
     }
     config.karmada_default_qps &= !args.no_default_qps;
     config.floor &= !args.no_floor;
+    config.customization &= !args.no_customization;
+    config.pull &= !args.no_pull;
     config.impls = match args.implementation {
         Which::Rust => vec![Impl::Rust],
         Which::Karmada => vec![Impl::Karmada],

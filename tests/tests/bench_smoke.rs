@@ -14,8 +14,8 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     eprintln!("{}", report.markdown());
     let templates = config.deployments + config.configmaps;
 
-    // Main run (QPS 1000, 2 members), Karmada's default QPS, the Lua customization, scale-out to 1
-    // member.
+    // Main run (QPS 1000, 2 members), Karmada's default QPS, the Lua customization, Pull mode,
+    // scale-out to 1 member.
     let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
@@ -23,6 +23,7 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
             "QPS 1000, 2 members",
             "Karmada default QPS, 2 members",
             "QPS 1000, 2 members, Lua customization",
+            "QPS 1000, 2 members, Pull (agents)",
             "QPS 1000, 1 member"
         ]
     );
@@ -45,12 +46,32 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
             "{}: {b:?}",
             run.label
         );
-        // Every member object was created by the controller-manager, and every binding and Work on the host.
-        assert!(
-            b.member_writes >= (templates * run.members) as u64,
-            "{}: {b:?}",
-            run.label
-        );
+        // Every member object was created by the controller-manager (in Pull mode by the agents, and
+        // the controller-manager never contacted a member), and every binding and Work on the host.
+        if run.pull {
+            let agents = b.agents.expect("a Pull run measures its agents");
+            assert_eq!(agents.count, run.members, "{}", run.label);
+            assert!(
+                agents.cpu_seconds > 0.0 && agents.peak_rss_mib > 0.0,
+                "{}: {agents:?}",
+                run.label
+            );
+            assert!(
+                b.requests
+                    .get("members")
+                    .is_none_or(|m| m.values().sum::<u64>() == 0),
+                "{}: the controller-manager contacted a Pull member: {:?}",
+                run.label,
+                b.requests
+            );
+        } else {
+            assert!(b.agents.is_none(), "{}", run.label);
+            assert!(
+                b.member_writes >= (templates * run.members) as u64,
+                "{}: {b:?}",
+                run.label
+            );
+        }
         assert!(
             b.host_writes >= (templates * (1 + run.members)) as u64,
             "{}: {b:?}",
@@ -131,9 +152,10 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         "#### Restart",
         "#### Steady rate",
         "#### Minimal-writes floor",
+        "Pull mode (each member served by its own karmada-agent",
     ] {
         assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
     }
     let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["runs"].as_array().map(Vec::len), Some(4));
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(5));
 }

@@ -2,7 +2,8 @@
 //! and memory, what a restart costs, and how that compares with the minimal writes the job needs.
 //!
 //! Everything runs for real: fresh `testenv` environments (host + API-server-only members), the
-//! `karmada-controller-manager` binary with the members joined through `karmadactl join`, and watches
+//! `karmada-controller-manager` binary with the members joined through `karmadactl join` (or, in
+//! the Pull run, each served by a `karmada-agent` process), and watches
 //! on every API server that timestamp arrivals ([`observer`]). `make bench` runs the full sizes
 //! ([`BenchConfig::full`]); the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
 //! cannot rot. Results: `docs/benchmarks.md`.
@@ -22,7 +23,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use report::{Machine, Report, Run};
-use session::{Impl, Qps, Session};
+use session::{Impl, Mode, Qps, Session};
 
 /// One controller-manager configuration the benchmark runs on a fresh environment.
 #[derive(Clone, Copy)]
@@ -35,6 +36,8 @@ struct Plan {
     steady: bool,
     /// With [`workload::deployment_customization`] installed.
     customized: bool,
+    /// Members served by agents (Pull) instead of joined.
+    pull: bool,
 }
 
 /// Sizes and switches.
@@ -64,6 +67,10 @@ pub struct BenchConfig {
     /// Also run a burst with a Lua ResourceInterpreterCustomization for Deployments installed
     /// ([`workload::deployment_customization`]), beside the native main run.
     pub customization: bool,
+    /// Also run a burst with every member in Pull mode, each served by its own `karmada-agent`
+    /// (karmada-rs only): the controller-manager's member requests (none) and the agents' CPU and
+    /// memory beside the Push numbers.
+    pub pull: bool,
     /// Also measure the minimal-writes floor.
     pub floor: bool,
     /// Worker count per stage of the floor: the controller-manager's default `--concurrent-*-syncs`.
@@ -91,6 +98,7 @@ impl BenchConfig {
             karmada_default_qps: true,
             default_qps_templates: 400,
             customization: true,
+            pull: true,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 1800.0,
@@ -112,6 +120,7 @@ impl BenchConfig {
             karmada_default_qps: true,
             default_qps_templates: 20,
             customization: true,
+            pull: true,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 180.0,
@@ -141,6 +150,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         restart: false,
         steady: false,
         customized: false,
+        pull: false,
     };
     let mut plans = vec![Plan {
         restart: true,
@@ -161,12 +171,20 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             ..plan(Qps::Raised, config.members, full)
         });
     }
+    if config.pull {
+        plans.push(Plan {
+            pull: true,
+            ..plan(Qps::Raised, config.members, full)
+        });
+    }
     for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
         plans.push(plan(Qps::Raised, k, full));
     }
     let runs_of = plans
         .into_iter()
-        .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)));
+        .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)))
+        // Karmada's Go agent is not built here: Pull is measured for karmada-rs alone.
+        .filter(|(imp, plan)| !plan.pull || *imp == Impl::Rust);
     for (imp, p) in runs_of {
         let (qps, members, (deployments, configmaps)) = (p.qps, p.members, p.templates);
         let mut label = format!(
@@ -177,11 +195,16 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         if p.customized {
             label.push_str(", Lua customization");
         }
+        if p.pull {
+            label.push_str(", Pull (agents)");
+        }
         if config.impls != [Impl::Rust] {
             label = format!("{}, {label}", imp.label());
         }
         progress(&format!("{label}: starting a fresh environment"));
-        let mut s = Session::start_impl(imp, members, config.namespaces, Some(qps), &[]).await?;
+        let mode = if p.pull { Mode::Pull } else { Mode::Push };
+        let mut s =
+            Session::start_mode(imp, members, config.namespaces, Some(qps), &[], mode).await?;
         if p.customized {
             let ric: kube::api::DynamicObject =
                 serde_json::from_value(workload::deployment_customization())?;
@@ -238,6 +261,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             qps,
             members,
             customization: p.customized,
+            pull: p.pull,
             healthy_deployment_bindings,
             burst: Some(burst),
             restart,

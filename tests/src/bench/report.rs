@@ -156,6 +156,8 @@ pub struct Run {
     pub members: usize,
     /// Whether Deployments went through a Lua ResourceInterpreterCustomization.
     pub customization: bool,
+    /// Whether the members were in Pull mode, each served by a `karmada-agent`.
+    pub pull: bool,
     /// Deployment bindings whose member objects were all reported `Healthy` after the burst: none
     /// natively (the API-server-only members never roll a Deployment out), all of them when the
     /// customization's health script ran.
@@ -353,6 +355,30 @@ impl Report {
                 let _ = writeln!(o, "| {} | {} |", r.label, r.healthy_deployment_bindings);
             }
             let _ = writeln!(o);
+            let pulled: Vec<_> = bursts
+                .iter()
+                .filter_map(|(r, b)| b.agents.map(|a| (r, b, a)))
+                .collect();
+            if !pulled.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "Pull mode (each member served by its own karmada-agent; the controller-manager's \
+                     CPU and memory are in the burst table):\n"
+                );
+                let _ = writeln!(
+                    o,
+                    "| run | agents | agents' CPU (s) | agents' peak RSS, summed (MiB) | controller-manager requests to members |\n|---|---|---|---|---|"
+                );
+                for (r, b, a) in pulled {
+                    let to_members: u64 = b.requests.get("members").map_or(0, |m| m.values().sum());
+                    let _ = writeln!(
+                        o,
+                        "| {} | {} | {:.1} | {:.0} | {} |",
+                        r.label, a.count, a.cpu_seconds, a.peak_rss_mib, to_members
+                    );
+                }
+                let _ = writeln!(o);
+            }
         }
         let restarts: Vec<_> = self
             .runs
@@ -473,6 +499,8 @@ impl Report {
                     p.implementation == Impl::Karmada
                         && p.qps == ours.qps
                         && p.members == ours.members
+                        && p.customization == ours.customization
+                        && p.pull == ours.pull
                 })?;
                 Some((ours, peer))
             })

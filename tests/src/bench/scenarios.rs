@@ -55,6 +55,21 @@ pub struct BurstResult {
     pub peak_rss_mib: f64,
     /// Its RSS when settled (MiB).
     pub rss_mib: f64,
+    /// In Pull mode, what the agents used.
+    pub agents: Option<AgentsUsage>,
+}
+
+/// What the `karmada-agent`s of a Pull-mode session used during a burst, all together.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct AgentsUsage {
+    /// How many agents (one per member).
+    pub count: usize,
+    /// CPU seconds from the first create until settled.
+    pub cpu_seconds: f64,
+    /// Their peak RSS since they started, summed (MiB).
+    pub peak_rss_mib: f64,
+    /// Their RSS when settled, summed (MiB).
+    pub rss_mib: f64,
 }
 
 /// Creates `deployments` + `configmaps` templates at once and waits until they are everywhere.
@@ -73,6 +88,7 @@ pub async fn burst(
     let reads_before = host_reads_by_resource(&host_before);
     let reasons_before = s.events_by_reason().await?;
     let cpu_before = s.sample()?.cpu_seconds;
+    let agents_before = s.agents_sample()?;
     let servers_before = s.server_cpu();
     let t0 = Instant::now();
     let created = create_all(&s.host, &templates, concurrency).await?;
@@ -86,6 +102,15 @@ pub async fn burst(
     let reads_by_resource = count_delta(&reads_before, &host_reads_by_resource(&host_after));
     let events_by_reason = count_delta(&reasons_before, &s.events_by_reason().await?);
     let after = s.sample()?;
+    let agents = match (agents_before, s.agents_sample()?) {
+        (Some(before), Some(now)) => Some(AgentsUsage {
+            count: s.agents.len(),
+            cpu_seconds: now.cpu_seconds - before.cpu_seconds,
+            peak_rss_mib: now.peak_rss_mib,
+            rss_mib: now.rss_mib,
+        }),
+        _ => None,
+    };
     Ok(BurstResult {
         templates: templates.len(),
         members: s.members.len(),
@@ -105,6 +130,7 @@ pub async fn burst(
         server_cpu: s.server_cpu().since(&servers_before),
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
+        agents,
     })
 }
 

@@ -38,6 +38,16 @@ impl Impl {
     }
 }
 
+/// How the members are connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Mode {
+    /// Joined: the controller-manager talks to each member.
+    Push,
+    /// Each member served by its own `karmada-agent` (with the same client rate limits); the
+    /// controller-manager never talks to a member.
+    Pull,
+}
+
 /// Client rate limits the controller-manager runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Qps {
@@ -107,6 +117,8 @@ pub struct Session {
     /// Karmada's Go trio, when this session runs it or ran it (after [`swap_to`](Self::swap_to) ours,
     /// only its webhook runs).
     pub karmada: Option<KarmadaGo>,
+    /// In Pull mode, one `karmada-agent` per member, in member order.
+    pub agents: Vec<Kcm>,
     running: Option<Impl>,
     qps: Qps,
     extra_args: Vec<String>,
@@ -146,6 +158,22 @@ impl Session {
         qps: Option<Qps>,
         extra_args: &[&str],
     ) -> anyhow::Result<Session> {
+        Session::start_mode(imp, members, namespaces, qps, extra_args, Mode::Push).await
+    }
+
+    /// [`start_impl`](Self::start_impl) with the members in `mode`: joined (Push), or each served by
+    /// a `karmada-agent` process (Pull; ours only).
+    pub async fn start_mode(
+        imp: Impl,
+        members: usize,
+        namespaces: usize,
+        qps: Option<Qps>,
+        extra_args: &[&str],
+        mode: Mode,
+    ) -> anyhow::Result<Session> {
+        if mode == Mode::Pull && imp != Impl::Rust {
+            bail!("Pull mode is measured with karmada-rs's agent only");
+        }
         if imp == Impl::Karmada && qps.is_some() {
             // Fail before any environment starts when Karmada's binaries are not built.
             super::karmada_go::binaries()?;
@@ -167,6 +195,7 @@ impl Session {
         let namespaces: Vec<String> = (0..namespaces).map(|i| format!("bench-{i}")).collect();
         let mut kcm = None;
         let mut karmada = None;
+        let mut agents = Vec::new();
         if let Some(qps) = qps {
             match imp {
                 Impl::Rust => kcm = Some(start_kcm(&env, qps, &extra_args).await?),
@@ -174,13 +203,24 @@ impl Session {
                     karmada = Some(KarmadaGo::start(&env, qps.args(), &extra_args).await?);
                 }
             }
-            // API-server-only members run no token controller: do not wait for one.
-            futures::future::try_join_all(
-                env.members()
-                    .iter()
-                    .map(|m| crate::karmadactl::join(env.host(), m, &["--token-wait=1s"])),
-            )
-            .await?;
+            match mode {
+                // API-server-only members run no token controller: do not wait for one.
+                Mode::Push => {
+                    futures::future::try_join_all(
+                        env.members()
+                            .iter()
+                            .map(|m| crate::karmadactl::join(env.host(), m, &["--token-wait=1s"])),
+                    )
+                    .await?;
+                }
+                Mode::Pull => {
+                    agents = env
+                        .members()
+                        .iter()
+                        .map(|m| spawn_agent(&env, m, qps))
+                        .collect();
+                }
+            }
             wait_clusters_ready(&host, members, Duration::from_secs(120)).await?;
             for ns in &namespaces {
                 create_namespace(&host, ns).await?;
@@ -215,6 +255,7 @@ impl Session {
             namespaces,
             kcm,
             karmada,
+            agents,
             running: qps.map(|_| imp),
             qps: qps.unwrap_or(Qps::Raised),
             extra_args,
@@ -307,6 +348,21 @@ impl Session {
         }
         let kcm = self.kcm()?;
         ProcessSample::read(kcm.pid()).context("read the controller-manager's /proc entry")
+    }
+
+    /// CPU and memory of the agents together (CPU, RSS and peak RSS summed); `None` without agents.
+    pub fn agents_sample(&self) -> anyhow::Result<Option<ProcessSample>> {
+        if self.agents.is_empty() {
+            return Ok(None);
+        }
+        let mut total = ProcessSample::default();
+        for agent in &self.agents {
+            let s = ProcessSample::read(agent.pid()).context("read an agent's /proc entry")?;
+            total.cpu_seconds += s.cpu_seconds;
+            total.rss_mib += s.rss_mib;
+            total.peak_rss_mib += s.peak_rss_mib;
+        }
+        Ok(Some(total))
     }
 
     /// CPU seconds used so far by the API servers and etcd.
@@ -414,6 +470,28 @@ impl Session {
         let all: Vec<&str> = log.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
+}
+
+/// A `karmada-agent` serving `member` (registering it in Pull mode) with the rate limits of `qps`,
+/// talking to the host with the admin's kubeconfig.
+fn spawn_agent(env: &TestEnv, member: &testenv::ApiServer, qps: Qps) -> Kcm {
+    let mut args = vec![
+        format!(
+            "--karmada-kubeconfig={}",
+            env.host().kubeconfig_path().display()
+        ),
+        format!("--cluster-name={}", member.name()),
+        format!("--cluster-api-endpoint={}", member.url()),
+        "--leader-elect=false".to_owned(),
+    ];
+    args.extend(qps.args().iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Kcm::start_program(
+        crate::controller_manager::agent_binary(),
+        member.kubeconfig_path(),
+        &args,
+        &[],
+    )
 }
 
 fn spawn_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> Kcm {
