@@ -287,13 +287,20 @@ pub struct ClusterFailoverFlags {
 }
 
 fn controllers_help() -> String {
+    let missing = controllers::not_implemented();
+    let missing = if missing.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nNot implemented yet (an error when named, left out by '*' with a warning): {}.",
+            missing.join(", ")
+        )
+    };
     format!(
         "Controllers to run: '*' runs every controller that is on by default, 'foo' runs foo, '-foo' \
          leaves foo out; the first entry naming a controller decides. Comma-separated, may be repeated.\n\
-         All controllers: {}.\nNot implemented yet (an error when named, left out by '*' with a \
-         warning): {}.\nOff by default: {}.",
+         All controllers: {}.{missing}\nOff by default: {}.",
         controllers::ALL_CONTROLLERS.join(", "),
-        controllers::not_implemented().join(", "),
         controllers::DISABLED_BY_DEFAULT.join(", ")
     )
 }
