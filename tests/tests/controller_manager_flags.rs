@@ -71,7 +71,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
             "--controllers=*,-serviceImport",
             "--resync-period=1m",
             "--enable-taint-manager=true",
-            "--feature-gates=MultiClusterService=true,PropagateDeps=true",
+            "--feature-gates=MultiplePodTemplatesScheduling=true,PropagateDeps=true",
             "--log-dir=/tmp",
         ],
         &[],
@@ -125,7 +125,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
     for set in [
         "--resync-period=1m",
         "--log-dir=/tmp",
-        "MultiClusterService=true",
+        "MultiplePodTemplatesScheduling=true",
     ] {
         assert!(line.contains(set), "{set} missing in {line}");
     }

@@ -14,6 +14,7 @@
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace`, `workloadRebalancer` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
+//! | `karmada-controllers-networking` | `multiclusterservice`, `endpointsliceCollect`, `endpointsliceDispatch` |
 //! | `karmada-controllers-failover` | `gracefulEviction`, `applicationFailover`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
@@ -34,6 +35,9 @@ pub use karmada_controllers_common::{
 pub use karmada_controllers_dependencies::distributor as dependencies_distributor;
 pub use karmada_controllers_failover::{
     application_failover, cluster_taint_policy, graceful_eviction, taint_manager,
+};
+pub use karmada_controllers_networking::{
+    endpointslice_collect, endpointslice_dispatch, multicluster_service,
 };
 pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler, workload_rebalancer,

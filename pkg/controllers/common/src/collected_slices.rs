@@ -22,7 +22,7 @@ use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{
     ENDPOINT_SLICE_CONTROLLER_FINALIZER, ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE,
     ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE, ENDPOINT_SLICE_WORK_MANAGED_BY_LABEL,
-    MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
+    MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
     MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL, SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL,
 };
 use karmada_interpreter::Interpreter;
@@ -70,7 +70,9 @@ pub const MULTI_CLUSTER_SERVICE: Collector = Collector {
     kind: "MultiClusterService",
     namespace_label: MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL,
     name_label: MULTI_CLUSTER_SERVICE_NAME_LABEL,
-    finalizer: MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER,
+    // Karmada's collector puts the dispatch controller's finalizer on the Work: that controller
+    // removes it once the consumers' copies are gone.
+    finalizer: MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER,
 };
 
 /// Whether an EndpointSlice was put into its cluster by Karmada (its managed-by label names one

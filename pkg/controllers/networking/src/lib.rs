@@ -7,3 +7,7 @@
 //!
 //! What the collectors share (the Works holding collected slices) lives in
 //! `karmada_controllers_common::collected_slices`.
+
+pub mod endpointslice_collect;
+pub mod endpointslice_dispatch;
+pub mod multicluster_service;
