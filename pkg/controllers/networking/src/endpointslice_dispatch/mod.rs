@@ -569,10 +569,10 @@ mod tests {
                 ..Default::default()
             },
             address_type: "IPv4".to_owned(),
-            endpoints: vec![Endpoint {
+            endpoints: Some(vec![Endpoint {
                 addresses: vec!["10.0.0.1".to_owned()],
                 ..Default::default()
-            }],
+            }]),
             ports: None,
         };
         let s = dispatched_slice(&collected, "member1", "web");
