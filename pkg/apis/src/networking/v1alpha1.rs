@@ -55,7 +55,9 @@ pub struct MultiClusterServiceSpec {
 
     /// The ports exposed; every port of the Service when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(transform = crate::schema::cel(PORTS_RULES))]
+    /// At most 128 (Karmada sets no limit): the API server refuses the name-uniqueness rule over a
+    /// list of unbounded length (its CEL cost estimate exceeds the budget).
+    #[schemars(length(max = 128), transform = crate::schema::cel(PORTS_RULES))]
     pub ports: Vec<ExposurePort>,
 
     /// Deprecated in favour of `providerClusters`/`consumerClusters`: where the Service is exposed.
