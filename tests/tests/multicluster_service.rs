@@ -330,7 +330,10 @@ async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers(
                     .map(String::as_str)
                     == Some("MultiClusterService")),
         "no collected EndpointSlice Work in karmada-es-member1: {:?}",
-        collected.iter().map(|w| w.name_any()).collect::<Vec<_>>()
+        collected
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>()
     );
 
     eventually("both conditions True and the Events", &kcm, async || {
@@ -395,8 +398,14 @@ async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers(
             } else {
                 Err(format!(
                     "mcs left: {left}, slices {names:?}, consumer Works {:?}, provider Works {:?}",
-                    consumer.iter().map(|w| w.name_any()).collect::<Vec<_>>(),
-                    provider.iter().map(|w| w.name_any()).collect::<Vec<_>>()
+                    consumer
+                        .iter()
+                        .map(ResourceExt::name_any)
+                        .collect::<Vec<_>>(),
+                    provider
+                        .iter()
+                        .map(ResourceExt::name_any)
+                        .collect::<Vec<_>>()
                 ))
             }
         },

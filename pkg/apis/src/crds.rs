@@ -11,7 +11,7 @@ use crate::{
 
 /// Every CRD, in a stable order, with schemas tidied to Karmada's conventions (see [`tidy`]).
 pub fn all() -> Vec<CustomResourceDefinition> {
-    [
+    vec![
         Cluster::crd(),
         PropagationPolicy::crd(),
         ClusterPropagationPolicy::crd(),

@@ -192,17 +192,13 @@ pub struct ServiceImportSpec {
 
 string_enum! {
     /// How an imported Service is reached.
+    #[derive(Default)]
     pub enum ServiceImportType {
         /// Through one virtual IP for the whole cluster set.
+        #[default]
         ClusterSetIP = "ClusterSetIP",
         /// Through the endpoints directly (no virtual IP).
         Headless = "Headless",
-    }
-}
-
-impl Default for ServiceImportType {
-    fn default() -> Self {
-        Self::ClusterSetIP
     }
 }
 

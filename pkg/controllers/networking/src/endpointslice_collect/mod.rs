@@ -70,7 +70,7 @@ pub enum CollectError {
         key: String,
         /// Why.
         #[source]
-        source: WorkError,
+        source: Box<WorkError>,
     },
     /// A slice could not be encoded.
     #[error("encode EndpointSlice {key} of cluster {cluster}: {source}")]
@@ -283,7 +283,7 @@ impl CollectController {
                 "EndpointSlice cache of cluster {cluster}"
             )))? {
             SyncWait::Synced => {}
-            _ => return Err(CollectError::NotSynced { cluster }),
+            SyncWait::Cancelled => return Err(CollectError::NotSynced { cluster }),
         }
         let labels = work.labels();
         let svc_ns = labels
@@ -377,7 +377,7 @@ impl CollectController {
         .map_err(|source| CollectError::Report {
             cluster: cluster.to_owned(),
             key: key.clone(),
-            source,
+            source: Box::new(source),
         })?;
         tracing::debug!(cluster, slice = %key, ?outcome, "collected EndpointSlice");
         Ok(())

@@ -75,7 +75,7 @@ pub enum DispatchError {
     Api(#[from] ApiError),
     /// A dispatched Work could not be written.
     #[error(transparent)]
-    Work(#[from] WorkError),
+    Work(#[from] Box<WorkError>),
     /// The collected Work's manifest is not an EndpointSlice.
     #[error("Work {key}: manifest is not an EndpointSlice: {source}")]
     Manifest {
@@ -287,7 +287,7 @@ impl DispatchController {
     /// the MultiClusterServices it consumes are dispatched again.
     fn cluster_changed(&self, name: &str, exists: bool) {
         let store = self.inner.clusters.cache().peek_store();
-        let now = exists.then(|| fitness(&store, name));
+        let now = exists.then(|| fitness(store, name));
         {
             let mut seen = self.inner.seen_clusters.lock();
             let before = match now {
@@ -299,7 +299,7 @@ impl DispatchController {
             }
         }
         for mcs in self.inner.mcses.cache().peek_store().list() {
-            if clusters_or_all(mcs.spec.consumer_names(), &store).contains(name) {
+            if clusters_or_all(mcs.spec.consumer_names(), store).contains(name) {
                 self.enqueue_collected(&mcs.namespace().unwrap_or_default(), &mcs.name_any());
             }
         }
@@ -391,7 +391,7 @@ impl DispatchController {
         let name = mcs.name_any();
         let consumers = clusters_or_all(
             mcs.spec.consumer_names(),
-            &self.inner.clusters.cache().peek_store(),
+            self.inner.clusters.cache().peek_store(),
         );
         for work in self.inner.works.cache().peek_store().list() {
             if label(&work, MULTI_CLUSTER_SERVICE_NAME_LABEL) != name
@@ -450,11 +450,11 @@ impl DispatchController {
         })?;
         let clusters = self.inner.clusters.cache().peek_store();
         let works = self.inner.works.store();
-        for consumer in clusters_or_all(mcs.spec.consumer_names(), &clusters) {
+        for consumer in clusters_or_all(mcs.spec.consumer_names(), clusters) {
             if consumer == provider {
                 continue;
             }
-            let (reason, message) = match fitness(&clusters, &consumer) {
+            let (reason, message) = match fitness(clusters, &consumer) {
                 Fitness::Fit => ("", String::new()),
                 Fitness::NotFound => (
                     event_reasons::CLUSTER_NOT_FOUND,
@@ -509,7 +509,8 @@ impl DispatchController {
                 &target,
                 manifest.clone(),
             )
-            .await?;
+            .await
+            .map_err(Box::new)?;
         }
         Ok(())
     }

@@ -74,7 +74,7 @@ pub enum McsError {
     Api(#[from] ApiError),
     /// A Work could not be written.
     #[error(transparent)]
-    Work(#[from] WorkError),
+    Work(#[from] Box<WorkError>),
     /// The Service named like the MultiClusterService does not exist (Karmada's message).
     #[error("services \"{name}\" not found")]
     ServiceNotFound {
@@ -251,7 +251,7 @@ impl McsController {
     /// A Cluster changed: when its fitness changed (or it came or went), every `CrossCluster`
     /// MultiClusterService naming it, or naming no provider or no consumer, is synced again.
     fn cluster_changed(&self, name: &str, exists: bool) {
-        let now = exists.then(|| fitness(&self.inner.clusters.cache().peek_store(), name));
+        let now = exists.then(|| fitness(self.inner.clusters.cache().peek_store(), name));
         {
             let mut seen = self.inner.seen_clusters.lock();
             let before = match now {
@@ -417,8 +417,8 @@ impl McsController {
             })?;
         }
         let clusters = self.inner.clusters.cache().peek_store();
-        let providers = clusters_or_all(mcs.spec.provider_names(), &clusters);
-        let consumers = clusters_or_all(mcs.spec.consumer_names(), &clusters);
+        let providers = clusters_or_all(mcs.spec.provider_names(), clusters);
+        let consumers = clusters_or_all(mcs.spec.consumer_names(), clusters);
 
         self.propagate_mcs(mcs, &providers).await?;
         self.remove_mcs_works(mcs, &providers).await?;

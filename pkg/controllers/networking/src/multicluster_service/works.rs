@@ -52,7 +52,7 @@ impl McsController {
             obj.remove("status");
         }
         for cluster in providers {
-            match fitness(&clusters, cluster) {
+            match fitness(clusters, cluster) {
                 Fitness::Fit => {}
                 Fitness::NotFound => {
                     self.event(
@@ -109,7 +109,8 @@ impl McsController {
                 &target,
                 manifest.clone(),
             )
-            .await?;
+            .await
+            .map_err(Box::new)?;
         }
         Ok(())
     }
