@@ -6,8 +6,9 @@
 //!
 //! A `CrossCluster` MultiClusterService providing `web` from member1 to member2 propagates the
 //! Service to both and hands member1's endpoints to member2 as EndpointSlices named
-//! `member1-<slice>`; scaling the Deployment changes them; deleting the MultiClusterService removes
-//! the dispatched slices and every Work that carried them. Invalid MultiClusterServices are refused
+//! `member1-<slice>`; scaling the Deployment changes them; a consumer leaving the list loses them
+//! (and gets them back when it returns); deleting the MultiClusterService removes the dispatched
+//! slices and every Work that carried them. Invalid MultiClusterServices are refused
 //! by the API server, naming the field.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -372,6 +373,42 @@ async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers(
     })
     .await;
     eventually("3 endpoints in member2's slices", &kcm, async || {
+        let (names, addresses) = dispatched(&member2, "web").await;
+        if addresses == pods {
+            Ok(())
+        } else {
+            Err(format!(
+                "slices {names:?} list {addresses:?}, pods {pods:?}"
+            ))
+        }
+    })
+    .await;
+
+    // member2 leaves the consumers: what was dispatched to it goes; back in, it comes again.
+    let consumers =
+        |name: &str| Patch::Merge(json!({"spec": {"consumerClusters": [{"name": name}]}}));
+    mcses
+        .patch("web", &PatchParams::default(), &consumers("member1"))
+        .await
+        .unwrap();
+    eventually("member2's slices and Works gone", &kcm, async || {
+        let (names, _) = dispatched(&member2, "web").await;
+        let works = mcs_works(&host, "karmada-es-member2", "web").await;
+        if names.is_empty() && works.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "slices {names:?}, Works {:?}",
+                works.iter().map(ResourceExt::name_any).collect::<Vec<_>>()
+            ))
+        }
+    })
+    .await;
+    mcses
+        .patch("web", &PatchParams::default(), &consumers("member2"))
+        .await
+        .unwrap();
+    eventually("member2's slices back", &kcm, async || {
         let (names, addresses) = dispatched(&member2, "web").await;
         if addresses == pods {
             Ok(())

@@ -349,6 +349,7 @@ impl CollectController {
                 w.namespace().as_deref() == Some(exec.as_str())
                     && w.labels().get(MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == Some(&namespace)
                     && w.labels().get(MULTI_CLUSTER_SERVICE_NAME_LABEL) == Some(service)
+                    && w.metadata.deletion_timestamp.is_none()
                     && holds_mcs(w)
             })
     }

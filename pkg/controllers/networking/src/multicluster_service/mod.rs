@@ -123,6 +123,10 @@ struct Inner {
     events: EventRecorder,
     /// The last fitness seen per Cluster: only changes re-queue MultiClusterServices.
     seen_clusters: Mutex<HashMap<String, ClusterFingerprint>>,
+    /// The labels, annotations and spec last seen per Service (`namespace/name`): only changes of
+    /// those re-queue its MultiClusterService, as Karmada's Service predicate does (a status
+    /// change does not).
+    seen_services: Mutex<HashMap<String, String>>,
 }
 
 /// The controller. Cheap to clone.
@@ -138,6 +142,11 @@ pub fn start_fn() -> StartFn {
 
 fn key_of(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
+}
+
+/// What of a Service matters to its MultiClusterService: labels, annotations and spec.
+fn service_fingerprint(svc: &Service) -> String {
+    serde_json::json!([svc.metadata.labels, svc.metadata.annotations, svc.spec]).to_string()
 }
 
 impl McsController {
@@ -165,6 +174,7 @@ impl McsController {
                 interpreter,
                 events,
                 seen_clusters: Mutex::default(),
+                seen_services: Mutex::default(),
             }),
         })
     }
@@ -209,8 +219,8 @@ impl McsController {
             CONTROLLER_NAME,
             cancel,
             &self,
-            |c: Self, key: ObjectKey, _svc: Option<Arc<Service>>| async move {
-                c.service_changed(&key);
+            |c: Self, key: ObjectKey, svc: Option<Arc<Service>>| async move {
+                c.service_changed(&key, svc.as_deref());
                 HandlerResult::Success
             },
         );
@@ -236,9 +246,26 @@ impl McsController {
         Ok(())
     }
 
-    /// A Service changed: its MultiClusterService, if a `CrossCluster` one, is synced again.
-    fn service_changed(&self, key: &ObjectKey) {
+    /// A Service changed: its MultiClusterService, if a `CrossCluster` one, is synced again when
+    /// the Service came, went, or changed its labels, annotations or spec.
+    fn service_changed(&self, key: &ObjectKey, svc: Option<&Service>) {
         let namespace = key.namespace().unwrap_or_default();
+        let id = key_of(namespace, key.name());
+        {
+            let mut seen = self.inner.seen_services.lock();
+            match svc {
+                Some(svc) => {
+                    let print = service_fingerprint(svc);
+                    if seen.get(&id) == Some(&print) {
+                        return;
+                    }
+                    seen.insert(id, print);
+                }
+                None => {
+                    seen.remove(&id);
+                }
+            }
+        }
         let store = self.inner.mcses.cache().peek_store();
         if store
             .get_named(Some(namespace), key.name())

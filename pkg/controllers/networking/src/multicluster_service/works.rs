@@ -115,34 +115,33 @@ impl McsController {
         Ok(())
     }
 
-    /// Removes the MultiClusterService's Works from clusters not in `providers`, after releasing
-    /// the EndpointSlices collected there for it.
+    /// Removes the MultiClusterService's Works from clusters not in `providers`, then releases the
+    /// EndpointSlices collected there for it. The Work goes first: once it is gone (or being
+    /// deleted) `endpointsliceCollect` stops collecting there, and the release, keyed by the
+    /// MultiClusterService's labels, still finds the collected Works when it is retried.
     pub(super) async fn remove_mcs_works(
         &self,
         mcs: &MultiClusterService,
         providers: &BTreeSet<String>,
     ) -> Result<(), McsError> {
         let id = permanent_id(mcs);
-        if id.is_empty() {
-            return Ok(());
-        }
         let works = self.inner.works.cache().peek_store().list();
+        let outside = |w: &Work| {
+            cluster_name(&w.namespace().unwrap_or_default())
+                .is_ok_and(|cluster| !providers.contains(cluster))
+        };
         for work in works.iter().filter(|w| {
-            w.labels().get(MULTI_CLUSTER_SERVICE_PERMANENT_ID_LABEL) == Some(&id)
+            !id.is_empty()
+                && w.labels().get(MULTI_CLUSTER_SERVICE_PERMANENT_ID_LABEL) == Some(&id)
                 && work_holds(w, MULTI_CLUSTER_SERVICE_KIND)
+                && w.metadata.deletion_timestamp.is_none()
+                && outside(w)
         }) {
             let work_ns = work.namespace().unwrap_or_default();
-            let Ok(cluster) = cluster_name(&work_ns) else {
-                continue;
-            };
-            if providers.contains(cluster) {
-                continue;
-            }
-            self.release_collected(work, &works).await?;
             let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &work_ns);
             match api.delete(&work.name_any(), &DeleteParams::default()).await {
                 Ok(_) => {
-                    tracing::info!(cluster, work = %work.name_any(), "removed MultiClusterService Work of a former provider");
+                    tracing::info!(namespace = %work_ns, work = %work.name_any(), "removed MultiClusterService Work of a former provider");
                 }
                 Err(e) if apimachinery::is_not_found(&e) => {}
                 Err(e) => {
@@ -156,28 +155,16 @@ impl McsController {
                 }
             }
         }
-        Ok(())
-    }
-
-    /// Releases, for the MultiClusterService, the EndpointSlice Works collected in the namespace of
-    /// its Work `mcs_work` (Karmada's `cleanProviderEndpointSliceWork`).
-    async fn release_collected(
-        &self,
-        mcs_work: &Work,
-        works: &[std::sync::Arc<Work>],
-    ) -> Result<(), McsError> {
-        let ns = mcs_work.namespace();
-        let label = |w: &Work, l: &str| w.labels().get(l).cloned();
-        let mcs_ns = label(mcs_work, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL);
-        let mcs_name = label(mcs_work, MULTI_CLUSTER_SERVICE_NAME_LABEL);
+        let namespace = mcs.namespace().unwrap_or_default();
+        let name = mcs.name_any();
         for work in works.iter().filter(|w| {
-            w.namespace() == ns
-                && label(w, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == mcs_ns
-                && label(w, MULTI_CLUSTER_SERVICE_NAME_LABEL) == mcs_name
+            w.labels().get(MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == Some(&namespace)
+                && w.labels().get(MULTI_CLUSTER_SERVICE_NAME_LABEL) == Some(&name)
                 && work_holds(w, ENDPOINT_SLICE_KIND)
                 && !w
                     .annotations()
                     .contains_key(ENDPOINT_SLICE_PROVISION_CLUSTER_ANNOTATION)
+                && outside(w)
         }) {
             collected_slices::release(
                 &self.inner.client,
