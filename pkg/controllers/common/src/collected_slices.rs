@@ -10,7 +10,7 @@
 //! labels, and the last one deletes the Work. Label changes are merge patches guarded by the
 //! resourceVersion read, so two collectors never overwrite each other.
 //!
-//! Who calls what: [`report`] when a member slice of a collected Service appears or changes,
+//! Who calls what: [`member_slice_controller`] to watch a member's slices, [`report`] when a member slice of a collected Service appears or changes,
 //! [`release`] when it, or the reason to collect it, goes; [`is_managed_by_karmada`] keeps slices
 //! Karmada itself put into a member from being collected again.
 
@@ -74,6 +74,19 @@ pub const MULTI_CLUSTER_SERVICE: Collector = Collector {
     // removes it once the consumers' copies are gone.
     finalizer: MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER,
 };
+
+/// The member's shared controller of every EndpointSlice (typed, unfiltered: the slices the
+/// member's own kube-controller-manager builds carry no Karmada label, so the default managed-only
+/// member scope would miss them). Both collectors take the member slices from here: a member
+/// cache holds one representation per kind and scope, so a second, dynamic one of the same scope
+/// would be refused.
+pub fn member_slice_controller(
+    member: &lariat::Cluster,
+) -> lariat::Result<lariat::SharedController<k8s_openapi::api::discovery::v1::EndpointSlice>> {
+    member
+        .controllers()
+        .for_kind_in::<k8s_openapi::api::discovery::v1::EndpointSlice>(lariat::CacheScope::all())
+}
 
 /// Whether an EndpointSlice was put into its cluster by Karmada (its managed-by label names one
 /// of Karmada's EndpointSlice controllers); such slices are never collected.

@@ -37,7 +37,7 @@ use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
-use lariat::{CacheScope, HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -205,9 +205,7 @@ impl CollectController {
             let Some(member) = self.inner.ctx.members.get(cluster) else {
                 continue;
             };
-            let missing = member
-                .controllers()
-                .for_kind_in::<EndpointSlice>(CacheScope::all())
+            let missing = collected_slices::member_slice_controller(&member)
                 .is_ok_and(|c| !c.handler_names().iter().any(|n| n == MEMBER_HANDLER));
             if missing {
                 self.inner.works.enqueue(Some(&namespace), &work.name_any());
@@ -247,12 +245,9 @@ impl CollectController {
         member: &lariat::Cluster,
     ) -> Result<SharedController<EndpointSlice>, CollectError> {
         let cluster = member.name().to_owned();
-        let ctrl = member
-            .controllers()
-            .for_kind_in::<EndpointSlice>(CacheScope::all())
-            .map_err(framework(format!(
-                "EndpointSlice controller of cluster {cluster}"
-            )))?;
+        let ctrl = collected_slices::member_slice_controller(member).map_err(framework(
+            format!("EndpointSlice controller of cluster {cluster}"),
+        ))?;
         let _guard = self.inner.registering.lock();
         if !ctrl.handler_names().iter().any(|n| n == MEMBER_HANDLER) {
             tracing::info!(cluster = %cluster, "watching EndpointSlices of provider cluster");
