@@ -10,9 +10,10 @@
 //! labels, and the last one deletes the Work. Label changes are merge patches guarded by the
 //! resourceVersion read, so two collectors never overwrite each other.
 //!
-//! Who calls what: [`member_slice_controller`] to watch a member's slices, [`report`] when a member slice of a collected Service appears or changes,
-//! [`release`] when it, or the reason to collect it, goes; [`is_managed_by_karmada`] keeps slices
-//! Karmada itself put into a member from being collected again.
+//! Who calls what: [`member_slice_controller`] to watch a member's slices, [`report`] when a member
+//! slice of a collected Service appears or changes, [`release`] when it, or the reason to collect
+//! it, goes; [`is_managed_by_karmada`] keeps slices Karmada itself put into a member from being
+//! collected again.
 
 use std::collections::BTreeSet;
 

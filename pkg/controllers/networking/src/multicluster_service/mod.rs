@@ -12,7 +12,7 @@
 //!   there ([`works`]);
 //! - claims the Service (`resourcetemplate.karmada.io/claimed-by: MultiClusterService`, so the
 //!   resource detector leaves it alone) and creates or updates its ResourceBinding, placed on the
-//!   providers and consumers ([`claim`]);
+//!   providers and consumers ([`claim`], [`binding`]);
 //! - records the outcome as the `ServiceApplied` condition and a `SyncServiceSucceed`/
 //!   `SyncServiceFailed` Event.
 //!
@@ -23,19 +23,19 @@
 //! Cluster's readiness or EndpointSlice support, its creation or deletion, re-queues the
 //! MultiClusterServices naming it, or naming no cluster at all).
 
+pub mod binding;
 pub mod claim;
 pub mod works;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use apimachinery::is_not_found;
 use k8s_openapi::api::core::v1::Service;
 use karmada_apis::networking::v1alpha1::{MultiClusterService, SERVICE_APPLIED_CONDITION};
 use karmada_apis::well_known::{
     MCS_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_PERMANENT_ID_LABEL, event_reasons,
 };
-use karmada_apis::{Cluster, ResourceBinding, Work};
+use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::conditions::new_condition;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
@@ -51,7 +51,7 @@ use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 
@@ -486,85 +486,6 @@ impl McsController {
             })
     }
 
-    /// Creates the Service's ResourceBinding, or brings an existing one to what the
-    /// MultiClusterService wants (a guarded merge patch of the differences), retrying conflicts.
-    async fn ensure_binding(
-        &self,
-        svc: &Service,
-        mcs: &MultiClusterService,
-        targets: &BTreeSet<String>,
-    ) -> Result<(), McsError> {
-        let namespace = svc.namespace().unwrap_or_default();
-        let desired = claim::desired_binding(svc, mcs, targets);
-        let name = karmada_apis::names::binding_name("Service", &svc.name_any());
-        let key = key_of(&namespace, &name);
-        let api: Api<ResourceBinding> = Api::namespaced(self.inner.client.clone(), &namespace);
-        let uid = svc.uid().unwrap_or_default();
-        let json_err = |source| McsError::Json {
-            key: key.clone(),
-            source,
-        };
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let existing = api
-                .get_opt(&name)
-                .await
-                .map_err(|e| ApiError::new("get", "ResourceBinding", key.clone(), e))?;
-            let result = match existing {
-                None => {
-                    let created: ResourceBinding =
-                        serde_json::from_value(claim::new_binding(desired.clone()))
-                            .map_err(json_err)?;
-                    match api.create(&PostParams::default(), &created).await {
-                        Ok(_) => {
-                            tracing::info!(binding = %key, "created ResourceBinding for MultiClusterService");
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Some(existing) => {
-                    if claim::controlled_by_other(&existing, &uid) {
-                        return Err(McsError::ForeignBinding { key });
-                    }
-                    let old = serde_json::to_value(&existing).map_err(json_err)?;
-                    let new = claim::updated_binding(&old, &desired);
-                    match karmada_controllers_common::patch::merge_diff(&old, &new) {
-                        None => Ok(()),
-                        Some(mut patch) => {
-                            if let Some(meta) = patch.as_object_mut().map(|p| p.entry("metadata")) {
-                                let meta = meta.or_insert_with(|| serde_json::json!({}));
-                                if let Some(m) = meta.as_object_mut() {
-                                    m.insert(
-                                        "resourceVersion".to_owned(),
-                                        serde_json::json!(existing.resource_version()),
-                                    );
-                                }
-                            }
-                            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                                .await
-                                .map(|_| {
-                                    tracing::info!(binding = %key, "updated ResourceBinding for MultiClusterService");
-                                })
-                        }
-                    }
-                }
-            };
-            match result {
-                Ok(()) => return Ok(()),
-                Err(e)
-                    if attempts < 5
-                        && (apimachinery::is_conflict(&e)
-                            || apimachinery::is_already_exists(&e)) =>
-                {
-                    continue;
-                }
-                Err(e) => return Err(ApiError::new("write", "ResourceBinding", key, e).into()),
-            }
-        }
-    }
-
     /// Karmada's `retrieveService` plus `retrieveMultiClusterService(nil)` and the finalizer's
     /// removal: what a deleted, or no longer `CrossCluster`, MultiClusterService leaves behind.
     async fn release(&self, mcs: &MultiClusterService) -> Result<(), McsError> {
@@ -593,39 +514,6 @@ impl McsController {
             })?;
             tracing::info!(namespace = %namespace, name = %name, "released MultiClusterService");
         }
-        Ok(())
-    }
-
-    /// Removes the MultiClusterService's claim from the Service and its binding.
-    async fn release_service(&self, namespace: &str, name: &str) -> Result<(), McsError> {
-        let svc = match self.service(namespace, name) {
-            Ok(svc) => svc,
-            Err(McsError::ServiceNotFound { .. }) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        update_metadata(&self.svc_api(namespace), &svc, claim::release_service)
-            .await
-            .map_err(|e| ApiError::new("release", "Service", key_of(namespace, name), e))?;
-        let rb_name = karmada_apis::names::binding_name("Service", name);
-        let api: Api<ResourceBinding> = Api::namespaced(self.inner.client.clone(), namespace);
-        let rb = match api.get(&rb_name).await {
-            Ok(rb) => rb,
-            Err(e) if is_not_found(&e) => return Ok(()),
-            Err(e) => {
-                return Err(ApiError::new(
-                    "get",
-                    "ResourceBinding",
-                    key_of(namespace, &rb_name),
-                    e,
-                )
-                .into());
-            }
-        };
-        update_metadata(&api, &rb, claim::release_binding)
-            .await
-            .map_err(|e| {
-                ApiError::new("release", "ResourceBinding", key_of(namespace, &rb_name), e)
-            })?;
         Ok(())
     }
 }
