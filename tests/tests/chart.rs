@@ -166,7 +166,6 @@ fn helm_lint_is_clean_and_bad_values_fail() {
     // values.schema.json rejects bad values before anything renders.
     for bad in [
         "controllers[0]=clusterStatuz",
-        "controllers[0]=multiclusterservice",
         "log.format=xml",
         "karmadaApiServer.mode=incluster",
         "concurrency.workSyncs=0",

@@ -42,7 +42,6 @@ pub const FLAGS: &[&str] = &[
 
 /// Feature gates that are accepted (and reported by their value) but change nothing.
 pub const GATES: &[&str] = &[
-    karmada_process::features::MULTI_CLUSTER_SERVICE,
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
     "ContextualLogging",
@@ -155,7 +154,7 @@ mod tests {
             "--log_dir=/tmp",
             "--horizontal-pod-autoscaler-upscale-delay=1m",
             "--kube-api-qps=100",
-            "--feature-gates=Failover=true,MultiClusterService=true,PropagationPolicyPreemption=true",
+            "--feature-gates=Failover=true,MultiplePodTemplatesScheduling=true,PropagationPolicyPreemption=true",
         ]);
         assert_eq!(
             c,
@@ -163,12 +162,15 @@ mod tests {
                 "--log-dir=/tmp",
                 "--resync-period=1m",
                 "--horizontal-pod-autoscaler-upscale-delay=1m",
-                "MultiClusterService=true",
+                "MultiplePodTemplatesScheduling=true",
             ]
         );
         // AllAlpha turns on no-effect alpha gates too.
         let c = changed_for(&["--feature-gates=AllAlpha=true"]);
-        assert!(c.contains(&"MultiClusterService=true".to_string()), "{c:?}");
+        assert!(
+            c.contains(&"MultiplePodTemplatesScheduling=true".to_string()),
+            "{c:?}"
+        );
         assert!(
             !c.iter().any(|s| s.starts_with("WorkloadAffinity")),
             "{c:?}"

@@ -923,11 +923,11 @@ mod tests {
         // AllAlpha turned on alpha gates that have no effect yet, too.
         assert_eq!(
             o.no_effect[..2],
-            ["--log-dir=/tmp", "MultiClusterService=true"]
+            ["--log-dir=/tmp", "LoggingAlphaOptions=true"]
         );
         assert!(
             o.no_effect
-                .contains(&"MultiClusterService=true".to_string())
+                .contains(&"MultiplePodTemplatesScheduling=true".to_string())
         );
         let o = parse(&["--leader-elect", "-v", "2", "-v=3"]).unwrap();
         assert!(o.leader_election.enabled);

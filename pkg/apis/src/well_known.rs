@@ -179,7 +179,8 @@ pub const ENDPOINT_SLICE_CONTROLLER_FINALIZER: &str = "karmada.io/endpointslice-
 /// Finalizer on MultiClusterServices: held until the provider clusters' Works are deleted.
 pub const MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER: &str =
     "karmada.io/mcs-endpointslice-collect-controller";
-/// Finalizer on MultiClusterServices: held until the consumer clusters' Works are deleted.
+/// Finalizer on Works holding EndpointSlices collected for a MultiClusterService: held by
+/// `endpointsliceDispatch` until the copies it dispatched to the consumer clusters are deleted.
 pub const MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER: &str =
     "karmada.io/mcs-endpointslice-dispatch-controller";
 /// Finalizer on MultiClusterServices: held until the Service Works are deleted.

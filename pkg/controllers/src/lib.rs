@@ -14,7 +14,7 @@
 //! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace`, `workloadRebalancer` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
-//! | `karmada-controllers-networking` | `serviceExport`, `endpointSlice`, `serviceImport` (and the MultiClusterService controllers) |
+//! | `karmada-controllers-networking` | `serviceExport`, `endpointSlice`, `serviceImport`, `multiclusterservice`, `endpointsliceCollect`, `endpointsliceDispatch` |
 //! | `karmada-controllers-failover` | `gracefulEviction`, `applicationFailover`, `clustertaintpolicy`, the taint manager (runs with `cluster`) |
 
 pub mod registry;
@@ -36,7 +36,10 @@ pub use karmada_controllers_dependencies::distributor as dependencies_distributo
 pub use karmada_controllers_failover::{
     application_failover, cluster_taint_policy, graceful_eviction, taint_manager,
 };
-pub use karmada_controllers_networking::{endpoint_slice, service_export, service_import};
+pub use karmada_controllers_networking::{
+    endpoint_slice, endpointslice_collect, endpointslice_dispatch, multicluster_service,
+    service_export, service_import,
+};
 pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler, workload_rebalancer,
 };

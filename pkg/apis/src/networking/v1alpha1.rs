@@ -6,7 +6,7 @@
 //! (`CrossCluster` or `LoadBalancer`) and never changes, port names are unique DNS-1123 labels,
 //! port numbers lie in 1–65535, and provider/consumer cluster names are valid cluster names. The
 //! API server bounds the cost of CEL rules, so `types` holds at most 2 entries and `ports` at most
-//! 64 (Karmada sets no limit).
+//! 128 (Karmada sets no limit).
 //!
 //! Who uses them: the `multiclusterservice` controller propagates the Service to the provider and
 //! consumer clusters; `endpointsliceCollect` collects the providers' EndpointSlices and
@@ -57,7 +57,9 @@ pub struct MultiClusterServiceSpec {
 
     /// The ports exposed; every port of the Service when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64), transform = crate::schema::cel(PORTS_RULES))]
+    /// At most 128 (Karmada sets no limit): the API server refuses the name-uniqueness rule over a
+    /// list of unbounded length (its CEL cost estimate exceeds the budget).
+    #[schemars(length(max = 128), transform = crate::schema::cel(PORTS_RULES))]
     pub ports: Vec<ExposurePort>,
 
     /// Deprecated in favour of `providerClusters`/`consumerClusters`: where the Service is exposed.

@@ -10,9 +10,10 @@
 //! labels, and the last one deletes the Work. Label changes are merge patches guarded by the
 //! resourceVersion read, so two collectors never overwrite each other.
 //!
-//! Who calls what: [`report`] when a member slice of a collected Service appears or changes,
-//! [`release`] when it, or the reason to collect it, goes; [`is_managed_by_karmada`] keeps slices
-//! Karmada itself put into a member from being collected again.
+//! Who calls what: [`member_slices`] to watch a member's slices, [`report`] when a member
+//! slice of a collected Service appears or changes, [`release`] when it, or the reason to collect
+//! it, goes; [`is_managed_by_karmada`] keeps slices Karmada itself put into a member from being
+//! collected again.
 
 use std::collections::BTreeSet;
 
@@ -23,7 +24,7 @@ use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{
     ENDPOINT_SLICE_CONTROLLER_FINALIZER, ENDPOINT_SLICE_CONTROLLER_LABEL_VALUE,
     ENDPOINT_SLICE_DISPATCH_CONTROLLER_LABEL_VALUE, ENDPOINT_SLICE_WORK_MANAGED_BY_LABEL,
-    MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
+    MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER, MULTI_CLUSTER_SERVICE_NAME_LABEL,
     MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL, SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL,
 };
 use karmada_interpreter::Interpreter;
@@ -72,7 +73,9 @@ pub const MULTI_CLUSTER_SERVICE: Collector = Collector {
     kind: "MultiClusterService",
     namespace_label: MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL,
     name_label: MULTI_CLUSTER_SERVICE_NAME_LABEL,
-    finalizer: MCS_ENDPOINT_SLICE_COLLECT_CONTROLLER_FINALIZER,
+    // Karmada's collector puts the dispatch controller's finalizer on the Work: that controller
+    // removes it once the consumers' copies are gone.
+    finalizer: MCS_ENDPOINT_SLICE_DISPATCH_CONTROLLER_FINALIZER,
 };
 
 /// A member's shared controller of every EndpointSlice (not only Karmada-managed ones: a member's

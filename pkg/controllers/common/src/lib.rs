@@ -19,6 +19,7 @@ pub mod interpreter;
 pub mod manifest;
 pub mod members;
 pub mod metrics;
+pub mod multicluster_service;
 pub mod patch;
 pub mod quota;
 pub mod work;

@@ -94,6 +94,57 @@ where
         .await
 }
 
+/// Changes the metadata of `cached` with `mutate` and writes the difference as a guarded merge
+/// patch ([`guarded_metadata_patch`]); on a conflict the object is read again and `mutate` applied
+/// to the fresh copy. Returns whether something was written (`false` also when the object is
+/// gone).
+pub async fn update_metadata<K, F>(
+    api: &kube::Api<K>,
+    cached: &K,
+    mutate: F,
+) -> Result<bool, kube::Error>
+where
+    K: kube::Resource + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    F: Fn(&mut ObjectMeta),
+{
+    let name = cached.meta().name.clone().unwrap_or_default();
+    let result = apimachinery::retry_on_conflict(
+        apimachinery::DEFAULT_RETRY,
+        apimachinery::is_conflict,
+        |attempt| {
+            let first = (attempt == 0).then(|| cached.clone());
+            let api = api.clone();
+            let name = name.clone();
+            let mutate = &mutate;
+            async move {
+                let read = match first {
+                    Some(k) => k,
+                    None => match api.get_opt(&name).await? {
+                        Some(k) => k,
+                        None => return Ok(false),
+                    },
+                };
+                let mut meta = read.meta().clone();
+                mutate(&mut meta);
+                let Some(patch) =
+                    guarded_metadata_patch(read.meta(), &meta).map_err(kube::Error::SerdeError)?
+                else {
+                    return Ok(false);
+                };
+                let params = kube::api::PatchParams::default();
+                api.patch(&name, &params, &kube::api::Patch::Merge(&patch))
+                    .await?;
+                Ok(true)
+            }
+        },
+    )
+    .await;
+    result.map_err(|e| match e {
+        apimachinery::RetryError::Conflicts { last, .. }
+        | apimachinery::RetryError::Failed(last) => last,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,5 +9,8 @@
 //! `karmada_controllers_common::collected_slices`.
 
 pub mod endpoint_slice;
+pub mod endpointslice_collect;
+pub mod endpointslice_dispatch;
+pub mod multicluster_service;
 pub mod service_export;
 pub mod service_import;
