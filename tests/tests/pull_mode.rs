@@ -3,7 +3,8 @@
 //! request (reads included): every one it received came from the agent's identity (or this test's
 //! observer), none from the controller-manager, across registration, propagation, status, drift
 //! repair and deletion. Also: a second agent claiming the Push cluster's name is refused and changes
-//! nothing; an agent restarted over applied Works writes nothing to its member; an agent stopped
+//! nothing; an agent restarted over applied Works writes nothing to its member; the agent collects
+//! member2's EndpointSlices for a ServiceExport and for a MultiClusterService; an agent stopped
 //! leaves its Cluster `Ready=Unknown` once the (shortened) grace period passed. The agent holds
 //! exactly the RBAC `charts/karmada-agent` renders, on both sides: on the host (`target:
 //! karmadaApiServer`) and on member2 (its member ClusterRole), as users outside `system:masters`.
@@ -21,6 +22,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::multicluster::v1alpha1::ServiceExport;
+use karmada_apis::networking::v1alpha1::MultiClusterService;
 use karmada_apis::{Cluster, PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
 use karmada_e2e::tools::{helm_template, kubectl_apply};
@@ -96,6 +98,7 @@ fn start_agent(member_kc: &Path, karmada_kc: &Path, name: &str, endpoint: &str) 
             &format!("--cluster-name={name}"),
             &format!("--cluster-api-endpoint={endpoint}"),
             "--leader-elect=false",
+            "--feature-gates=MultiClusterService=true",
             "--cluster-status-update-frequency=1s",
             "--cluster-lease-duration=4s",
             "--cluster-success-threshold=1s",
@@ -210,6 +213,7 @@ async fn pull_member_served_by_the_agent_alone() {
         &cm_kc,
         &[
             "--leader-elect=false",
+            "--feature-gates=MultiClusterService=true",
             "--cluster-status-update-frequency=1s",
             "--cluster-monitor-period=1s",
             "--cluster-monitor-grace-period=8s",
@@ -529,6 +533,78 @@ async fn pull_member_served_by_the_agent_alone() {
                     .await
                     .unwrap()
                     .is_none()
+        },
+    )
+    .await;
+
+    // endpointsliceCollect runs in the agent too: a MultiClusterService with the Pull member2 as
+    // provider and member1 as consumer brings member2's (hand-made) EndpointSlice to member1, through
+    // the agent's collected Work and the controller-manager's dispatch.
+    let cache: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "cache"},
+        "spec": {"ports": [{"name": "redis", "port": 6379}]},
+    }))
+    .unwrap();
+    Api::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &cache)
+        .await
+        .unwrap();
+    let provided: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "cache-1", "labels": {"kubernetes.io/service-name": "cache"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.9.0.8"]}],
+        "ports": [{"name": "redis", "port": 6379, "protocol": "TCP"}],
+    }))
+    .unwrap();
+    Api::namespaced(observer.clone(), NS)
+        .create(&PostParams::default(), &provided)
+        .await
+        .unwrap();
+    let mcs: MultiClusterService = serde_json::from_value(json!({
+        "apiVersion": "networking.karmada.io/v1alpha1",
+        "kind": "MultiClusterService",
+        "metadata": {"name": "cache"},
+        "spec": {"types": ["CrossCluster"], "providerClusters": [{"name": "member2"}],
+                 "consumerClusters": [{"name": "member1"}]},
+    }))
+    .unwrap();
+    let mcss: Api<MultiClusterService> = Api::namespaced(host.clone(), NS);
+    mcss.create(&PostParams::default(), &mcs).await.unwrap();
+    let member1_slices: Api<EndpointSlice> = Api::namespaced(member1.client().await, NS);
+    let dispatched = ListParams::default().labels("kubernetes.io/service-name=cache");
+    eventually(
+        "member2's EndpointSlice dispatched to member1",
+        &[&cm, &agent],
+        || async {
+            member1_slices
+                .list(&dispatched)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .flat_map(|s| {
+                    s.endpoints
+                        .iter()
+                        .flatten()
+                        .flat_map(|e| e.addresses.iter())
+                })
+                .eq(["10.9.0.8"].iter())
+        },
+    )
+    .await;
+    mcss.delete("cache", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the dispatched EndpointSlice removed",
+        &[&cm, &agent],
+        || async {
+            member1_slices
+                .list(&dispatched)
+                .await
+                .unwrap()
+                .items
+                .is_empty()
         },
     )
     .await;

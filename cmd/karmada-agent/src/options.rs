@@ -26,13 +26,7 @@ pub const ALL_CONTROLLERS: &[&str] = &[
 ];
 
 /// The agent controllers karmada-rs implements.
-pub const IMPLEMENTED: &[&str] = &[
-    "certRotation",
-    "clusterStatus",
-    "execution",
-    "serviceExport",
-    "workStatus",
-];
+pub const IMPLEMENTED: &[&str] = ALL_CONTROLLERS;
 
 /// Controllers that `*` does not turn on (Karmada's agent).
 pub const DISABLED_BY_DEFAULT: &[&str] = &["certRotation"];
@@ -495,8 +489,8 @@ mod tests {
         assert_eq!(o.cluster_api_burst, 60);
         assert_eq!(o.metrics_bind_address.to_string(), ":8080");
         assert_eq!(o.health_probe_bind_address.to_string(), ":10357");
-        // certRotation is off by default; the one placeholder is on and warns.
-        assert_eq!(o.placeholders, vec!["endpointsliceCollect"]);
+        // Every agent controller is implemented; certRotation is off by default.
+        assert!(o.placeholders.is_empty());
         assert!(is_enabled(&o.controllers, "execution"));
         assert!(!is_enabled(&o.controllers, "certRotation"));
         assert_eq!(o.cert_rotation, CertRotationSettings::default());
@@ -552,14 +546,12 @@ mod tests {
     }
 
     #[test]
-    fn only_the_implemented_controllers_run() {
+    fn every_agent_controller_can_be_named() {
         let o = parse(&[
             "--cluster-name=m1",
-            "--controllers=*,-endpointsliceCollect,certRotation",
+            "--controllers=certRotation,clusterStatus,endpointsliceCollect,execution,serviceExport,workStatus",
         ])
         .unwrap();
         assert!(o.placeholders.is_empty());
-        let o = parse(&["--cluster-name=m1", "--controllers=endpointsliceCollect"]).unwrap();
-        assert_eq!(o.placeholders, vec!["endpointsliceCollect"]);
     }
 }

@@ -13,6 +13,9 @@
 //!
 //! Releasing the slices of a cluster that stops providing is `multiclusterservice`'s job (it
 //! removes the MultiClusterService's Work there), as in Karmada.
+//!
+//! In Pull mode `karmada-agent` runs this controller for its own cluster (its Works are those of its
+//! execution namespace, its one member its own cluster), as Karmada's agent does.
 
 use std::sync::Arc;
 use std::time::Duration;
