@@ -160,6 +160,36 @@ pub async fn serve_when_synced<K: CacheObject>(
     Ok(())
 }
 
+/// Waits for `controller`'s cache (up to `--cluster-cache-sync-timeout`), reports synced, then
+/// calls `resync` every `period` until `cancel` fires: the rest of the life of a controller that
+/// watches members on demand, where `resync` re-arms the handlers of members connected anew (their
+/// caches are new and carry none). `what` names the controller in the two log lines.
+pub async fn serve_with_resync<K: CacheObject>(
+    controller: &SharedController<K>,
+    ctx: &ControllerContext,
+    cancel: &CancellationToken,
+    what: &str,
+    period: std::time::Duration,
+    mut resync: impl FnMut(),
+) -> lariat::Result<()> {
+    let timeout = ctx.settings.cluster_cache_sync_timeout;
+    let SyncWait::Synced = controller.wait_synced(cancel, timeout).await? else {
+        return Ok(());
+    };
+    ctx.synced.synced();
+    tracing::info!("{what} synced");
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tick.tick() => resync(),
+        }
+    }
+    tracing::info!("{what} stopped");
+    Ok(())
+}
+
 /// The [`StartFn`] of a controller that `new` builds from its context and `run` drives until the
 /// context is cancelled: the one shape of every controller's `start_fn`.
 pub fn start_fn_of<C, E, Fut>(

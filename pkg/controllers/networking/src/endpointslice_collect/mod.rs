@@ -33,7 +33,7 @@ use karmada_controllers_common::collected_slices::{
 };
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
+    register, serve_until_cancelled, serve_with_resync, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::work::WorkError;
@@ -173,24 +173,15 @@ impl CollectController {
             &self,
             |c: Self, key, work: Option<Arc<Work>>| async move { c.handle_work(&key, work).await },
         );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        inner.ctx.synced.synced();
-        tracing::info!(controller = NAME, "endpointslice-collect controller synced");
-        let mut tick = tokio::time::interval(MEMBER_RESYNC_PERIOD);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = inner.cancel.cancelled() => break,
-                _ = tick.tick() => self.resync_members(),
-            }
-        }
-        tracing::info!(
-            controller = NAME,
-            "endpointslice-collect controller stopped"
-        );
+        serve_with_resync(
+            &inner.works,
+            &inner.ctx,
+            &inner.cancel,
+            "endpointslice-collect controller",
+            MEMBER_RESYNC_PERIOD,
+            || self.resync_members(),
+        )
+        .await?;
         Ok(())
     }
 

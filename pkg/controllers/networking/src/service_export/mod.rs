@@ -36,11 +36,13 @@ use std::time::Duration;
 use karmada_apis::Work;
 use karmada_apis::well_known::SERVICE_NAME_LABEL;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{register, shared_controller, start_fn_of};
+use karmada_controllers_common::handlers::{
+    register, serve_with_resync, shared_controller, start_fn_of,
+};
 use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
-use lariat::{SharedController, SyncWait};
+use lariat::SharedController;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -175,21 +177,15 @@ impl ServiceExportController {
             &self,
             |c: Self, key, work| async move { c.handle_work(key, work).await },
         );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        inner.ctx.synced.synced();
-        tracing::info!(controller = NAME, "serviceExport synced");
-        let mut tick = tokio::time::interval(MEMBER_RESYNC_PERIOD);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = inner.cancel.cancelled() => break,
-                _ = tick.tick() => self.resync_members(),
-            }
-        }
-        tracing::info!(controller = NAME, "serviceExport stopped");
+        serve_with_resync(
+            &inner.works,
+            &inner.ctx,
+            &inner.cancel,
+            "serviceExport",
+            MEMBER_RESYNC_PERIOD,
+            || self.resync_members(),
+        )
+        .await?;
         Ok(())
     }
 }

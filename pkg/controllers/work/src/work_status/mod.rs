@@ -37,13 +37,15 @@ use karmada_apis::work::v1alpha1::ManifestStatus;
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{register, shared_controller, start_fn_of};
+use karmada_controllers_common::handlers::{
+    register, serve_with_resync, shared_controller, start_fn_of,
+};
 use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, manifest_status, text};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
@@ -213,21 +215,15 @@ impl WorkStatusController {
             &self,
             |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        inner.ctx.synced.synced();
-        tracing::info!(controller = NAME, "work-status controller synced");
-        let mut tick = tokio::time::interval(MEMBER_RESYNC_PERIOD);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = inner.cancel.cancelled() => break,
-                _ = tick.tick() => self.resync_members(),
-            }
-        }
-        tracing::info!(controller = NAME, "work-status controller stopped");
+        serve_with_resync(
+            &inner.works,
+            &inner.ctx,
+            &inner.cancel,
+            "work-status controller",
+            MEMBER_RESYNC_PERIOD,
+            || self.resync_members(),
+        )
+        .await?;
         Ok(())
     }
 
