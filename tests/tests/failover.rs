@@ -2,29 +2,30 @@
 //! ClusterTaintPolicy puts a NoExecute taint on a member whose kube-apiserver was killed, and the
 //! taint manager moves the workloads that do not tolerate it.
 //!
-//! member1 is a full member (kube-controller-manager, kube-scheduler, kwok nodes: its Deployments
-//! become really available); member2 is an API server only (its Deployments never report status, so
-//! never become healthy); member3 is killed. One kill serves every case, each a Deployment divided
-//! over two members:
+//! member1 and member2 are full members (kube-controller-manager, kube-scheduler, kwok nodes: their
+//! Deployments become really available, or really never do: an OverridePolicy gives a Deployment a
+//! node selector no node matches in one member, so the member's kube-scheduler leaves its pods
+//! Pending); member3 is an API server only and is killed. One kill serves every case, each a
+//! Deployment divided over two members:
 //! - `graceful` (member1, member3; purge mode from `--no-execute-taint-eviction-purge-mode`,
 //!   Gracefully): all replicas move to member1; member3's Work stays until member1 reports the
 //!   workload healthy (as in Karmada, the health last reported, which may still be that of the old
 //!   replica count), then its eviction task is dropped and the Work deleted, never before;
-//! - `direct` (member2, member3; the policy's `failover.cluster.purgeMode: Directly`): the replicas
-//!   move to member2 and member3's Work is deleted at once, while the task stays (member2 never
-//!   becomes healthy);
+//! - `direct` (member2, member3; the policy's `failover.cluster.purgeMode: Directly`; never ready in
+//!   member2): the replicas move to member2 and member3's Work is deleted at once, while the task
+//!   stays (the replacement never becomes healthy);
 //! - `tolerating` (a toleration with `tolerationSeconds`): evicted, but not before the taint is that
-//!   old;
+//!   old; its replicas become healthy in member2, so member3's Work goes too;
 //! - `tolerant` (a toleration without `tolerationSeconds`): never evicted.
 //!
 //! Beside it, application failover (`failover.application`, `StatefulFailoverInjection` on):
-//! `unhealthy` runs in member2 first (the policy's first cluster affinity), where the test, standing
-//! in for the kube-controller-manager member2 lacks, reports its pods never available; after
-//! `tolerationSeconds` it is evicted (`Directly`) and moves to member1 (the second affinity),
-//! created there with the label its statePreservation rule read from member2's status.
+//! `unhealthy` runs in member1 first (the policy's first cluster affinity), where its pods never get
+//! a node; after `tolerationSeconds` it is evicted (`Directly`) and moves to member2 (the second
+//! affinity), created there with the label its statePreservation rule read from member1's status,
+//! and becomes healthy there.
 //!
-//! Then member3 comes back: its taint is removed, nothing moves back and no object is recreated
-//! (the UIDs stay). Last, with a controller-manager running only `cluster` (and so the taint
+//! Then member3 comes back: its taint is removed, the objects of the Works deleted meanwhile go,
+//! nothing moves back and no object is recreated (the UIDs stay). Last, with a controller-manager running only `cluster` (and so the taint
 //! manager), twelve bindings on four Clusters the test taints NoExecute at once are evicted at
 //! `--resource-eviction-rate`, not all at once.
 //!
@@ -38,7 +39,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Taint};
-use karmada_apis::{Cluster, ClusterTaintPolicy, PropagationPolicy, ResourceBinding, Work};
+use karmada_apis::{
+    Cluster, ClusterTaintPolicy, OverridePolicy, PropagationPolicy, ResourceBinding, Work,
+};
 use karmada_e2e::controller_manager::Kcm;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
@@ -51,11 +54,11 @@ const TAINT: &str = "failover.karmada-rs.io/not-ready";
 /// `tolerationSeconds` of the `tolerating` Deployment.
 const TOLERATION_SECONDS: i64 = 15;
 const WAIT: Duration = Duration::from_secs(120);
-/// `decisionConditions.tolerationSeconds` of the `unhealthy` Deployment. It applies in member1 too,
-/// from the moment the failover creates it there: long enough for member1's kube-controller-manager
-/// and kwok to roll it out on a loaded machine, or it fails over from member1 as well.
+/// `decisionConditions.tolerationSeconds` of the `unhealthy` Deployment. It applies in member2 too,
+/// from the moment the failover creates it there: long enough for member2's kube-controller-manager
+/// and kwok to roll it out on a loaded machine, or it fails over from member2 as well.
 const APP_TOLERATION_SECONDS: i64 = 15;
-/// The label `unhealthy`'s statePreservation rule fills from member2's status.
+/// The label `unhealthy`'s statePreservation rule fills from member1's status.
 const STATE_LABEL: &str = "failover.karmada.io/updated-replicas";
 /// `--resource-eviction-rate` of the pacing case (per eviction worker; three workers).
 const PACED_RATE: f64 = 2.0;
@@ -63,7 +66,7 @@ const PACED_RATE: f64 = 2.0;
 fn env() -> &'static TestEnv {
     testenv::shared(EnvOptions {
         members: 3,
-        full_members: 1,
+        full_members: 2,
         kwok_nodes: 1,
         install_crds: true,
         host_controller_manager: false,
@@ -166,7 +169,7 @@ async fn create_deployment(host: &Client, name: &str, replicas: i32) {
         .unwrap();
 }
 
-/// `unhealthy`: one replica, member2 first and member1 as the fallback affinity, failing over
+/// `unhealthy`: one replica, member1 first and member2 as the fallback affinity, failing over
 /// `Directly` after `APP_TOLERATION_SECONDS` and preserving `.updatedReplicas` as `STATE_LABEL`.
 async fn propagate_unhealthy(host: &Client) {
     create_deployment(host, "unhealthy", 1).await;
@@ -180,8 +183,8 @@ async fn propagate_unhealthy(host: &Client) {
             "propagateDeps": true,
             "placement": {
                 "clusterAffinities": [
-                    {"affinityName": "primary", "clusterNames": ["member2"]},
-                    {"affinityName": "backup", "clusterNames": ["member1"]},
+                    {"affinityName": "primary", "clusterNames": ["member1"]},
+                    {"affinityName": "backup", "clusterNames": ["member2"]},
                 ],
                 "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
             },
@@ -196,6 +199,32 @@ async fn propagate_unhealthy(host: &Client) {
     }))
     .unwrap();
     Api::<PropagationPolicy>::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+}
+
+/// An OverridePolicy giving Deployment `name` in `cluster` (only) a node selector no node matches:
+/// the member's kube-scheduler leaves its pods Pending, so it never becomes available there.
+async fn never_ready_in(host: &Client, name: &str, cluster: &str) {
+    let policy: OverridePolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "OverridePolicy",
+        "metadata": {"name": format!("{name}-never-ready-in-{cluster}")},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+            "overrideRules": [{
+                "targetCluster": {"clusterNames": [cluster]},
+                "overriders": {"plaintext": [{
+                    "path": "/spec/template/spec/nodeSelector",
+                    "operator": "add",
+                    "value": {"failover.karmada-rs.io/no-such-node": "true"},
+                }]},
+            }],
+        },
+    }))
+    .unwrap();
+    Api::<OverridePolicy>::namespaced(host.clone(), NS)
         .create(&PostParams::default(), &policy)
         .await
         .unwrap();
@@ -342,6 +371,9 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         }
         json!([t])
     };
+    // Before the Deployments, so their first version in those members is already the unready one.
+    never_ready_in(&host, "direct", "member2").await;
+    never_ready_in(&host, "unhealthy", "member1").await;
     propagate(
         &host,
         "graceful",
@@ -380,15 +412,15 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     let member1_client = env.members()[0].client().await;
     let member2_client = env.members()[1].client().await;
     let member3_client = env.members()[2].client().await;
-    let evicted_from_member2 = first_version(&rbs, &binding_name("unhealthy"), |rb| {
+    let evicted_from_member1 = first_version(&rbs, &binding_name("unhealthy"), |rb| {
         rb.spec
             .graceful_eviction_tasks
             .iter()
-            .any(|t| t.from_cluster == "member2")
+            .any(|t| t.from_cluster == "member1")
     })
     .await;
-    let created_in_member1 = first_version(
-        &Api::<Deployment>::namespaced(member1_client.clone(), NS),
+    let created_in_member2 = first_version(
+        &Api::<Deployment>::namespaced(member2_client.clone(), NS),
         "unhealthy",
         |_| true,
     )
@@ -415,25 +447,14 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         member3.spec.taints
     );
 
-    // member2 has no kube-controller-manager: report, as one would, a rollout whose pod never
-    // becomes available.
-    let member2_deploys: Api<Deployment> = Api::namespaced(member2_client.clone(), NS);
-    let in_member2 = eventually("unhealthy in member2", &kcm, async || {
-        member2_deploys
+    let in_member1 = eventually("unhealthy in member1", &kcm, async || {
+        Api::<Deployment>::namespaced(member1_client.clone(), NS)
             .get_opt("unhealthy")
             .await
             .unwrap()
             .ok_or_else(|| "not yet".to_owned())
     })
     .await;
-    let status = json!({"status": {
-        "observedGeneration": in_member2.metadata.generation,
-        "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
-    }});
-    member2_deploys
-        .patch_status("unhealthy", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
     // What must not be recreated by the failover or by member3's return.
     let uids_before = [
         (
@@ -447,13 +468,14 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
             "tolerant",
             uid_in(&member3_client, "tolerant").await,
         ),
-        (
-            "member3",
-            "tolerating",
-            uid_in(&member3_client, "tolerating").await,
-        ),
     ];
 
+    // The graceful eviction controller stamps a new task before it judges it, so the stamped
+    // version is always written.
+    let tolerating_evicted = first_version(&rbs, &binding_name("tolerating"), |rb| {
+        task_from_member3(rb).is_some_and(|t| t.creation_timestamp.is_some())
+    })
+    .await;
     let killed = Instant::now();
     env.members()[2].kill();
 
@@ -527,7 +549,7 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         killed.elapsed()
     );
 
-    // direct: member3's Work is deleted while the eviction task stays (member2 never gets healthy).
+    // direct: member3's Work is deleted while the eviction task stays (never healthy in member2).
     eventually("direct: member3's Work deleted at once", &kcm, async || {
         let rb = rbs.get(&binding_name("direct")).await.unwrap();
         let on = scheduled(&rb);
@@ -552,14 +574,12 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         ("TaintManager", "TaintUntolerated")
     );
 
-    // tolerating: evicted, not before the taint is TOLERATION_SECONDS old.
-    let task = eventually("tolerating evicted", &kcm, async || {
-        let rb = rbs.get(&binding_name("tolerating")).await.unwrap();
-        task_from_member3(&rb)
-            .and_then(|t| t.creation_timestamp.clone())
-            .ok_or_else(|| format!("scheduled {:?}", scheduled(&rb)))
-    })
-    .await;
+    // tolerating: evicted, not before the taint is TOLERATION_SECONDS old (its task lives only until
+    // the replicas are healthy in member2, so it was watched for).
+    let rb = tolerating_evicted.await.unwrap();
+    let task = task_from_member3(&rb)
+        .and_then(|t| t.creation_timestamp.clone())
+        .unwrap();
     let waited = task.0.as_second() - tainted_at.as_second();
     assert!(
         waited >= TOLERATION_SECONDS,
@@ -575,16 +595,16 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         rb.spec.graceful_eviction_tasks
     );
 
-    // unhealthy: evicted from member2 with its state, created in member1 carrying it.
-    let rb = evicted_from_member2.await.unwrap();
+    // unhealthy: evicted from member1 with its state, created in member2 carrying it.
+    let rb = evicted_from_member1.await.unwrap();
     let task = rb
         .spec
         .graceful_eviction_tasks
         .iter()
-        .find(|t| t.from_cluster == "member2")
+        .find(|t| t.from_cluster == "member1")
         .unwrap();
     assert!(
-        !scheduled(&rb).iter().any(|(c, _)| c == "member2"),
+        !scheduled(&rb).iter().any(|(c, _)| c == "member1"),
         "{:?}",
         scheduled(&rb)
     );
@@ -608,23 +628,23 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         Some("1"),
         "{task:?}"
     );
-    assert_eq!(task.clusters_before_failover, ["member2"]);
-    let in_member1 = created_in_member1.await.unwrap();
+    assert_eq!(task.clusters_before_failover, ["member1"]);
+    let in_member2 = created_in_member2.await.unwrap();
     assert_eq!(
-        in_member1.labels().get(STATE_LABEL).map(String::as_str),
+        in_member2.labels().get(STATE_LABEL).map(String::as_str),
         Some("1"),
-        "unhealthy created in member1 without the preserved state: {:?}",
-        in_member1.labels()
+        "unhealthy created in member2 without the preserved state: {:?}",
+        in_member2.labels()
     );
     // Not before tolerationSeconds (server times, whole seconds).
     let created = |d: &Deployment| d.metadata.creation_timestamp.clone().unwrap().0.as_second();
-    let waited = created(&in_member1) - created(&in_member2);
+    let waited = created(&in_member2) - created(&in_member1);
     assert!(
         waited >= APP_TOLERATION_SECONDS,
-        "moved {waited}s after it was created in member2; tolerationSeconds is {APP_TOLERATION_SECONDS}"
+        "moved {waited}s after it was created in member1; tolerationSeconds is {APP_TOLERATION_SECONDS}"
     );
-    eventually("unhealthy: member2's Work deleted", &kcm, async || {
-        let works: Api<Work> = Api::namespaced(host.clone(), "karmada-es-member2");
+    eventually("unhealthy: member1's Work deleted", &kcm, async || {
+        let works: Api<Work> = Api::namespaced(host.clone(), "karmada-es-member1");
         let name = karmada_apis::names::work_name("Deployment", "unhealthy", NS);
         match works.get_opt(&name).await.unwrap() {
             None => Ok(()),
@@ -636,7 +656,27 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     })
     .await;
 
-    member_comes_back(env, &host, &kcm, &uids_before, &in_member1).await;
+    // Whole again in member2: its pod ready (kwok), the binding's aggregated health Healthy, and
+    // the eviction task dropped (Directly keeps it only until the replacement is healthy).
+    let member2: Api<Deployment> = Api::namespaced(member2_client.clone(), NS);
+    eventually("unhealthy: ready in member2", &kcm, async || {
+        let ready = member2
+            .get_opt("unhealthy")
+            .await
+            .unwrap()
+            .and_then(|d| d.status)
+            .and_then(|s| s.ready_replicas);
+        let rb = rbs.get(&binding_name("unhealthy")).await.unwrap();
+        let tasks = rb.spec.graceful_eviction_tasks.len();
+        if ready == Some(1) && tasks == 0 {
+            Ok(())
+        } else {
+            Err(format!("ready {ready:?}, {tasks} eviction tasks"))
+        }
+    })
+    .await;
+
+    member_comes_back(env, &host, &kcm, &uids_before, &in_member2).await;
     drop(kcm);
     evictions_are_paced(env, &host).await;
 }
@@ -647,7 +687,7 @@ async fn member_comes_back(
     host: &Client,
     kcm: &Kcm,
     uids_before: &[(&str, &str, String)],
-    unhealthy_in_member1: &Deployment,
+    unhealthy_in_member2: &Deployment,
 ) {
     let returned = Instant::now();
     env.members()[2].start().await.unwrap();
@@ -665,10 +705,11 @@ async fn member_comes_back(
         "member3 untainted {:?} after its return",
         returned.elapsed()
     );
-    // The Works deleted while member3 was away are finished now: their objects go.
+    // The Works deleted while member3 was away are finished now: their objects go (tolerating's
+    // once its replicas are healthy in member2, which may be before or after the return).
     let member3 = env.members()[2].client().await;
     let member3_deploys: Api<Deployment> = Api::namespaced(member3.clone(), NS);
-    for name in ["graceful", "direct"] {
+    for name in ["graceful", "direct", "tolerating"] {
         eventually(
             &format!("{name} removed from member3"),
             kcm,
@@ -687,7 +728,7 @@ async fn member_comes_back(
     for (name, want) in [
         ("graceful", vec![("member1".to_owned(), 2)]),
         ("direct", vec![("member2".to_owned(), 2)]),
-        ("unhealthy", vec![("member1".to_owned(), 1)]),
+        ("unhealthy", vec![("member2".to_owned(), 1)]),
     ] {
         let rb = rbs.get(&binding_name(name)).await.unwrap();
         assert_eq!(scheduled(&rb), want, "{name} moved");
@@ -715,11 +756,11 @@ async fn member_comes_back(
             "{name} recreated in {member}"
         );
     }
-    let member1 = env.members()[0].client().await;
+    let member2 = env.members()[1].client().await;
     assert_eq!(
-        uid_in(&member1, "unhealthy").await,
-        unhealthy_in_member1.uid().unwrap(),
-        "unhealthy recreated in member1"
+        uid_in(&member2, "unhealthy").await,
+        unhealthy_in_member2.uid().unwrap(),
+        "unhealthy recreated in member2"
     );
 }
 

@@ -1343,3 +1343,36 @@ fn arc_clusters_are_accepted() {
     .unwrap();
     assert_eq!(pairs(&result.clusters), vec![("m1", 0)]);
 }
+
+#[test]
+fn application_failover_moves_to_the_next_affinity() {
+    let clusters = vec![cluster("m1"), cluster("m2")];
+    let placement = Placement {
+        cluster_affinities: vec![term("primary", &["m1"]), term("backup", &["m2"])],
+        replica_scheduling: duplicated(),
+        ..Default::default()
+    };
+    let mut spec = deployment_spec(1, placement);
+    spec.graceful_eviction_tasks = vec![GracefulEvictionTask {
+        from_cluster: "m1".into(),
+        reason: "ApplicationFailure".into(),
+        producer: "resource-binding-application-failover-controller".into(),
+        ..Default::default()
+    }];
+    let status = ResourceBindingStatus {
+        scheduler_observed_affinity_name: "primary".into(),
+        scheduler_observed_generation: 1,
+        ..Default::default()
+    };
+    let report = schedule_detailed(&spec, Some(&status), &clusters, &ScheduleOptions::default());
+    let result = report.result.unwrap();
+    assert_eq!(result.affinity_name.as_deref(), Some("backup"));
+    assert_eq!(
+        result
+            .clusters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["m2"]
+    );
+}

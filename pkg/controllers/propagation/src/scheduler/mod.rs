@@ -363,10 +363,16 @@ impl Scheduler {
         }
         let forced = inner.forced.lock().remove(&k);
         let generation = b.meta().generation.unwrap_or_default();
-        if !forced && inner.handled.lock().get(&k) == Some(&generation) {
+        let handled = inner.handled.lock().get(&k) == Some(&generation);
+        if !forced && handled {
             return HandlerResult::Success;
         }
-        match self.do_schedule(&k, &*b, forced).await {
+        // Only a Cluster change is new when the binding's generation was already handled. A
+        // binding change the scheduler has not handled yet (an eviction that just removed a
+        // cluster, say) gets the full decision even if a Cluster change forced the same key:
+        // judged as a Cluster change only, a Duplicated binding evicted from its only cluster
+        // would look already placed and be marked observed without a new placement.
+        match self.do_schedule(&k, &*b, forced && handled).await {
             Ok(handled_generation) => {
                 inner.handled.lock().insert(k, handled_generation);
                 HandlerResult::Success
