@@ -58,6 +58,9 @@ struct Args {
     /// Skip the burst with the members in Pull mode (served by karmada-agents).
     #[arg(long)]
     no_pull: bool,
+    /// Deployments of the failover run (0: none).
+    #[arg(long)]
+    failover_templates: Option<usize>,
     /// Whose controllers to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
@@ -115,6 +118,9 @@ fn main() -> anyhow::Result<()> {
     config.floor &= !args.no_floor;
     config.customization &= !args.no_customization;
     config.pull &= !args.no_pull;
+    if let Some(n) = args.failover_templates {
+        config.failover_templates = n;
+    }
     config.impls = match args.implementation {
         Which::Rust => vec![Impl::Rust],
         Which::Karmada => vec![Impl::Karmada],

@@ -15,7 +15,7 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     let templates = config.deployments + config.configmaps;
 
     // Main run (QPS 1000, 2 members), Karmada's default QPS, the Lua customization, Pull mode,
-    // scale-out to 1 member.
+    // scale-out to 1 member, failover.
     let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(
         labels,
@@ -24,11 +24,16 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
             "Karmada default QPS, 2 members",
             "QPS 1000, 2 members, Lua customization",
             "QPS 1000, 2 members, Pull (agents)",
-            "QPS 1000, 1 member"
+            "QPS 1000, 1 member",
+            "QPS 1000, 2 members, failover",
         ]
     );
-    for run in &report.runs {
-        let b = run.burst.as_ref().expect("every run has a burst");
+    let (failover_run, runs) = report.runs.split_last().unwrap();
+    for run in runs {
+        let b = run
+            .burst
+            .as_ref()
+            .expect("every run but failover has a burst");
         let templates = if run.label.starts_with("Karmada default QPS") {
             config.default_qps_templates
         } else {
@@ -130,6 +135,29 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         restart.changes
     );
 
+    // Failover: every Deployment evicted from the lost member2 (its task stays: the API-server-only
+    // member1 never reports the replacement healthy) and whole on member1, in that order.
+    assert!(failover_run.burst.is_none());
+    let f = failover_run
+        .failover
+        .as_ref()
+        .expect("the failover run measures failover");
+    assert_eq!(
+        (f.templates, f.members, f.eviction_tasks),
+        (config.failover_templates, 2, config.failover_templates),
+        "{f:?}"
+    );
+    assert!(
+        0.0 < f.taint_seconds
+            && f.taint_seconds <= f.evicted_seconds
+            && f.evicted_seconds <= f.whole_seconds,
+        "{f:?}"
+    );
+    assert!(
+        f.member_writes >= f.templates as u64 && f.host_writes > 0 && f.cpu_seconds > 0.0,
+        "{f:?}"
+    );
+
     // Only the main run measures the steady rate.
     assert!(report.runs[1..].iter().all(|r| r.steady.is_none()));
     let s = main
@@ -153,9 +181,10 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         "#### Steady rate",
         "#### Minimal-writes floor",
         "Pull mode (each member served by its own karmada-agent",
+        "#### Failover",
     ] {
         assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
     }
     let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["runs"].as_array().map(Vec::len), Some(5));
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(6));
 }

@@ -202,10 +202,65 @@ pub fn pid_alive(pid: u32) -> bool {
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; the caller binds it next).
+///
+/// Picked below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`): a port the kernel
+/// assigns for `bind(0)` is also one it may give the next outgoing connection, which then holds it
+/// when the server binds ("address already in use", seen when a busy controller-manager opened
+/// connections meanwhile). Ports handed out by this process are not handed out again, so two
+/// servers started back to back cannot get the same one before either binds; other processes
+/// start at other places (the start depends on the process id and the time).
 pub fn free_port() -> Result<u16, Error> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::Process(format!("no free loopback port: {e}")))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| Error::Process(format!("no free loopback port: {e}")))
+    static GIVEN: Mutex<Option<(u16, std::collections::HashSet<u16>)>> = Mutex::new(None);
+    const LOWEST: u16 = 10_000;
+    let below = ephemeral_start().max(LOWEST + 1000);
+    let span = below - LOWEST;
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (next, taken) = given.get_or_insert_with(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let seed = nanos ^ std::process::id().wrapping_mul(2_654_435_761);
+        let offset = u16::try_from(seed % u32::from(span)).unwrap_or(0);
+        (offset, std::collections::HashSet::new())
+    });
+    for _ in 0..span {
+        let port = LOWEST + *next % span;
+        *next = (*next + 1) % span;
+        if taken.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            taken.insert(port);
+            return Ok(port);
+        }
+    }
+    Err(Error::Process(format!(
+        "no free loopback port in {LOWEST}..{below}"
+    )))
+}
+
+/// The first port of the kernel's ephemeral range (32768, Linux's default, when unreadable).
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_distinct_bindable_and_below_the_ephemeral_range() {
+        let ports: Vec<u16> = (0..50).map(|_| free_port().unwrap()).collect();
+        let distinct: std::collections::HashSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        for p in ports {
+            assert!((10_000..ephemeral_start()).contains(&p), "{p}");
+            std::net::TcpListener::bind(("127.0.0.1", p)).unwrap();
+        }
+    }
 }

@@ -5,9 +5,10 @@
 //! `karmada-controller-manager` binary with the members joined through `karmadactl join` (or, in
 //! the Pull run, each served by a `karmada-agent` process), and watches
 //! on every API server that timestamp arrivals ([`observer`]). `make bench` runs the full sizes
-//! ([`BenchConfig::full`]); the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
+//! ([`BenchConfig::full`]), the failover run ([`failover`]) included; the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
 //! cannot rot. Results: `docs/benchmarks.md`.
 
+pub mod failover;
 pub mod floor;
 pub mod karmada_go;
 pub mod observer;
@@ -38,6 +39,8 @@ struct Plan {
     customized: bool,
     /// Members served by agents (Pull) instead of joined.
     pull: bool,
+    /// The failover scenario instead of the burst ([`failover`]).
+    failover: bool,
 }
 
 /// Sizes and switches.
@@ -71,6 +74,8 @@ pub struct BenchConfig {
     /// (karmada-rs only): the controller-manager's member requests (none) and the agents' CPU and
     /// memory beside the Push numbers.
     pub pull: bool,
+    /// Deployments of the failover run ([`failover`]; 0: no failover run).
+    pub failover_templates: usize,
     /// Also measure the minimal-writes floor.
     pub floor: bool,
     /// Worker count per stage of the floor: the controller-manager's default `--concurrent-*-syncs`.
@@ -84,7 +89,8 @@ pub struct BenchConfig {
 
 impl BenchConfig {
     /// The sizes `make bench` runs: 1,000 Deployments + 1,000 ConfigMaps over 10 namespaces, 3
-    /// members, 20 templates/s for 60 s, scale-out to 1, 2 and 4 members.
+    /// members, 20 templates/s for 60 s, scale-out to 1, 2 and 4 members, failover of 300
+    /// Deployments.
     pub fn full() -> Self {
         BenchConfig {
             members: 3,
@@ -99,6 +105,7 @@ impl BenchConfig {
             default_qps_templates: 400,
             customization: true,
             pull: true,
+            failover_templates: 300,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 1800.0,
@@ -121,6 +128,7 @@ impl BenchConfig {
             default_qps_templates: 20,
             customization: true,
             pull: true,
+            failover_templates: 6,
             floor: true,
             floor_syncs: 5,
             timeout_seconds: 180.0,
@@ -151,6 +159,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         steady: false,
         customized: false,
         pull: false,
+        failover: false,
     };
     let mut plans = vec![Plan {
         restart: true,
@@ -180,6 +189,12 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
     for &k in config.scale_out.iter().filter(|&&k| k != config.members) {
         plans.push(plan(Qps::Raised, k, full));
     }
+    if config.failover_templates > 0 {
+        plans.push(Plan {
+            failover: true,
+            ..plan(Qps::Raised, config.members, (config.failover_templates, 0))
+        });
+    }
     let runs_of = plans
         .into_iter()
         .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)))
@@ -198,13 +213,40 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         if p.pull {
             label.push_str(", Pull (agents)");
         }
+        if p.failover {
+            label.push_str(", failover");
+        }
         if config.impls != [Impl::Rust] {
             label = format!("{}, {label}", imp.label());
         }
         progress(&format!("{label}: starting a fresh environment"));
         let mode = if p.pull { Mode::Pull } else { Mode::Push };
+        let extra_args = if p.failover { failover::KCM_ARGS } else { &[] };
         let mut s =
-            Session::start_mode(imp, members, config.namespaces, Some(qps), &[], mode).await?;
+            Session::start_mode(imp, members, config.namespaces, Some(qps), extra_args, mode)
+                .await?;
+        if p.failover {
+            progress(&format!(
+                "{label}: {deployments} Deployments, then {} lost",
+                s.member_names.last().map_or("", String::as_str)
+            ));
+            let result =
+                failover::failover(&s, deployments, config.create_concurrency, timeout).await?;
+            runs.push(Run {
+                label,
+                implementation: imp,
+                qps,
+                members,
+                customization: false,
+                pull: false,
+                healthy_deployment_bindings: 0,
+                burst: None,
+                restart: None,
+                steady: None,
+                failover: Some(result),
+            });
+            continue;
+        }
         if p.customized {
             let ric: kube::api::DynamicObject =
                 serde_json::from_value(workload::deployment_customization())?;
@@ -266,6 +308,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             burst: Some(burst),
             restart,
             steady,
+            failover: None,
         });
     }
     let floor = if config.floor {

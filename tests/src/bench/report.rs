@@ -168,6 +168,8 @@ pub struct Run {
     pub restart: Option<RestartResult>,
     /// The steady rate after that.
     pub steady: Option<SteadyResult>,
+    /// The failover run's result (that run has no burst).
+    pub failover: Option<super::failover::FailoverResult>,
 }
 
 /// Everything one `make bench` measured.
@@ -451,6 +453,7 @@ impl Report {
             }
             let _ = writeln!(o);
         }
+        self.failover_table(&mut o);
         self.side_by_side(&mut o);
         if let Some(f) = &self.floor {
             let _ = writeln!(o, "#### Minimal-writes floor\n");
@@ -485,6 +488,46 @@ impl Report {
             );
         }
         o
+    }
+
+    /// The failover runs: kill → taint → evicted → whole.
+    fn failover_table(&self, o: &mut String) {
+        let runs: Vec<_> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.failover.as_ref().map(|f| (r, f)))
+            .collect();
+        if runs.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "#### Failover\n");
+        let _ = writeln!(
+            o,
+            "Deployments with one replica per member; the last member's kube-apiserver killed; times from the kill. Flags: `{}`.\n",
+            super::failover::KCM_ARGS.join(" ")
+        );
+        let _ = writeln!(
+            o,
+            "| run | Deployments × members | tainted (s) | evicted (s) | whole (s) | eviction tasks | CPU (s) | host writes | member writes |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
+        for (r, f) in runs {
+            let _ = writeln!(
+                o,
+                "| {} | {} × {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} | {} |",
+                r.label,
+                f.templates,
+                f.members,
+                f.taint_seconds,
+                f.evicted_seconds,
+                f.whole_seconds,
+                f.eviction_tasks,
+                f.cpu_seconds,
+                f.host_writes,
+                f.member_writes
+            );
+        }
+        let _ = writeln!(o);
     }
 
     /// Ours and Karmada's Go peer on the same workload (same QPS and member count), with the ratio
