@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
 use karmada_apis::{Cluster, ClusterResourceBinding};
+use karmada_controllers::common::events::EventSink;
 use karmada_controllers::members::member_cluster_options;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn, SyncReporter};
 use kube::Client;
@@ -155,12 +156,14 @@ impl Harness {
         }
         members.start();
         control_plane.controllers().start();
+        let events = EventSink::start(control_plane.clients().background_client().unwrap(), &token);
         let mut tasks = Vec::new();
         for (name, start) in self.controllers {
             let ctx = ControllerContext {
                 name,
                 control_plane: control_plane.clone(),
                 members: members.clone(),
+                events: events.clone(),
                 settings: settings.clone(),
                 cancel: token.child_token(),
                 synced: SyncReporter::new().0,

@@ -537,11 +537,7 @@ async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
             claimed_by(&rbs, "web-deployment", "high")
         })
         .await;
-        assert!(
-            !events_for(client, ns, "web", "PreemptPolicySucceed")
-                .await
-                .is_empty()
-        );
+        wait_for_event(client, ns, "web", "PreemptPolicySucceed").await;
     } else {
         // Without the gate the claim never moves.
         let rv = deployments.get("web").await.unwrap().resource_version();

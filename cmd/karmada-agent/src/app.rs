@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use karmada_apis::names::execution_space_name;
 use karmada_apis::well_known::KARMADA_AGENT_NAME;
+use karmada_controllers::common::events::EventSink;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn};
 use karmada_process::flags::Logs;
 use karmada_process::{shell, version};
@@ -243,6 +244,9 @@ fn run_controllers(
             NAME,
         )?);
         members.start();
+        // One Event writer for every controller of the process, on the control plane's budget
+        // (spare tokens only: Events never slow the controllers).
+        let events = EventSink::start(control_plane.clients().background_client()?, &cluster_token);
         let enabled = implemented()
             .into_iter()
             .filter(|(n, _)| options::is_enabled(&opts.controllers, n))
@@ -253,6 +257,7 @@ fn run_controllers(
                 name,
                 control_plane: control_plane.clone(),
                 members: members.clone(),
+                events: events.clone(),
                 settings: settings.clone(),
                 cancel,
                 synced,

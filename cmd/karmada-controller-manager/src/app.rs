@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use karmada_controllers::common::events::EventSink;
 use karmada_controllers::{MemberClusters, Settings};
 use lariat::controller::WorkerOptions;
 use lariat::runtime::client::wait_for_api_server;
@@ -211,6 +212,9 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
             &settings,
         ));
         members.start();
+        // One Event writer for every controller of the process, on the control plane's budget
+        // (spare tokens only: Events never slow the controllers).
+        let events = EventSink::start(control_plane.clients().background_client()?, &cluster_token);
 
         let mut enabled: Vec<_> = controllers::registry()
             .into_iter()
@@ -251,6 +255,7 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
                 name,
                 control_plane: control_plane.clone(),
                 members: members.clone(),
+                events: events.clone(),
                 settings: settings.clone(),
                 cancel,
                 synced,

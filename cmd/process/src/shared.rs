@@ -105,9 +105,9 @@ pub struct SharedFlags {
         allow_hyphen_values = true
     )]
     pub cluster_api_burst: String,
-    /// Requests per second to the Karmada API server: one budget shared by the controllers and
-    /// their Events, and one more of the same size for the scheduler (a process of its own in Karmada,
-    /// started with the same value).
+    /// Requests per second to the Karmada API server: one budget shared by the controllers (their
+    /// Events take only what the controllers leave spare), and one more of the same size for the
+    /// scheduler (a process of its own in Karmada, started with the same value).
     #[arg(
         long = "kube-api-qps",
         value_name = "float",

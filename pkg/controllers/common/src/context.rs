@@ -10,6 +10,7 @@ use lariat::runtime::features::FeatureGates;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::events::EventSink;
 use crate::members::MemberClusters;
 
 /// Error type a controller's run future returns.
@@ -188,6 +189,9 @@ pub struct ControllerContext {
     pub control_plane: lariat::Cluster,
     /// The member clusters this process is connected to (shared by all controllers).
     pub members: Arc<MemberClusters>,
+    /// The process's Event sink on the control plane: one writer spending the control plane's
+    /// request budget, shared by every controller's recorder.
+    pub events: EventSink,
     /// Settings from flags.
     pub settings: Arc<Settings>,
     /// Cancelled when the controller must stop (shutdown or lost leadership).

@@ -17,17 +17,20 @@ use karmada_interpreter::{InterpretError, InterpreterLayer, Operation, Replicas}
 use karmada_interpreter::{Interpreter, InterpreterOptions};
 use karmada_luavm::{Customizations, Limits, ScriptError};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::events::{EventRecorder, EventType};
+use crate::events::{EventRecorder, EventSink, EventType};
 
 /// The Events' source component for script failures reported on a customization.
 const REPORTER: &str = "resource-interpreter";
 
 /// An interpreter with `options` whose customizations follow the control plane's
 /// ResourceInterpreterCustomizations. Until their cache has synced (or when it cannot be made),
-/// only the native rules apply, as in Karmada.
-pub fn interpreter(control_plane: &lariat::Cluster, options: InterpreterOptions) -> Interpreter {
+/// only the native rules apply, as in Karmada. Script failures are reported as Events into `events`.
+pub fn interpreter(
+    control_plane: &lariat::Cluster,
+    events: &EventSink,
+    options: InterpreterOptions,
+) -> Interpreter {
     let native = Interpreter::new(options.clone());
     let cache = match control_plane
         .caches()
@@ -48,11 +51,7 @@ pub fn interpreter(control_plane: &lariat::Cluster, options: InterpreterOptions)
     let customizations = Customizations::new(source, limits);
     let customized = match tokio::runtime::Handle::try_current() {
         Ok(_) => {
-            let events = EventRecorder::new(
-                control_plane.clients().client(),
-                REPORTER,
-                &CancellationToken::new(),
-            );
+            let events = events.recorder(REPORTER);
             native.with_layer(Arc::new(Reported {
                 inner: customizations,
                 events,

@@ -244,8 +244,9 @@ fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -
 }
 
 /// Creates the Work `target` holding `workload`, or updates it when it exists and differs; nothing
-/// is written when it is up to date. `cached` is the Work cache, read first; the API server is
-/// read on a miss or a conflict.
+/// is written when it is up to date. `cached` is the Work cache (synced), read first: on a miss the
+/// Work is created at once, and the API server is read only when that create finds it exists (a
+/// Work the cache has not seen yet) or an update conflicts. Without a cache it is read first.
 pub async fn create_or_update_work(
     client: &kube::Client,
     cached: Option<&Store<Work>>,
@@ -270,7 +271,7 @@ pub async fn create_or_update_work(
         .and_then(|s| s.get_named(Some(&target.namespace), &target.name))
         .map(|w| (*w).clone());
     let mut fresh = existing.is_none();
-    if existing.is_none() {
+    if existing.is_none() && cached.is_none() {
         existing = api
             .get_opt(&target.name)
             .await

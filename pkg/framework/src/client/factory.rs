@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use super::fence::{FenceLayer, FencedConnector, WriteFence};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
-use super::ratelimit::RateLimitLayer;
+use super::ratelimit::{Priority, RateLimitLayer};
 use super::timeout::RequestTimeoutLayer;
 use crate::error::{Error, Result};
 use crate::metrics::ClusterMetrics;
@@ -70,7 +70,15 @@ struct Inner {
     metrics: Arc<ClusterMetrics>,
     default: Client,
     clients: Mutex<AHashMap<String, Client>>,
+    /// The token buckets of [components](ClientFactory::client_for_component), by component.
+    component_buckets: Mutex<AHashMap<String, Arc<TokenBucket>>>,
     mapper: RestMapper,
+}
+
+/// How one client is limited.
+struct Limit<'a> {
+    bucket: &'a Arc<TokenBucket>,
+    priority: Priority,
 }
 
 fn build_client(
@@ -78,7 +86,7 @@ fn build_client(
     config: &Config,
     ua: &str,
     request_timeout: Option<Duration>,
-    bucket: &Arc<TokenBucket>,
+    limit: Limit<'_>,
     metrics: &Arc<ClusterMetrics>,
     host: &str,
 ) -> Result<Client> {
@@ -99,7 +107,10 @@ fn build_client(
     Ok(builder
         .with_layer(&RequestTimeoutLayer::new(request_timeout))
         .with_layer(&FenceLayer::new(fence.clone()))
-        .with_layer(&RateLimitLayer::new(bucket.clone()))
+        .with_layer(&RateLimitLayer::with_priority(
+            limit.bucket.clone(),
+            limit.priority,
+        ))
         .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
         .build())
 }
@@ -188,7 +199,10 @@ impl ClientFactory {
             &config,
             &options.user_agent,
             options.request_timeout,
-            &bucket,
+            Limit {
+                bucket: &bucket,
+                priority: Priority::Foreground,
+            },
             &metrics,
             &host,
         )?;
@@ -202,6 +216,7 @@ impl ClientFactory {
                 metrics,
                 default,
                 clients: Mutex::new(AHashMap::new()),
+                component_buckets: Mutex::new(AHashMap::new()),
                 mapper: RestMapper::new(),
             }),
         })
@@ -249,13 +264,50 @@ impl ClientFactory {
     /// have. Every call for the same component returns the same client (and bucket).
     pub fn client_for_component(&self, component: &str) -> Result<Client> {
         let ua = format!("{}/{}", self.inner.options.user_agent, component);
-        let key = format!("component:{ua}");
-        if let Some(c) = self.inner.clients.lock().get(&key) {
-            return Ok(c.clone());
-        }
+        let bucket = self.component_bucket(component);
+        self.cached_client(
+            format!("component:{ua}"),
+            &ua,
+            &bucket,
+            Priority::Foreground,
+        )
+    }
+
+    /// A client for background requests (Events) on the cluster's shared bucket: User-Agent = the
+    /// factory's prefix, and it takes only tokens the other clients leave spare
+    /// ([`Priority::Background`]), so background work never slows the controllers' requests.
+    pub fn background_client(&self) -> Result<Client> {
+        let ua = self.inner.options.user_agent.clone();
+        let bucket = self.inner.bucket.clone();
+        self.cached_client(
+            format!("background:{ua}"),
+            &ua,
+            &bucket,
+            Priority::Background,
+        )
+    }
+
+    /// [`Self::background_client`] on the bucket of a [component](Self::client_for_component).
+    pub fn background_client_for_component(&self, component: &str) -> Result<Client> {
+        let ua = format!("{}/{}", self.inner.options.user_agent, component);
+        let bucket = self.component_bucket(component);
+        self.cached_client(
+            format!("background:{ua}"),
+            &ua,
+            &bucket,
+            Priority::Background,
+        )
+    }
+
+    /// The token bucket of `component`, made at the factory's QPS and burst on first use.
+    fn component_bucket(&self, component: &str) -> Arc<TokenBucket> {
         let o = &self.inner.options;
-        let bucket = Arc::new(TokenBucket::new(o.qps, o.burst));
-        self.cached_client(key, &ua, &bucket)
+        self.inner
+            .component_buckets
+            .lock()
+            .entry(component.to_owned())
+            .or_insert_with(|| Arc::new(TokenBucket::new(o.qps, o.burst)))
+            .clone()
     }
 
     fn client_for_agent(&self, ua: &str) -> Result<Client> {
@@ -263,19 +315,28 @@ impl ClientFactory {
             return Ok(c.clone());
         }
         let bucket = self.inner.bucket.clone();
-        self.cached_client(ua.to_string(), ua, &bucket)
+        self.cached_client(ua.to_string(), ua, &bucket, Priority::Foreground)
     }
 
-    /// Builds a client sending `ua` and limited by `bucket`, cached under `key` (the first one
-    /// cached wins a race).
-    fn cached_client(&self, key: String, ua: &str, bucket: &Arc<TokenBucket>) -> Result<Client> {
+    /// Builds a client sending `ua` and limited by `bucket` at `priority`, cached under `key`
+    /// (the first one cached wins a race).
+    fn cached_client(
+        &self,
+        key: String,
+        ua: &str,
+        bucket: &Arc<TokenBucket>,
+        priority: Priority,
+    ) -> Result<Client> {
         let i = &self.inner;
+        if let Some(c) = i.clients.lock().get(&key) {
+            return Ok(c.clone());
+        }
         let client = build_client(
             &i.cluster,
             &i.config,
             ua,
             i.options.request_timeout,
-            bucket,
+            Limit { bucket, priority },
             &i.metrics,
             &i.host,
         )?;

@@ -12,5 +12,5 @@ pub use factory::{ClientFactory, ClientOptions};
 pub use fence::{FenceLayer, FencedConnector, FencedIo, WriteFence};
 pub use mapper::RestMapper;
 pub use metrics_layer::RequestMetricsLayer;
-pub use ratelimit::RateLimitLayer;
+pub use ratelimit::{Priority, RateLimitLayer};
 pub use timeout::{RequestTimedOut, RequestTimeoutLayer};

@@ -75,6 +75,35 @@ impl TokenBucket {
         }
     }
 
+    /// Takes one token only if that leaves at least half the burst in the bucket — no token
+    /// reserved ahead by other callers and no refill borrowed — and otherwise says how long until
+    /// that may be so. Background work (Events) uses it to spend only budget the foreground leaves
+    /// idle: while foreground callers keep the bucket drained it waits, and they never wait for it
+    /// beyond the half burst it could have taken.
+    pub fn try_spare(&self) -> Result<(), Duration> {
+        self.try_spare_at(Instant::now())
+    }
+
+    /// [`try_spare`](Self::try_spare) at an explicit instant (for tests).
+    pub fn try_spare_at(&self, now: Instant) -> Result<(), Duration> {
+        if self.unlimited() {
+            return Ok(());
+        }
+        let mut st = self.state.lock();
+        let elapsed = now.saturating_duration_since(st.last).as_secs_f64();
+        st.tokens = (st.tokens + elapsed * self.qps).min(self.burst);
+        if now > st.last {
+            st.last = now;
+        }
+        let needed = (self.burst / 2.0).floor() + 1.0;
+        if st.tokens >= needed {
+            st.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((needed - st.tokens) / self.qps))
+        }
+    }
+
     /// Waits until one token is available and takes it.
     pub async fn acquire(&self) {
         let wait = self.reserve();
@@ -106,6 +135,24 @@ mod tests {
             assert_eq!(b.reserve_at(later), Duration::ZERO);
         }
         assert!(b.reserve_at(later) > Duration::ZERO);
+    }
+
+    #[test]
+    fn spare_tokens_only_above_half_the_burst() {
+        let b = TokenBucket::new(10.0, 4);
+        let now = Instant::now();
+        // 4 tokens: background may take 2 (leaving 2 = half the burst), not a third
+        assert_eq!(b.try_spare_at(now), Ok(()));
+        assert_eq!(b.try_spare_at(now), Ok(()));
+        let wait = b.try_spare_at(now).unwrap_err();
+        assert!((wait.as_secs_f64() - 0.1).abs() < 1e-6, "{wait:?}");
+        // foreground reservations ahead push background further back
+        for _ in 0..4 {
+            b.reserve_at(now);
+        }
+        let wait = b.try_spare_at(now).unwrap_err();
+        assert!((wait.as_secs_f64() - 0.5).abs() < 1e-6, "{wait:?}");
+        assert_eq!(b.try_spare_at(now + Duration::from_millis(500)), Ok(()));
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl CronController {
             .map_err(framework("cronFederatedHorizontalPodAutoscaler client"))?;
         let cron = shared_controller::<CronFederatedHPA>(cp)?;
         let cancel = ctx.cancel.child_token();
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(CronController {
             inner: Arc::new(Inner {
                 ctx,

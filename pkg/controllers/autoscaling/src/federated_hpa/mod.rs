@@ -141,7 +141,7 @@ impl FederatedHpaController {
         let bindings = shared_controller::<ResourceBinding>(cp)?;
         let clusters = shared_controller::<Cluster>(cp)?;
         let cancel = ctx.cancel.child_token();
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         let settings = ctx.settings.hpa.clone();
         let calculator = Calculator {
             tolerance: settings.tolerance,

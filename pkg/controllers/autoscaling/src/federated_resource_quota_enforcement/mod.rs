@@ -100,7 +100,7 @@ impl EnforcementController {
         let bindings = shared_controller::<ResourceBinding>(cp)?;
         bindings.store().index_by_namespace();
         let cancel = ctx.cancel.child_token();
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(EnforcementController {
             inner: Arc::new(Inner {
                 ctx,

@@ -110,7 +110,7 @@ impl SyncController {
             .store()
             .index_by_label(FEDERATED_RESOURCE_QUOTA_NAME_LABEL);
         let cancel = ctx.cancel.child_token();
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(SyncController {
             inner: Arc::new(Inner {
                 ctx,

@@ -275,7 +275,7 @@ impl AgentCsrApprovingController {
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let csrs = template_controller::<CertificateSigningRequest>(cp)?;
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(AgentCsrApprovingController {
             inner: Arc::new(Inner {
                 ctx,

@@ -113,7 +113,7 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             ctx.cancel.clone(),
         );
         let controller = Arc::new(Controller {
-            events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
+            events: ctx.events.recorder(CONTROLLER_NAME),
             client,
             members: ctx.members.clone(),
             rbs,

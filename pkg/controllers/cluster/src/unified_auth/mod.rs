@@ -118,7 +118,7 @@ impl UnifiedAuthController {
         let works = shared_controller::<Work>(cp)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
+                events: ctx.events.recorder(CONTROLLER_NAME),
                 client,
                 interpreter: Interpreter::default(),
                 clusters,

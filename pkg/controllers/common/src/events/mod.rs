@@ -4,16 +4,25 @@ pub mod correlator;
 mod lru;
 mod writer;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Client, Resource, ResourceExt};
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Events waiting to be correlated, per recorder. When it is full (the API server is far behind),
-/// new Events are dropped with a warning, as client-go's broadcaster does.
-const QUEUE_CAPACITY: usize = 8192;
+/// Events waiting to be correlated, per sink: client-go's broadcaster queue length
+/// (`maxQueuedEvents`). When it is full (the API server budget is spent on the controllers' own
+/// requests), new Events are dropped, as client-go's broadcaster does.
+const QUEUE_CAPACITY: usize = 1000;
+
+/// How often a sink that keeps dropping Events says so.
+const DROP_WARNING_INTERVAL: Duration = Duration::from_secs(10);
 
 /// `Normal` or `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,15 +42,93 @@ impl EventType {
     }
 }
 
-/// Writes Events as one component (`source.component`). Recording only queues the Event; a
-/// background writer correlates it as client-go does (repeats patch one Event's count, similar
-/// Events are combined, a spam filter caps each object: [`correlator`]) and sends it, so a
-/// reconcile never waits for an Event (Events are informational, and writing them inline added one
-/// API round trip per Event to every sync).
+/// Where a process's Events go: one queue and one sequential writer per API server budget (rate
+/// limiter), shared by every recorder of that budget — the shape of controller-runtime's
+/// manager-wide broadcaster in Karmada's controller-manager. Queued Events are correlated as
+/// client-go does (repeats patch one Event's count, similar Events are combined, a spam filter caps
+/// each object: [`correlator`]) and written in order. Events are informational: a reconcile never
+/// waits for one, and when the queue is full they are dropped (counted and logged every
+/// [`DROP_WARNING_INTERVAL`]) rather than slowing the controllers that share the budget.
+#[derive(Clone)]
+pub struct EventSink {
+    queue: mpsc::Sender<Event>,
+    drops: Arc<Drops>,
+}
+
+/// Dropped Events of a sink, and when that was last logged.
+#[derive(Default)]
+struct Drops {
+    total: AtomicU64,
+    last_warning: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("dropped", &self.drops.total.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventSink {
+    /// Starts a sink writing with `client` (and so spending that client's request budget: give it
+    /// a background client, `lariat::ClientFactory::background_client`, so Events take only what
+    /// the controllers leave spare). Its writer stops when `cancel` fires or the last clone of the
+    /// sink (and its recorders) is dropped.
+    pub fn start(client: Client, cancel: &CancellationToken) -> Self {
+        let (queue, events) = mpsc::channel(QUEUE_CAPACITY);
+        writer::spawn(client, events, cancel.clone());
+        EventSink {
+            queue,
+            drops: Arc::default(),
+        }
+    }
+
+    /// A recorder writing as `component` (`source.component`; Karmada: `resource-detector`,
+    /// `default-scheduler`) into this sink.
+    pub fn recorder(&self, component: &'static str) -> EventRecorder {
+        EventRecorder {
+            component,
+            sink: self.clone(),
+        }
+    }
+
+    /// Events this sink dropped because its queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.drops.total.load(Ordering::Relaxed)
+    }
+
+    fn send(&self, event: Event) {
+        let Err(e) = self.queue.try_send(event) else {
+            return;
+        };
+        let total = self.drops.total.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = Instant::now();
+        let mut last = self.drops.last_warning.lock();
+        if last.is_some_and(|t| now.duration_since(t) < DROP_WARNING_INTERVAL) {
+            return;
+        }
+        *last = Some(now);
+        let event = match &e {
+            mpsc::error::TrySendError::Full(e) | mpsc::error::TrySendError::Closed(e) => e,
+        };
+        let target = &event.involved_object;
+        tracing::warn!(
+            kind = target.kind.as_deref().unwrap_or_default(),
+            namespace = target.namespace.as_deref().unwrap_or_default(),
+            name = target.name.as_deref().unwrap_or_default(),
+            reason = event.reason.as_deref().unwrap_or_default(),
+            dropped_total = total,
+            "events dropped: too many events waiting to be written"
+        );
+    }
+}
+
+/// Records Events as one component into an [`EventSink`]. Recording only queues the Event.
 #[derive(Clone)]
 pub struct EventRecorder {
     component: &'static str,
-    queue: mpsc::Sender<Event>,
+    sink: EventSink,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -53,12 +140,11 @@ impl std::fmt::Debug for EventRecorder {
 }
 
 impl EventRecorder {
-    /// A recorder writing as `component` (Karmada: `resource-detector`, `default-scheduler`). Its
-    /// writer stops when `cancel` fires or the last clone of the recorder is dropped.
+    /// A recorder with a sink of its own on `client`: for a component that has a request budget of
+    /// its own (the built-in scheduler, a process of its own in Karmada). Controllers sharing the
+    /// process's budget record through [`crate::ControllerContext::events`] instead.
     pub fn new(client: Client, component: &'static str, cancel: &CancellationToken) -> Self {
-        let (queue, events) = mpsc::channel(QUEUE_CAPACITY);
-        writer::spawn(client, events, cancel.clone());
-        EventRecorder { component, queue }
+        EventSink::start(client, cancel).recorder(component)
     }
 
     /// Records an Event about the object `target`. Failures are logged, never returned: an Event is
@@ -109,15 +195,7 @@ impl EventRecorder {
             reporting_instance: Some(self.component.to_owned()),
             ..Default::default()
         };
-        if self.queue.try_send(event).is_err() {
-            tracing::warn!(
-                kind = target.kind.as_deref().unwrap_or_default(),
-                namespace = target.namespace.as_deref().unwrap_or_default(),
-                name = target.name.as_deref().unwrap_or_default(),
-                reason,
-                "event dropped: too many events waiting to be written"
-            );
-        }
+        self.sink.send(event);
     }
 }
 

@@ -1,11 +1,12 @@
-//! The background writer of one recorder: correlates queued Events ([`Correlator`]) and writes them
-//! on [`LANES`] sequential lanes. All writes of one Event object go to the same lane, so the patch
-//! of an Event never overtakes its creation; a queued patch made obsolete by a later write of the
-//! same Event (which carries the newer absolute count) is dropped, so a burst of repeats costs a
-//! few writes, not one per repeat.
+//! The background writer of one [`super::EventSink`]: correlates queued Events ([`Correlator`]) and
+//! writes them one at a time, in order, as client-go's broadcaster sink does. One sequential writer
+//! per process (per rate-limit budget) keeps Events from crowding out the controllers' own requests
+//! on a shared token bucket: when the API server budget is the bottleneck, Events wait and, once the
+//! queue is full, are dropped — the controllers' writes are not slowed by them. A queued patch made
+//! obsolete by a later write of the same Event (which carries the newer absolute count) is skipped,
+//! so a burst of repeats costs a few writes, not one per repeat.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use apimachinery::{is_already_exists, is_not_found};
@@ -19,10 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::correlator::{Correlator, CorrelatorOptions, EventWrite};
 
-/// Event writes in flight per recorder (one per lane).
-pub const LANES: usize = 4;
-/// Writes waiting per lane; when every lane is full the recorder's own queue fills up.
-const LANE_CAPACITY: usize = 1024;
+/// Correlated writes waiting for the writer. While they wait, later writes of the same Event
+/// supersede queued patches.
+const PENDING_CAPACITY: usize = 256;
 
 struct Job {
     key: String,
@@ -36,24 +36,15 @@ type Latest = Arc<Mutex<HashMap<String, u64>>>;
 /// Starts the writer: it reads `events` until `cancel` fires or every sender is gone.
 pub fn spawn(client: Client, events: mpsc::Receiver<Event>, cancel: CancellationToken) {
     let latest: Latest = Arc::default();
-    let mut lanes = Vec::with_capacity(LANES);
-    for _ in 0..LANES {
-        let (tx, rx) = mpsc::channel(LANE_CAPACITY);
-        lanes.push(tx);
-        tokio::spawn(write_lane(
-            client.clone(),
-            rx,
-            latest.clone(),
-            cancel.clone(),
-        ));
-    }
-    tokio::spawn(dispatch(events, lanes, latest, cancel));
+    let (tx, rx) = mpsc::channel(PENDING_CAPACITY);
+    tokio::spawn(write_all(client, rx, latest.clone(), cancel.clone()));
+    tokio::spawn(correlate(events, tx, latest, cancel));
 }
 
-/// Correlates each Event and hands its write to the lane of its key.
-async fn dispatch(
+/// Correlates each Event and queues its write.
+async fn correlate(
     mut events: mpsc::Receiver<Event>,
-    lanes: Vec<mpsc::Sender<Job>>,
+    pending: mpsc::Sender<Job>,
     latest: Latest,
     cancel: CancellationToken,
 ) {
@@ -72,9 +63,6 @@ async fn dispatch(
         };
         seq += 1;
         latest.lock().insert(c.key.clone(), seq);
-        let mut h = DefaultHasher::new();
-        c.key.hash(&mut h);
-        let lane = (h.finish() % LANES as u64) as usize;
         let job = Job {
             key: c.key,
             seq,
@@ -82,13 +70,13 @@ async fn dispatch(
         };
         tokio::select! {
             _ = cancel.cancelled() => return,
-            r = lanes[lane].send(job) => if r.is_err() { return },
+            r = pending.send(job) => if r.is_err() { return },
         }
     }
 }
 
-/// Writes the jobs of one lane in order.
-async fn write_lane(
+/// Writes the queued jobs in order.
+async fn write_all(
     client: Client,
     mut jobs: mpsc::Receiver<Job>,
     latest: Latest,

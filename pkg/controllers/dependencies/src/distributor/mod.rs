@@ -166,7 +166,7 @@ impl DependenciesDistributor {
             .client_for_controller(NAME)
             .map_err(framework("dependencies-distributor client"))?;
         let rb = shared_controller::<ResourceBinding>(cp)?;
-        let recorder = EventRecorder::new(client.clone(), NAME, &ctx.cancel);
+        let recorder = ctx.events.recorder(NAME);
         let queue = WorkQueue::new(
             NAME,
             ctx.settings.rate_limiter.build(),
@@ -176,6 +176,7 @@ impl DependenciesDistributor {
         // Customizations' `dependencyInterpretation` comes before the native rules.
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         Ok(DependenciesDistributor {

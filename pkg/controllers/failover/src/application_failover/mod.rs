@@ -301,12 +301,13 @@ impl ApplicationFailoverController {
         let client = plane.clients().client_for_controller(RB_CONTROLLER_NAME)?;
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             plane,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         Ok(Self {
             inner: Arc::new(Inner {
-                rb_events: EventRecorder::new(client.clone(), RB_CONTROLLER_NAME, &ctx.cancel),
-                crb_events: EventRecorder::new(client.clone(), CRB_CONTROLLER_NAME, &ctx.cancel),
+                rb_events: ctx.events.recorder(RB_CONTROLLER_NAME),
+                crb_events: ctx.events.recorder(CRB_CONTROLLER_NAME),
                 client,
                 interpreter,
                 rbs,

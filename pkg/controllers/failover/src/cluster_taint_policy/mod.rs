@@ -149,7 +149,7 @@ impl ClusterTaintPolicyController {
         let enabled = ctx.settings.feature_gates.enabled(crate::FEATURE_FAILOVER);
         Ok(Self {
             inner: Arc::new(Inner {
-                events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
+                events: ctx.events.recorder(CONTROLLER_NAME),
                 client,
                 clusters,
                 policies,

@@ -204,8 +204,8 @@ impl GracefulEvictionController {
         let client = plane.clients().client_for_controller(RB_CONTROLLER_NAME)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                rb_events: EventRecorder::new(client.clone(), RB_CONTROLLER_NAME, &ctx.cancel),
-                crb_events: EventRecorder::new(client.clone(), CRB_CONTROLLER_NAME, &ctx.cancel),
+                rb_events: ctx.events.recorder(RB_CONTROLLER_NAME),
+                crb_events: ctx.events.recorder(CRB_CONTROLLER_NAME),
                 client,
                 rbs,
                 crbs,

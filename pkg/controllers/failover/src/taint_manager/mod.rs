@@ -303,7 +303,7 @@ impl TaintManager {
         let client = plane.clients().client_for_controller(CONTROLLER_NAME)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
+                events: ctx.events.recorder(CONTROLLER_NAME),
                 client,
                 clusters,
                 rbs,

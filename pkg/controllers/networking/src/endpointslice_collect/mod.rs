@@ -134,6 +134,7 @@ impl CollectController {
             .map_err(framework("endpointslice-collect client"))?;
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let works = shared_controller::<Work>(cp)?;

@@ -147,9 +147,10 @@ impl DispatchController {
             .map_err(framework("endpointslice-dispatch client"))?;
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(DispatchController {
             inner: Arc::new(Inner {
                 works: shared_controller::<Work>(cp)?,

@@ -160,9 +160,10 @@ impl McsController {
             .map_err(framework("multiclusterservice client"))?;
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
-        let events = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
+        let events = ctx.events.recorder(CONTROLLER_NAME);
         Ok(McsController {
             inner: Arc::new(Inner {
                 mcses: shared_controller::<MultiClusterService>(cp)?,

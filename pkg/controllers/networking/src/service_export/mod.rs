@@ -151,6 +151,7 @@ impl ServiceExportController {
         works.store().index_by_label(SERVICE_NAME_LABEL);
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let cancel = ctx.cancel.child_token();

@@ -99,7 +99,7 @@ impl ServiceImportController {
         let services = template_controller::<Service>(cp)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                events: EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel),
+                events: ctx.events.recorder(CONTROLLER_NAME),
                 client,
                 imports,
                 services,

@@ -158,6 +158,9 @@ struct Inner {
     handled: Mutex<HashMap<String, (String, i64)>>,
     /// Bindings to sync even if their generation did not change.
     forced: Mutex<HashSet<String>>,
+    /// The clusters this process has written a Work to, per binding (`Kind/key`): with the Work
+    /// cache, a complete view of a binding's Works even before the cache has seen the newest.
+    written: Mutex<HashMap<String, BTreeSet<String>>>,
     /// The resource selectors of each override policy as last seen (`Kind/key`), so a deleted
     /// policy still finds the bindings it affected.
     policy_selectors: Mutex<HashMap<String, Vec<ResourceSelector>>>,
@@ -171,6 +174,7 @@ pub struct BindingController {
 }
 
 /// What [`BindingController::ensure_works`] did.
+#[derive(Default)]
 struct WorksSynced {
     /// Clusters whose overrides could not be applied (their Works were left alone).
     override_failures: Vec<String>,
@@ -482,6 +486,7 @@ impl BindingController {
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingError> {
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             &ctx.control_plane,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let cp = &ctx.control_plane;
@@ -492,10 +497,14 @@ impl BindingController {
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
         let works = shared_controller::<Work>(cp)?;
+        works.store().index_by_label(ResourceBinding::ID_LABEL);
+        works
+            .store()
+            .index_by_label(ClusterResourceBinding::ID_LABEL);
         let clusters = shared_controller::<Cluster>(cp)?;
         let ops = shared_controller::<OverridePolicy>(cp)?;
         let cops = shared_controller::<ClusterOverridePolicy>(cp)?;
-        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
+        let recorder = ctx.events.recorder(CONTROLLER_NAME);
         let cancel = ctx.cancel.child_token();
         Ok(BindingController {
             inner: Arc::new(Inner {
@@ -511,6 +520,7 @@ impl BindingController {
                 cops,
                 handled: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
+                written: Mutex::new(HashMap::new()),
                 policy_selectors: Mutex::new(HashMap::new()),
                 cancel,
             }),
@@ -651,6 +661,7 @@ impl BindingController {
         let Some(b) = obj else {
             inner.handled.lock().remove(&mkey);
             inner.forced.lock().remove(&mkey);
+            inner.written.lock().remove(&mkey);
             return HandlerResult::Success;
         };
         let kind = B::kind(&()).into_owned();
@@ -692,6 +703,39 @@ impl BindingController {
                 HandlerResult::error(e)
             }
         }
+    }
+
+    /// The Works of a binding for a sync that keeps the Works of `keep` and waits for those of
+    /// `purged` to go: from the Work cache when neither it nor the clusters this process wrote to
+    /// show a Work outside `keep` or in `purged` (nothing to act on), else from the API server, so
+    /// a deletion or a purge wait never acts on a stale view.
+    async fn works_to_reconcile<B: BindingObject>(
+        &self,
+        b: &B,
+        keep: &BTreeSet<String>,
+        purged: &BTreeSet<String>,
+    ) -> Result<Vec<Work>, BindingError> {
+        let inner = &self.inner;
+        let id = b.labels().get(B::ID_LABEL).cloned().unwrap_or_default();
+        if id.is_empty() {
+            return self.works_of(b).await;
+        }
+        let cached = inner.works.store().list_by_label(B::ID_LABEL, &id);
+        let key = ObjectKey::from_object(b).map(|k| memo_key::<B>(&k));
+        let written = key
+            .and_then(|k| inner.written.lock().get(&k).cloned())
+            .unwrap_or_default();
+        let acts = |cluster: &str| !keep.contains(cluster) || purged.contains(cluster);
+        let cached_clusters = cached
+            .iter()
+            .filter_map(|w| cluster_name(w.metadata.namespace.as_deref().unwrap_or_default()).ok());
+        if cached_clusters
+            .chain(written.iter().map(String::as_str))
+            .any(acts)
+        {
+            return self.works_of(b).await;
+        }
+        Ok(cached.iter().map(|w| (**w).clone()).collect())
     }
 
     /// The Works of a binding, from the API server (by permanent-id label) or, for a binding
@@ -819,7 +863,8 @@ impl BindingController {
     async fn sync<B: BindingObject>(&self, b: &B) -> Result<Synced, BindingError> {
         let spec = b.binding_spec();
         let keep = existing_clusters(spec);
-        let works = self.works_of(b).await?;
+        let purged = directly_purged_clusters(spec);
+        let works = self.works_to_reconcile(b, &keep, &purged).await?;
         for w in &works {
             let cluster = cluster_name(w.metadata.namespace.as_deref().unwrap_or_default())
                 .unwrap_or_default();
@@ -837,19 +882,24 @@ impl BindingController {
                 }
             }
         }
-        let purged = directly_purged_clusters(spec);
         if works.iter().any(|w| {
             cluster_name(w.metadata.namespace.as_deref().unwrap_or_default())
                 .is_ok_and(|c| purged.contains(c))
         }) {
             return Ok(Synced::Later(DIRECT_PURGE_REQUEUE));
         }
-        let Some(template) = self.fetch_template(spec).await? else {
-            // The template is gone; the binding follows it (garbage collector or detector).
-            return Ok(Synced::Done);
-        };
         let started = Instant::now();
-        let result = self.ensure_works(b, &template).await;
+        // A binding not scheduled yet (or placed nowhere) has no Work to write: its template is
+        // not read.
+        let result = if target_clusters(spec).is_empty() {
+            Ok(WorksSynced::default())
+        } else {
+            let Some(template) = self.fetch_template(spec).await? else {
+                // The template is gone; the binding follows it (garbage collector or detector).
+                return Ok(Synced::Done);
+            };
+            self.ensure_works(b, &template).await
+        };
         let ok =
             matches!(result, Ok(ref s) if s.override_failures.is_empty() && s.too_large.is_empty());
         metrics::observe_sync_work(ok, started);
@@ -938,6 +988,7 @@ impl BindingController {
         let plan = self.work_plan(b, template, &targets)?;
         let cluster_store = self.inner.clusters.store();
         let works = self.inner.works.store();
+        let key = ObjectKey::from_object(b).map(|k| memo_key::<B>(&k));
         let mut tally = WorkTally::default();
         for t in &targets {
             let manifest = plan.manifest_for(&self.inner.interpreter, template, t)?;
@@ -957,6 +1008,14 @@ impl BindingController {
                 }
             };
             let (target, manifest) = plan.work_for(spec, t, &overridden);
+            if let Some(k) = &key {
+                self.inner
+                    .written
+                    .lock()
+                    .entry(k.clone())
+                    .or_default()
+                    .insert(t.name.clone());
+            }
             let written = create_or_update_work(
                 &self.inner.client,
                 Some(&works),

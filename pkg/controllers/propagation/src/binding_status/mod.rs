@@ -347,6 +347,7 @@ impl BindingStatusController {
     pub fn new(ctx: ControllerContext) -> Result<Self, BindingStatusError> {
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             &ctx.control_plane,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let cp = &ctx.control_plane;
@@ -357,7 +358,7 @@ impl BindingStatusController {
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
         let works = shared_controller::<Work>(cp)?;
-        let recorder = EventRecorder::new(client.clone(), RB_HANDLER, &ctx.cancel);
+        let recorder = ctx.events.recorder(RB_HANDLER);
         let cancel = ctx.cancel.child_token();
         Ok(BindingStatusController {
             inner: Arc::new(Inner {

@@ -160,6 +160,7 @@ impl Detector {
         let gates = &ctx.settings.feature_gates;
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
+            &ctx.events,
             InterpreterOptions {
                 resource_quota_estimate: gates.enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
             },
@@ -183,7 +184,7 @@ impl Detector {
             .store();
         works.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
         works.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
-        let recorder = EventRecorder::new(client.clone(), NAME, &ctx.cancel);
+        let recorder = ctx.events.recorder(NAME);
         let cancel = ctx.cancel.child_token();
         Ok(Detector {
             inner: Arc::new(Inner {

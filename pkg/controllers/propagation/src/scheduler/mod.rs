@@ -216,7 +216,12 @@ impl Scheduler {
         } else {
             None
         };
-        let recorder = EventRecorder::new(client.clone(), SCHEDULER_NAME, &ctx.cancel);
+        // Its Events spend the same bucket's spare tokens, as its own process's recorder would.
+        let events_client = cp
+            .clients()
+            .background_client_for_component(NAME)
+            .map_err(framework("scheduler events client"))?;
+        let recorder = EventRecorder::new(events_client, SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         Ok(Scheduler {
             inner: Arc::new(Inner {

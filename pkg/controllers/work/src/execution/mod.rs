@@ -350,13 +350,14 @@ impl ExecutionController {
     pub fn new(ctx: ControllerContext) -> Result<Self, ExecutionError> {
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             &ctx.control_plane,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let works = cp.controllers().for_kind::<Work>()?;
         let clusters = cp.controllers().for_kind::<Cluster>()?;
-        let recorder = EventRecorder::new(client.clone(), CONTROLLER_NAME, &ctx.cancel);
+        let recorder = ctx.events.recorder(CONTROLLER_NAME);
         let cancel = ctx.cancel.child_token();
         let workers = ctx.settings.concurrent_work_syncs;
         let rate_limiter = ctx.settings.rate_limiter.clone();

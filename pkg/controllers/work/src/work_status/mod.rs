@@ -182,6 +182,7 @@ impl WorkStatusController {
     pub fn new(ctx: ControllerContext) -> Result<Self, WorkStatusError> {
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             &ctx.control_plane,
+            &ctx.events,
             karmada_interpreter::InterpreterOptions::default(),
         );
         let cp = &ctx.control_plane;
