@@ -102,6 +102,8 @@ pub(crate) struct CacheInner<K: CacheObject> {
     page_size: Option<u32>,
     last_error: Mutex<Option<String>>,
     token: CancellationToken,
+    /// When the cache was made, in whole seconds (the resolution of `creationTimestamp`).
+    made_at: i64,
 }
 
 impl<K: CacheObject> Cache<K> {
@@ -130,6 +132,7 @@ impl<K: CacheObject> Cache<K> {
                 page_size,
                 last_error: Mutex::new(None),
                 token,
+                made_at: k8s_openapi::jiff::Timestamp::now().as_second(),
             }),
         }
     }
@@ -260,6 +263,14 @@ impl<K: CacheObject> CacheInner<K> {
         }
     }
 
+    /// Whether `o` was created in or after the second the cache was made.
+    fn created_since_made(&self, o: &K) -> bool {
+        o.meta()
+            .creation_timestamp
+            .as_ref()
+            .is_some_and(|t| t.0.as_second() >= self.made_at)
+    }
+
     fn record_error(&self, what: &str, err: &dyn std::fmt::Display) {
         let msg = format!("{what}: {err}");
         tracing::warn!(cluster = self.ctx.name(), cache = %self.key.describe(), error = %msg, "cache watch error; backing off");
@@ -280,8 +291,10 @@ impl<K: CacheObject> CacheInner<K> {
             Event::Init => self.store.begin_relist(),
             Event::InitApply(o) => {
                 // Only the first list is a replay; a relist after a broken watch reports what
-                // changed while the watch was down, which is as live as any watch event.
-                let initial = !self.store.has_synced();
+                // changed while the watch was down, which is as live as any watch event. An object
+                // created since the cache was made is new to this process even in the first list
+                // (made while the list was on its way): it is live, not a replay.
+                let initial = !self.store.has_synced() && !self.created_since_made(&o);
                 if let Applied::Changed(k) = self.store.apply(prepare(o)) {
                     self.notify(&k, initial);
                 }

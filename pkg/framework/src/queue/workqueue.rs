@@ -7,7 +7,8 @@
 //! * [`WorkQueue::add_rate_limited`] delays by the [`RateLimiter`], [`WorkQueue::forget`] resets it;
 //! * [`WorkQueue::shut_down`] stops handing out keys, [`WorkQueue::drain`] waits for running ones;
 //! * two priorities (controller-runtime's priority queue, reduced to what a restart needs): keys
-//!   added at [`Priority::Low`] (a cache's first list replayed after a start) are handed out only
+//!   added at [`Priority::Low`] (a cache's first list replayed after a start, except objects
+//!   created since the cache was made, which are new and so live) are handed out only
 //!   when no [`Priority::Normal`] key is ready, so a live change does not wait behind thousands of
 //!   replayed objects; adding a queued low key at normal priority raises it.
 //!

@@ -524,9 +524,16 @@ impl BindingStatusController {
     }
 
     /// Aggregates the Works into the binding's status, then the binding's status into the
-    /// template's.
+    /// template's. A binding that has no Work yet and was never aggregated (just scheduled, its
+    /// Works not written) is left alone: there is nothing to report, and, as in Karmada — whose
+    /// aggregation runs on Work status changes — the first aggregation waits for a Work. (Written
+    /// now, it would be an empty `aggregatedStatus`, `FullyApplied=False` and a template
+    /// `observedGeneration` that no member has observed, each rewritten moments later.)
     async fn sync<B: StatusBinding>(&self, binding: &B) -> Result<(), BindingStatusError> {
         let items = self.aggregate_works(binding)?;
+        if items.is_empty() && never_aggregated(binding) {
+            return Ok(());
+        }
         self.update_binding_status(binding, &items).await?;
         self.update_template_status(binding, &items).await
     }
@@ -836,6 +843,15 @@ enum Attempt {
 }
 
 /// `Kind namespace/name` of a template, for logs and errors.
+/// Whether the binding's status holds no aggregation yet: no `aggregatedStatus` item and no
+/// `FullyApplied` condition.
+fn never_aggregated<B: StatusBinding>(binding: &B) -> bool {
+    binding.binding_status().is_none_or(|s| {
+        s.aggregated_status.is_empty()
+            && find_status_condition(&s.conditions, BINDING_FULLY_APPLIED).is_none()
+    })
+}
+
 fn template_name(r: &TemplateReference) -> String {
     format!(
         "{} {}",
