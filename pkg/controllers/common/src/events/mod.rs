@@ -93,11 +93,6 @@ impl EventSink {
         }
     }
 
-    /// Events this sink dropped because its queue was full.
-    pub fn dropped(&self) -> u64 {
-        self.drops.total.load(Ordering::Relaxed)
-    }
-
     fn send(&self, event: Event) {
         let Err(e) = self.queue.try_send(event) else {
             return;
