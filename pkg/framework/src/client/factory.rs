@@ -311,9 +311,6 @@ impl ClientFactory {
     }
 
     fn client_for_agent(&self, ua: &str) -> Result<Client> {
-        if let Some(c) = self.inner.clients.lock().get(ua) {
-            return Ok(c.clone());
-        }
         let bucket = self.inner.bucket.clone();
         self.cached_client(ua.to_string(), ua, &bucket, Priority::Foreground)
     }

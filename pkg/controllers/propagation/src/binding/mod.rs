@@ -684,7 +684,7 @@ impl BindingController {
         if !forced && inner.handled.lock().get(&mkey) == Some(&stamp) {
             return HandlerResult::Success;
         }
-        match self.sync(b.as_ref()).await {
+        match self.sync(b.as_ref(), &mkey).await {
             Ok(Synced::Done) => {
                 inner.handled.lock().insert(mkey, stamp);
                 HandlerResult::Success
@@ -712,6 +712,7 @@ impl BindingController {
     async fn works_to_reconcile<B: BindingObject>(
         &self,
         b: &B,
+        mkey: &str,
         keep: &BTreeSet<String>,
         purged: &BTreeSet<String>,
     ) -> Result<Vec<Work>, BindingError> {
@@ -721,10 +722,7 @@ impl BindingController {
             return self.works_of(b).await;
         }
         let cached = inner.works.store().list_by_label(B::ID_LABEL, &id);
-        let key = ObjectKey::from_object(b).map(|k| memo_key::<B>(&k));
-        let written = key
-            .and_then(|k| inner.written.lock().get(&k).cloned())
-            .unwrap_or_default();
+        let written = inner.written.lock().get(mkey).cloned().unwrap_or_default();
         let acts = |cluster: &str| !keep.contains(cluster) || purged.contains(cluster);
         let cached_clusters = cached
             .iter()
@@ -860,11 +858,12 @@ impl BindingController {
         }
     }
 
-    async fn sync<B: BindingObject>(&self, b: &B) -> Result<Synced, BindingError> {
+    /// Syncs the Works of binding `b` (memo key `mkey`).
+    async fn sync<B: BindingObject>(&self, b: &B, mkey: &str) -> Result<Synced, BindingError> {
         let spec = b.binding_spec();
         let keep = existing_clusters(spec);
         let purged = directly_purged_clusters(spec);
-        let works = self.works_to_reconcile(b, &keep, &purged).await?;
+        let works = self.works_to_reconcile(b, mkey, &keep, &purged).await?;
         for w in &works {
             let cluster = cluster_name(w.metadata.namespace.as_deref().unwrap_or_default())
                 .unwrap_or_default();
@@ -898,7 +897,7 @@ impl BindingController {
                 // The template is gone; the binding follows it (garbage collector or detector).
                 return Ok(Synced::Done);
             };
-            self.ensure_works(b, &template).await
+            self.ensure_works(b, mkey, &template).await
         };
         let ok =
             matches!(result, Ok(ref s) if s.override_failures.is_empty() && s.too_large.is_empty());
@@ -981,6 +980,7 @@ impl BindingController {
     async fn ensure_works<B: BindingObject>(
         &self,
         b: &B,
+        mkey: &str,
         template: &Value,
     ) -> Result<WorksSynced, BindingError> {
         let spec = b.binding_spec();
@@ -988,7 +988,6 @@ impl BindingController {
         let plan = self.work_plan(b, template, &targets)?;
         let cluster_store = self.inner.clusters.store();
         let works = self.inner.works.store();
-        let key = ObjectKey::from_object(b).map(|k| memo_key::<B>(&k));
         let mut tally = WorkTally::default();
         for t in &targets {
             let manifest = plan.manifest_for(&self.inner.interpreter, template, t)?;
@@ -1008,14 +1007,12 @@ impl BindingController {
                 }
             };
             let (target, manifest) = plan.work_for(spec, t, &overridden);
-            if let Some(k) = &key {
-                self.inner
-                    .written
-                    .lock()
-                    .entry(k.clone())
-                    .or_default()
-                    .insert(t.name.clone());
-            }
+            self.inner
+                .written
+                .lock()
+                .entry(mkey.to_owned())
+                .or_default()
+                .insert(t.name.clone());
             let written = create_or_update_work(
                 &self.inner.client,
                 Some(&works),
