@@ -391,7 +391,8 @@ fn panic_blocks(text: &str) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        if !(line.starts_with("thread '") && line.contains("' panicked at ")) {
+        // `thread 'name' panicked at …`, or since Rust 1.88 `thread 'name' (tid) panicked at …`.
+        if !(line.starts_with("thread '") && line.contains(" panicked at ")) {
             continue;
         }
         let mut block = vec![*line];
@@ -495,7 +496,7 @@ mod tests {
             2 writes\n\
             note: run with `RUST_BACKTRACE=1`\n\
             --- log ---\n\
-            thread 'b' panicked at tests/y.rs:9:1:\n\
+            thread 'b' (4242) panicked at tests/y.rs:9:1:\n\
             boom\n\
             \n\
             test result: FAILED.\n";
@@ -503,7 +504,7 @@ mod tests {
             panic_blocks(log),
             vec![
                 "thread 'a' panicked at tests/x.rs:3:5:\nassertion failed: late.is_empty()\n2 writes",
-                "thread 'b' panicked at tests/y.rs:9:1:\nboom",
+                "thread 'b' (4242) panicked at tests/y.rs:9:1:\nboom",
             ]
         );
     }

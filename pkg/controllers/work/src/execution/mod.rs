@@ -55,6 +55,7 @@
 
 mod member_queues;
 pub mod ownership;
+mod written;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -75,7 +76,7 @@ use karmada_apis::well_known::{
     WORK_MESSAGE_SUSPEND_DISPATCHING, WORK_REASON_APPLIED_FAILED, WORK_REASON_APPLIED_SUCCESSFUL,
     WORK_REASON_DISPATCHING, WORK_REASON_SUSPEND_DISPATCHING, event_reasons,
 };
-use karmada_apis::work::v1alpha1::ManifestStatus;
+use karmada_apis::work::v1alpha1::{ManifestStatus, WorkStatus};
 use karmada_apis::{Cluster, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
@@ -99,6 +100,7 @@ use karmada_controllers_common::metrics::{
 use karmada_controllers_common::{ControllerContext, StartFn};
 use member_queues::MemberQueues;
 use ownership::{REASON_OWNED_BY_ANOTHER_WORK, WorkIdentity};
+use written::WrittenStatuses;
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "execution";
@@ -232,6 +234,8 @@ struct Inner {
     ready: Mutex<HashMap<String, bool>>,
     /// Where member I/O runs: one queue per member.
     queues: MemberQueues,
+    /// Status writes the Work cache has not caught up with yet.
+    written: WrittenStatuses,
     cancel: CancellationToken,
 }
 
@@ -390,6 +394,7 @@ impl ExecutionController {
                 clusters,
                 ready: Mutex::new(HashMap::new()),
                 queues,
+                written: WrittenStatuses::default(),
                 cancel,
             }
         });
@@ -554,7 +559,7 @@ impl ExecutionController {
                 WORK_MESSAGE_DISPATCHING,
             )
         };
-        let dispatch_changed = !work.status.as_ref().is_some_and(|s| {
+        let dispatch_changed = !inner.written.status(work).is_some_and(|s| {
             s.conditions
                 .iter()
                 .any(|c| c.type_ == WORK_DISPATCHING && c.status == dispatching.status)
@@ -1107,7 +1112,8 @@ impl ExecutionController {
         // update would. `manifestStatuses` has two writers: this one right after it wrote the
         // objects, and the work-status controller, which compares every Work update with the
         // member objects it caches and corrects an entry written from an older object.
-        let current = work.status.as_ref();
+        let current = self.inner.written.status(work);
+        let current = current.as_deref();
         let mut merged = current.map(|s| s.conditions.clone()).unwrap_or_default();
         let mut changed = false;
         for c in conditions {
@@ -1119,7 +1125,7 @@ impl ExecutionController {
             return Ok(());
         }
         let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &ns);
-        let patch = match statuses {
+        let patch = match &statuses {
             Some(statuses) => {
                 json!({"status": {"conditions": merged, "manifestStatuses": statuses}})
             }
@@ -1129,7 +1135,19 @@ impl ExecutionController {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                let manifest_statuses = statuses
+                    .or_else(|| current.map(|s| s.manifest_statuses.clone()))
+                    .unwrap_or_default();
+                self.inner.written.wrote(
+                    work,
+                    WorkStatus {
+                        conditions: merged,
+                        manifest_statuses,
+                    },
+                );
+                Ok(())
+            }
             Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "update status of",
@@ -1160,7 +1178,10 @@ impl ExecutionController {
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.inner.written.forget(work);
+                Ok(())
+            }
             Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(ExecutionError::Api {
                 action: "remove finalizer from",
