@@ -581,7 +581,9 @@ async fn a_competing_writer_causes_conflicts_and_loses_nothing() {
             if w.annotations()
                 .contains_key(RESOURCE_BINDING_NAME_ANNOTATION)
             {
-                let rev = w.spec.workload.manifests[0].0["metadata"]["labels"][REV].clone();
+                let rev = w.spec.workload.manifests[0].to_value().unwrap()["metadata"]["labels"]
+                    [REV]
+                    .clone();
                 assert_eq!(
                     rev,
                     json!("2"),

@@ -214,7 +214,7 @@ async fn assert_no_duplicates(s: &Session, all: &[Template]) {
         let mut per = BTreeMap::<(String, String, String), usize>::new();
         for w in works {
             for manifest in &w.spec.workload.manifests {
-                let v = &manifest.0;
+                let v = &manifest.to_value().unwrap();
                 let text = |p: &str| {
                     v.pointer(p)
                         .and_then(|x| x.as_str())

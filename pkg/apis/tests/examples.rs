@@ -278,7 +278,7 @@ fn objects_from_a_newer_karmada_parse() {
         Some("Degraded")
     );
     assert_eq!(
-        work.spec.workload.manifests[0].0["anything"]["goes"][1],
+        work.spec.workload.manifests[0].to_value().unwrap()["anything"]["goes"][1],
         json!(1.5)
     );
 

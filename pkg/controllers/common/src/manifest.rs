@@ -1,23 +1,22 @@
-//! Reading Works' manifests: the GVK of an unstructured manifest, the index of an object among a
+//! Reading Works' manifests: the GVK of a manifest, the index of an object among a
 //! Work's manifests (Karmada's `GetManifestIndex`), and the status entry a member object earns in
 //! its Work (`status.manifestStatuses`).
 
 use apimachinery::split_api_version;
 use karmada_apis::Work;
-use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier};
+use karmada_apis::work::v1alpha1::{Manifest, ManifestStatus, ResourceIdentifier};
 use karmada_interpreter::{InterpretError, Interpreter};
 use kube::api::GroupVersionKind;
 use serde_json::Value;
 
-/// The GVK of an unstructured manifest, if it has `apiVersion` and `kind`.
-pub fn manifest_gvk(manifest: &Value) -> Option<GroupVersionKind> {
-    let api_version = manifest.get("apiVersion")?.as_str()?;
-    let kind = manifest.get("kind")?.as_str()?;
-    if api_version.is_empty() || kind.is_empty() {
+/// The GVK of a Work's manifest, if it decodes and has `apiVersion` and `kind`.
+pub fn manifest_gvk(manifest: &Manifest) -> Option<GroupVersionKind> {
+    let id = manifest.identity().ok()?;
+    if id.api_version.is_empty() || id.kind.is_empty() {
         return None;
     }
-    let (group, version) = split_api_version(api_version);
-    Some(GroupVersionKind::gvk(group, version, kind))
+    let (group, version) = split_api_version(&id.api_version);
+    Some(GroupVersionKind::gvk(group, version, &id.kind))
 }
 
 /// The string at `path` in an unstructured object; empty when absent or not a string.
@@ -42,10 +41,12 @@ pub fn manifest_index(
     name: &str,
 ) -> Option<usize> {
     work.spec.workload.manifests.iter().position(|m| {
-        text(&m.0, &["apiVersion"]) == api_version
-            && text(&m.0, &["kind"]) == kind
-            && text(&m.0, &["metadata", "namespace"]) == namespace
-            && text(&m.0, &["metadata", "name"]) == name
+        m.identity().is_ok_and(|id| {
+            id.api_version == api_version
+                && id.kind == kind
+                && id.metadata.namespace == namespace
+                && id.metadata.name == name
+        })
     })
 }
 

@@ -234,7 +234,7 @@ fn desired_work(existing: Option<&Work>, target: &WorkTarget, manifest: Value) -
         metadata: meta,
         spec: WorkSpec {
             workload: WorkloadTemplate {
-                manifests: vec![Manifest(manifest)],
+                manifests: vec![Manifest::from(manifest)],
             },
             suspend_dispatching: target.suspend_dispatching,
             preserve_resources_on_deletion: target.preserve_resources_on_deletion,

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::namespaced::{InNamespace, unwrap_event};
 use super::scope::CacheKey;
-use super::store::{Applied, IndexFn, Store, SyncState};
+use super::store::{Applied, IndexFn, Packing, Store, SyncState};
 use super::transform::{Transform, strip_for_cache};
 use crate::backoff::Backoff;
 use crate::context::ClusterContext;
@@ -113,6 +113,7 @@ impl<K: CacheObject> Cache<K> {
         resolver: Resolver<K>,
         strip: bool,
         page_size: Option<u32>,
+        packing: Option<Packing<K>>,
     ) -> Self {
         let gauge = ctx
             .metrics()
@@ -122,7 +123,7 @@ impl<K: CacheObject> Cache<K> {
             inner: Arc::new(CacheInner {
                 ctx,
                 key,
-                store: Store::new(Some(gauge)),
+                store: Store::with_packing(Some(gauge), packing),
                 subscribers: RwLock::new(Vec::new()),
                 next_subscriber: AtomicU64::new(0),
                 started: AtomicBool::new(false),

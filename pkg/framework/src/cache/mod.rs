@@ -11,5 +11,5 @@ pub mod transform;
 pub use factory::{CacheFactory, CacheOptions};
 pub use informer::{Cache, CacheObject, Resolver, Subscriber, SyncWait};
 pub use scope::{CacheKey, CacheScope};
-pub use store::{Applied, IndexFn, NAMESPACE_INDEX, Store, SyncState, label_index_name};
+pub use store::{Applied, IndexFn, NAMESPACE_INDEX, Packing, Store, SyncState, label_index_name};
 pub use transform::{LAST_APPLIED_ANNOTATION, Transform, strip_for_cache};

@@ -1,6 +1,12 @@
 //! The cache's object store: `Arc`ed objects by key, with secondary indexes kept up to date on
 //! every change, and a relist that works in place (old objects are replaced one by one and the
 //! ones not seen again are deleted at the end) so a relist never holds two copies of the store.
+//!
+//! A store can keep its objects [packed](Packing) instead: as compact bytes, decoded again on every
+//! read. Unstructured objects (`DynamicObject`) hold their body as a `serde_json::Value`, a B-tree
+//! node per JSON object, about ten times the size of the same object as JSON text; a cache of
+//! thousands of them is most of a controller's memory. Packed stores trade a decode per read (tens
+//! of microseconds for a typical object) for that memory.
 
 use std::sync::Arc;
 
@@ -21,6 +27,42 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// Name of the index over one label key ([`Store::index_by_label`]).
 pub fn label_index_name(label: &str) -> String {
     format!("label:{label}")
+}
+
+/// How a packed store turns objects into bytes and back (see the module docs).
+pub struct Packing<K> {
+    /// Encodes an object; `None` keeps it unpacked (e.g. it cannot be encoded).
+    pub pack: fn(&K) -> Option<Box<[u8]>>,
+    /// Decodes what `pack` made.
+    pub unpack: fn(&[u8]) -> Result<K, String>,
+}
+
+impl<K> Clone for Packing<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for Packing<K> {}
+
+/// One stored object: shared as is, or packed with the resourceVersion kept aside (compared on
+/// every update without a decode).
+enum Slot<K> {
+    Full(Arc<K>),
+    Packed {
+        resource_version: Option<Box<str>>,
+        bytes: Box<[u8]>,
+    },
+}
+
+impl<K: Resource> Slot<K> {
+    fn resource_version(&self) -> Option<&str> {
+        match self {
+            Slot::Full(o) => o.meta().resource_version.as_deref(),
+            Slot::Packed {
+                resource_version, ..
+            } => resource_version.as_deref(),
+        }
+    }
 }
 
 /// Sync state of a store.
@@ -51,10 +93,11 @@ struct Inner<K> {
     state: RwLock<State<K>>,
     sync: watch::Sender<SyncState>,
     gauge: Option<IntGauge>,
+    packing: Option<Packing<K>>,
 }
 
 struct State<K> {
-    objects: AHashMap<ObjectKey, Arc<K>>,
+    objects: AHashMap<ObjectKey, Slot<K>>,
     indexers: Vec<(String, IndexFn<K>)>,
     indexes: AHashMap<String, AHashMap<String, AHashSet<ObjectKey>>>,
     /// Keys seen since the current relist began.
@@ -101,6 +144,11 @@ pub enum Applied {
 impl<K: Resource> Store<K> {
     /// An empty store; `gauge` (if any) tracks the object count.
     pub fn new(gauge: Option<IntGauge>) -> Self {
+        Self::with_packing(gauge, None)
+    }
+
+    /// An empty store that keeps its objects packed with `packing` (unpacked when `None`).
+    pub fn with_packing(gauge: Option<IntGauge>, packing: Option<Packing<K>>) -> Self {
         let (sync, _) = watch::channel(SyncState::Pending);
         Self {
             inner: Arc::new(Inner {
@@ -112,13 +160,42 @@ impl<K: Resource> Store<K> {
                 }),
                 sync,
                 gauge,
+                packing,
             }),
+        }
+    }
+
+    /// Whether objects are kept packed (each read decodes one).
+    pub fn is_packed(&self) -> bool {
+        self.inner.packing.is_some()
+    }
+
+    /// The object in `slot`. A packed object that no longer decodes (it was encoded by this
+    /// process, so only a bug does that) is logged and reads as absent.
+    fn load(&self, key: &ObjectKey, slot: &Slot<K>) -> Option<Arc<K>> {
+        match (slot, &self.inner.packing) {
+            (Slot::Full(o), _) => Some(o.clone()),
+            (Slot::Packed { bytes, .. }, Some(p)) => match (p.unpack)(bytes) {
+                Ok(o) => Some(Arc::new(o)),
+                Err(error) => {
+                    tracing::error!(object = %key, %error, "cached object does not decode; treating it as absent");
+                    None
+                }
+            },
+            (Slot::Packed { .. }, None) => None,
         }
     }
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.state.read().objects.get(key).cloned()
+        let st = self.inner.state.read();
+        let slot = st.objects.get(key)?;
+        self.load(key, slot)
+    }
+
+    /// Whether an object is stored under `key` (no decode, even when packed).
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.inner.state.read().objects.contains_key(key)
     }
 
     /// The object `namespace/name` (or `name` when `namespace` is `None`).
@@ -128,7 +205,11 @@ impl<K: Resource> Store<K> {
 
     /// Every object.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.state.read().objects.values().cloned().collect()
+        let st = self.inner.state.read();
+        st.objects
+            .iter()
+            .filter_map(|(k, slot)| self.load(k, slot))
+            .collect()
     }
 
     /// Every key.
@@ -155,8 +236,11 @@ impl<K: Resource> Store<K> {
             return;
         }
         let mut index: AHashMap<String, AHashSet<ObjectKey>> = AHashMap::new();
-        for (key, obj) in &st.objects {
-            for v in f(obj) {
+        for (key, slot) in &st.objects {
+            let Some(obj) = self.load(key, slot) else {
+                continue;
+            };
+            for v in f(&obj) {
                 index.entry(v).or_default().insert(key.clone());
             }
         }
@@ -197,7 +281,7 @@ impl<K: Resource> Store<K> {
             .and_then(|i| i.get(value))
             .map(|keys| {
                 keys.iter()
-                    .filter_map(|k| st.objects.get(k).cloned())
+                    .filter_map(|k| st.objects.get(k).and_then(|slot| self.load(k, slot)))
                     .collect()
             })
             .unwrap_or_default()
@@ -228,21 +312,31 @@ impl<K: Resource> Store<K> {
         let Some(key) = ObjectKey::from_object(&obj) else {
             return Applied::Skipped;
         };
-        let new = Arc::new(obj);
+        // Encoded before the lock is taken: readers never wait for it.
+        let packed = self.inner.packing.and_then(|p| (p.pack)(&obj));
+        let resource_version = obj.meta().resource_version.clone();
+        let obj = Arc::new(obj);
+        let slot = match packed {
+            Some(bytes) => Slot::Packed {
+                resource_version: resource_version.as_deref().map(Box::from),
+                bytes,
+            },
+            None => Slot::Full(obj.clone()),
+        };
         let mut st = self.inner.state.write();
         if let Some(relist) = st.relist.as_mut() {
             relist.insert(key.clone());
         }
-        let old = st.objects.insert(key.clone(), new.clone());
+        let old = st.objects.insert(key.clone(), slot);
         let changed = match &old {
-            Some(o) => o.meta().resource_version != new.meta().resource_version,
+            Some(o) => o.resource_version() != resource_version.as_deref(),
             None => true,
         };
         if !st.indexers.is_empty() {
-            if let Some(o) = &old {
-                st.unindex(&key, o);
+            if let Some(o) = old.as_ref().and_then(|o| self.load(&key, o)) {
+                st.unindex(&key, &o);
             }
-            st.index(&key, &new);
+            st.index(&key, &obj);
         }
         drop(st);
         if old.is_none()
@@ -263,7 +357,9 @@ impl<K: Resource> Store<K> {
         let Some(old) = st.objects.remove(key) else {
             return false;
         };
-        if !st.indexers.is_empty() {
+        if !st.indexers.is_empty()
+            && let Some(old) = self.load(key, &old)
+        {
             st.unindex(key, &old);
         }
         drop(st);
@@ -292,6 +388,7 @@ impl<K: Resource> Store<K> {
         for k in &gone {
             if let Some(old) = st.objects.remove(k)
                 && !st.indexers.is_empty()
+                && let Some(old) = self.load(k, &old)
             {
                 st.unindex(k, &old);
             }
@@ -397,6 +494,43 @@ mod tests {
             Arc::new(|o: &ConfigMap| o.metadata.name.iter().cloned().collect()),
         );
         assert_eq!(s.by_index("name", "y").len(), 1);
+    }
+
+    fn packed() -> Store<ConfigMap> {
+        Store::with_packing(
+            None,
+            Some(Packing {
+                pack: |o| serde_json::to_vec(o).ok().map(Vec::into_boxed_slice),
+                unpack: |b| serde_json::from_slice(b).map_err(|e| e.to_string()),
+            }),
+        )
+    }
+
+    #[test]
+    fn a_packed_store_reads_back_what_it_stored_and_indexes_alike() {
+        let s = packed();
+        assert!(s.is_packed());
+        s.index_by_label("app");
+        let mut web = cm("a", "x", "1", Some("web"));
+        web.data = Some([("k".to_string(), "v".repeat(100))].into());
+        assert!(matches!(s.apply(web.clone()), Applied::Changed(_)));
+        assert!(matches!(s.apply(web.clone()), Applied::Unchanged(_)));
+        let key = ObjectKey::new(Some("a"), "x");
+        assert_eq!(*s.get(&key).unwrap(), web);
+        assert!(s.contains(&key));
+        assert_eq!(s.list(), vec![Arc::new(web.clone())]);
+        assert_eq!(s.list_by_label("app", "web").len(), 1);
+        // An update unindexes the old version (decoded from its packed form).
+        s.apply(cm("a", "x", "2", Some("db")));
+        assert!(s.list_by_label("app", "web").is_empty());
+        assert_eq!(s.list_by_label("app", "db").len(), 1);
+        s.begin_relist();
+        s.apply(cm("a", "y", "1", Some("db")));
+        assert_eq!(s.end_relist(), vec![key.clone()]);
+        assert!(!s.contains(&key));
+        assert_eq!(s.list_by_label("app", "db").len(), 1);
+        assert!(s.delete(&ObjectKey::new(Some("a"), "y")));
+        assert!(s.list_by_label("app", "db").is_empty());
     }
 
     #[test]

@@ -248,7 +248,14 @@ impl EndpointSliceController {
             service: labels.get(SERVICE_NAME_LABEL).map_or("", String::as_str),
         };
         for manifest in &work.spec.workload.manifests {
-            let Some(desired) = derive_slice(&manifest.0, &origin) else {
+            let manifest = match manifest.to_value() {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(work = %work_name, namespace = %work_namespace, error = %e, "manifest does not decode; skipping");
+                    continue;
+                }
+            };
+            let Some(desired) = derive_slice(&manifest, &origin) else {
                 tracing::warn!(work = %work_name, namespace = %work_namespace, "manifest without a name; skipping");
                 continue;
             };

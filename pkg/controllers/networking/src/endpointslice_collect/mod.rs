@@ -121,7 +121,7 @@ fn holds_mcs(work: &Work) -> bool {
         .workload
         .manifests
         .iter()
-        .any(|m| manifest_gvk(&m.0).is_some_and(|g| g.kind == MULTI_CLUSTER_SERVICE_KIND))
+        .any(|m| manifest_gvk(m).is_some_and(|g| g.kind == MULTI_CLUSTER_SERVICE_KIND))
 }
 
 impl CollectController {

@@ -134,7 +134,7 @@ fn is_collected_slice_work(work: &Work) -> bool {
             .workload
             .manifests
             .iter()
-            .any(|m| manifest_gvk(&m.0).is_some_and(|g| g.kind == ENDPOINT_SLICE_KIND))
+            .any(|m| manifest_gvk(m).is_some_and(|g| g.kind == ENDPOINT_SLICE_KIND))
 }
 
 impl DispatchController {
@@ -404,12 +404,12 @@ impl DispatchController {
             return Ok(());
         };
         let collected: EndpointSlice =
-            serde_json::from_value(manifest.0.clone()).map_err(|source| {
-                DispatchError::Manifest {
+            manifest
+                .decode()
+                .map_err(|source| DispatchError::Manifest {
                     key: format!("{work_ns}/{}", work.name_any()),
                     source,
-                }
-            })?;
+                })?;
         let mcs_ns = mcs.namespace().unwrap_or_default();
         let mcs_name = mcs.name_any();
         let slice = dispatched_slice(&collected, provider, &mcs_name);

@@ -29,7 +29,7 @@ pub fn work_holds(work: &Work, kind: &str) -> bool {
         .workload
         .manifests
         .iter()
-        .any(|m| manifest_gvk(&m.0).is_some_and(|gvk| gvk.kind == kind))
+        .any(|m| manifest_gvk(m).is_some_and(|gvk| gvk.kind == kind))
 }
 
 impl McsController {

@@ -9,7 +9,6 @@ use karmada_apis::names::cluster_name;
 use karmada_apis::well_known::{SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL, WORK_APPLIED};
 use karmada_controllers_common::collected_slices::{self, SERVICE_EXPORT};
 use karmada_controllers_common::error::ApiError;
-use karmada_controllers_common::manifest::text;
 use kube::ResourceExt;
 use lariat::{HandlerResult, ObjectKey};
 
@@ -25,8 +24,8 @@ fn is_applied_export(work: &Work) -> bool {
     });
     applied
         && work.spec.workload.manifests.iter().any(|m| {
-            text(&m.0, &["apiVersion"]) == API_VERSION
-                && text(&m.0, &["kind"]) == SERVICE_EXPORT_KIND
+            m.identity()
+                .is_ok_and(|id| id.api_version == API_VERSION && id.kind == SERVICE_EXPORT_KIND)
         })
 }
 
@@ -92,9 +91,10 @@ impl ServiceExportController {
             .get_named(Some(service_ns), service)
             .is_some();
         let slice_exists = work.spec.workload.manifests.iter().all(|m| {
-            let ns = text(&m.0, &["metadata", "namespace"]);
-            let name = text(&m.0, &["metadata", "name"]);
-            watches.slices.store().get_named(Some(ns), name).is_some()
+            m.identity().is_ok_and(|id| {
+                let (ns, name) = (&id.metadata.namespace, &id.metadata.name);
+                watches.slices.store().get_named(Some(ns), name).is_some()
+            })
         });
         if exported && slice_exists {
             return Ok(true);

@@ -488,11 +488,15 @@ impl Detector {
         !works.is_empty()
             && works.iter().all(|w| {
                 w.spec.workload.manifests.iter().all(|m| {
-                    m.0.pointer("/metadata/annotations")
-                        .and_then(|a| a.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION))
-                        .and_then(serde_json::Value::as_str)
-                        == Some(wanted.as_str())
-                        && metadata_reflected(&m.0, template_meta)
+                    // Only the metadata is decoded; the rest of the manifest is skipped.
+                    m.decode::<MetadataOnly>().is_ok_and(|m| {
+                        m.metadata
+                            .pointer("/annotations")
+                            .and_then(|a| a.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION))
+                            .and_then(serde_json::Value::as_str)
+                            == Some(wanted.as_str())
+                            && metadata_reflected(&m.metadata, template_meta)
+                    })
                 })
             })
     }
@@ -799,12 +803,19 @@ impl Detector {
     }
 }
 
-/// Whether `manifest` carries exactly the template's labels and annotations, leaving aside
+/// A manifest's `metadata`, decoded without the rest of it.
+#[derive(serde::Deserialize)]
+struct MetadataOnly {
+    #[serde(default)]
+    metadata: serde_json::Value,
+}
+
+/// Whether a manifest's `metadata` carries exactly the template's labels and annotations, leaving aside
 /// Karmada's own (`*karmada.io/*`, added or stripped along the way) and `kubectl apply`'s
 /// last-applied configuration (the template cache drops it). Anything else that differs
 /// (an override, a stripped annotation) answers no: the binding is then rewritten, which costs a
 /// write but never loses a change.
-fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bool {
+fn metadata_reflected(metadata: &serde_json::Value, template: &ObjectMeta) -> bool {
     let ours = |k: &str| {
         !k.contains("karmada.io/") && k != lariat::cache::transform::LAST_APPLIED_ANNOTATION
     };
@@ -814,10 +825,7 @@ fn metadata_reflected(manifest: &serde_json::Value, template: &ObjectMeta) -> bo
     ]
     .into_iter()
     .all(|(field, want)| {
-        let have = manifest
-            .get("metadata")
-            .and_then(|m| m.get(field))
-            .and_then(serde_json::Value::as_object);
+        let have = metadata.get(field).and_then(serde_json::Value::as_object);
         let have_count = have.map_or(0, |h| h.keys().filter(|k| ours(k)).count());
         let want_count = want.map_or(0, |w| w.keys().filter(|k| ours(k)).count());
         have_count == want_count
@@ -889,17 +897,23 @@ mod tests {
             ],
             &[("note", "x")],
         );
-        assert!(metadata_reflected(&manifest, &template));
+        assert!(metadata_reflected(&manifest["metadata"], &template));
         // Changed, added and removed labels and annotations all count.
         assert!(!metadata_reflected(
-            &manifest,
+            &manifest["metadata"],
             &meta(&[("app", "b")], &[("note", "x")])
         ));
         assert!(!metadata_reflected(
-            &manifest,
+            &manifest["metadata"],
             &meta(&[("app", "a"), ("rev", "1")], &[("note", "x")])
         ));
-        assert!(!metadata_reflected(&manifest, &meta(&[], &[("note", "x")])));
-        assert!(!metadata_reflected(&manifest, &meta(&[("app", "a")], &[])));
+        assert!(!metadata_reflected(
+            &manifest["metadata"],
+            &meta(&[], &[("note", "x")])
+        ));
+        assert!(!metadata_reflected(
+            &manifest["metadata"],
+            &meta(&[("app", "a")], &[])
+        ));
     }
 }

@@ -620,22 +620,19 @@ impl ExecutionController {
         let mut statuses = Vec::with_capacity(manifests.len());
         let me = WorkIdentity::of(work);
         for (ordinal, m) in manifests.iter().enumerate() {
-            match self.apply(cluster, member, (ordinal, &m.0), &me).await {
+            let result = match m.to_value() {
+                Ok(manifest) => self.apply(cluster, member, (ordinal, &manifest), &me).await,
+                Err(e) => Err(ApplyError::Manifest(e.to_string())),
+            };
+            match result {
                 Ok(outcome) => {
                     wrote |= outcome.applied != Applied::Unchanged;
                     statuses.extend(outcome.status);
                 }
                 Err(e) => {
                     owned_by_another |= matches!(e, ApplyError::OwnedByAnotherWork { .. });
-                    let (ns, name) = (
-                        m.0.pointer("/metadata/namespace")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default(),
-                        m.0.pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default(),
-                    );
-                    let kind = m.0.get("kind").and_then(Value::as_str).unwrap_or_default();
+                    let id = m.identity().unwrap_or_default();
+                    let (kind, ns, name) = (&id.kind, &id.metadata.namespace, &id.metadata.name);
                     tracing::warn!(cluster, kind, namespace = ns, name, error = %e, "failed to apply manifest");
                     errors.push(e.to_string());
                 }
@@ -938,10 +935,10 @@ impl ExecutionController {
         };
         let mut errors = Vec::new();
         for m in &work.spec.workload.manifests {
-            let r = if preserve {
-                self.release(cluster, &member, &m.0, work).await
-            } else {
-                self.delete(cluster, &member, &m.0, work).await
+            let r = match m.to_value() {
+                Ok(manifest) if preserve => self.release(cluster, &member, &manifest, work).await,
+                Ok(manifest) => self.delete(cluster, &member, &manifest, work).await,
+                Err(e) => Err(ApplyError::Manifest(e.to_string())),
             };
             if let Err(e) = r {
                 errors.push(e.to_string());

@@ -46,7 +46,7 @@ use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{
     register, serve_with_resync, shared_controller, start_fn_of,
 };
-use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, manifest_status, text};
+use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, manifest_status};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -245,7 +245,7 @@ impl WorkStatusController {
                 continue;
             };
             let missing = work.spec.workload.manifests.iter().any(|m| {
-                manifest_gvk(&m.0).is_some_and(|gvk| {
+                manifest_gvk(m).is_some_and(|gvk| {
                     member
                         .controllers()
                         .for_gvk(&gvk)
@@ -278,7 +278,7 @@ impl WorkStatusController {
             return HandlerResult::RequeueAfter(MEMBER_NOT_CONNECTED_RETRY);
         };
         for (ordinal, manifest) in work.spec.workload.manifests.iter().enumerate() {
-            let Some(gvk) = manifest_gvk(&manifest.0) else {
+            let Some(gvk) = manifest_gvk(manifest) else {
                 tracing::warn!(work = %key, ordinal, "manifest without apiVersion/kind; skipping");
                 continue;
             };
@@ -286,14 +286,14 @@ impl WorkStatusController {
                 Ok(c) => c,
                 Err(e) => return HandlerResult::error(e),
             };
-            let ns = text(&manifest.0, &["metadata", "namespace"]);
-            let name = text(&manifest.0, &["metadata", "name"]);
+            let id = manifest.identity().unwrap_or_default();
+            let (ns, name) = (id.metadata.namespace.as_str(), id.metadata.name.as_str());
             // The Work changed (its status included, by whoever wrote it): the cached object is
             // compared with it again, so a status recorded from an older version of the object
             // (e.g. by the execution controller racing a member update) is corrected; equal
             // statuses write nothing.
             let member_key = ObjectKey::new(Some(ns), name);
-            if ctrl.cache().has_synced() && ctrl.cache().peek_store().get(&member_key).is_some() {
+            if ctrl.cache().has_synced() && ctrl.cache().peek_store().contains(&member_key) {
                 ctrl.enqueue_key(member_key);
             }
         }
@@ -452,7 +452,8 @@ impl WorkStatusController {
             .manifests
             .get(ordinal)
             .filter(|_| !is_suspended(&work))
-            .and_then(|m| drift::drifted_at(&self.inner.interpreter, &m.0, &observed));
+            .and_then(|m| m.to_value().ok())
+            .and_then(|m| drift::drifted_at(&self.inner.interpreter, &m, &observed));
         let version = obj.metadata.resource_version.as_deref().unwrap_or_default();
         if self.first_drift_of_version(drift_key(cluster, gvk, key), version, drifted_at.is_some())
         {
@@ -578,7 +579,7 @@ pub fn start_fn() -> StartFn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use karmada_apis::work::v1alpha1::{ResourceHealth, ResourceIdentifier};
+    use karmada_apis::work::v1alpha1::{Manifest, ResourceHealth, ResourceIdentifier};
     use serde_json::json;
 
     fn work(manifests: Vec<Value>) -> Work {
@@ -633,11 +634,13 @@ mod tests {
 
     #[test]
     fn gvk_of_manifests() {
-        let gvk = manifest_gvk(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})).unwrap();
+        let gvk_of = |v: Value| manifest_gvk(&Manifest::from(v));
+        let gvk = gvk_of(json!({"apiVersion": "apps/v1", "kind": "Deployment"})).unwrap();
         assert_eq!((gvk.group.as_str(), gvk.version.as_str()), ("apps", "v1"));
-        let gvk = manifest_gvk(&json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap();
+        let gvk = gvk_of(json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap();
         assert_eq!((gvk.group.as_str(), gvk.version.as_str()), ("", "v1"));
-        assert!(manifest_gvk(&json!({"kind": "ConfigMap"})).is_none());
+        assert!(gvk_of(json!({"kind": "ConfigMap"})).is_none());
+        assert!(gvk_of(json!({"apiVersion": "v1", "kind": ""})).is_none());
     }
 
     #[test]
