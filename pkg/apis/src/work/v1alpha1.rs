@@ -66,13 +66,13 @@ pub struct WorkloadTemplate {
     pub manifests: Vec<Manifest>,
 }
 
+// Stored as compact JSON text rather than a `serde_json::Value`: every Work in a cache holds its
+// manifests for as long as the Work exists, and a decoded tree of a typical 1 KiB Deployment takes
+// about 10 KiB (a B-tree node per object), the text 1 KiB. Readers decode what they need when they
+// need it (`to_value`, `decode`, `identity`); (de)serialisation transcodes straight between the
+// wire and the text, in any self-describing format, without building a tree. (A plain comment: the
+// doc comment below becomes the CRD's description.)
 /// One Kubernetes object, kept verbatim (Go's `runtime.RawExtension`).
-///
-/// Stored as compact JSON text rather than a `serde_json::Value`: every Work in a cache holds its
-/// manifests for as long as the Work exists, and a decoded tree of a typical 1 KiB Deployment takes
-/// about 10 KiB (a B-tree node per object), the text 1 KiB. Readers decode what they need when they
-/// need it ([`to_value`](Self::to_value), [`decode`](Self::decode)); (de)serialisation transcodes
-/// straight between the wire and the text, in any self-describing format, without building a tree.
 #[derive(Clone, JsonSchema)]
 #[schemars(schema_with = "raw_object")]
 pub struct Manifest(#[schemars(skip)] Box<str>);
