@@ -223,7 +223,7 @@ async fn healthy_in_both(host: &Client, kind: &str, name: &str) -> Result<(), St
         .iter()
         .filter(|i| {
             i.health == Some(karmada_apis::work::v1alpha1::ResourceHealth::Healthy)
-                && i.status == Some(json!({"ready": 2}))
+                && i.status == Some(json!({"ready": 2}).into())
         })
         .count();
     (healthy == 2)

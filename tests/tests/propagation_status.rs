@@ -377,7 +377,11 @@ async fn deployment_status_comes_home() {
                 if a.cluster_name == "member1"
                     && b.cluster_name == "member2"
                     && m1_ready == 2
-                    && a.status.as_ref().and_then(|s| s["readyReplicas"].as_i64()) == Some(2)
+                    && a.status
+                        .as_ref()
+                        .and_then(|s| s.to_value().ok())
+                        .and_then(|s| s["readyReplicas"].as_i64())
+                        == Some(2)
                     && a.health == Some(ResourceHealth::Healthy)
                     && b.health == Some(ResourceHealth::Unhealthy) =>
             {

@@ -93,6 +93,11 @@ where
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
+    let tuned = crate::malloc::tune();
+    tracing::debug!(
+        tuned,
+        "malloc thresholds pinned (see karmada_process::malloc)"
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -11,6 +11,7 @@
 #![allow(clippy::duplicated_attributes)]
 #![warn(missing_docs)]
 
+mod compact;
 #[macro_use]
 mod macros;
 mod schema;
@@ -24,6 +25,7 @@ pub mod multicluster;
 pub mod names;
 pub mod networking;
 pub mod policy;
+pub mod raw;
 pub mod remedy;
 pub mod well_known;
 pub mod work;

@@ -22,19 +22,16 @@ fn template_status(template: &Value, ctx: &RuleContext<'_>) -> Result<Map<String
         .unwrap_or_default())
 }
 
-/// A member's reported status, checked to be an object.
-fn member_status<'a>(
-    item: &'a AggregatedStatusItem,
-    ctx: &RuleContext<'_>,
-) -> Result<Option<&'a Value>> {
-    match &item.status {
-        None | Some(Value::Null) => Ok(None),
-        Some(status @ Value::Object(_)) => Ok(Some(status)),
-        Some(_) => Err(member_error(
-            item,
-            Cause::wrong_type(&["status"], "an object"),
-            ctx,
-        )),
+/// A member's reported status, decoded and checked to be an object.
+fn member_status(item: &AggregatedStatusItem, ctx: &RuleContext<'_>) -> Result<Option<Value>> {
+    let wrong = || member_error(item, Cause::wrong_type(&["status"], "an object"), ctx);
+    let Some(raw) = &item.status else {
+        return Ok(None);
+    };
+    match raw.to_value().map_err(|_| wrong())? {
+        Value::Null => Ok(None),
+        status @ Value::Object(_) => Ok(Some(status)),
+        _ => Err(wrong()),
     }
 }
 
@@ -82,6 +79,7 @@ fn sum_counters(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let read = |field: &str| member_int(status, field).map_err(|c| member_error(item, c, ctx));
         if read("observedGeneration")? >= read("generation")?
             && read("resourceTemplateGeneration")? >= generation
@@ -258,6 +256,7 @@ pub(crate) fn job(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         active = active.saturating_add(member_int(status, "active").map_err(wrap)?);
         succeeded = succeeded.saturating_add(member_int(status, "succeeded").map_err(wrap)?);
@@ -351,6 +350,7 @@ pub(crate) fn cron_job(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         if let Some(jobs) = object::opt_array(status, &["active"]).map_err(wrap)? {
             active.extend(jobs.iter().cloned());
@@ -397,6 +397,7 @@ pub(crate) fn pod(
             phases.insert("Pending".to_owned());
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         phases.insert(
             object::opt_str(status, &["phase"])
@@ -457,7 +458,7 @@ pub(crate) fn persistent_volume(
             None => {
                 phases.insert("Pending".to_owned());
             }
-            Some(status) => {
+            Some(ref status) => {
                 let phase = object::opt_str(status, &["phase"])
                     .map_err(|c| member_error(item, c, ctx))?
                     .unwrap_or_default();
@@ -487,6 +488,7 @@ pub(crate) fn persistent_volume_claim(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let member = object::opt_str(status, &["phase"])
             .map_err(|c| member_error(item, c, ctx))?
             .unwrap_or_default();
@@ -524,6 +526,7 @@ pub(crate) fn pod_disruption_budget(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         for (sum, field) in sums.iter_mut().zip(COUNTERS) {
             *sum = sum.saturating_add(member_int(status, field).map_err(wrap)?);
@@ -556,6 +559,7 @@ pub(crate) fn horizontal_pod_autoscaler(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         current = current.saturating_add(member_int(status, "currentReplicas").map_err(wrap)?);
         desired = desired.saturating_add(member_int(status, "desiredReplicas").map_err(wrap)?);
@@ -595,6 +599,7 @@ fn merge_load_balancer_ingress(
         let Some(status) = member_status(item, ctx)? else {
             continue;
         };
+        let status = &status;
         let wrap = |c| member_error(item, c, ctx);
         let list = object::opt_array(status, &["loadBalancer", "ingress"]).map_err(wrap)?;
         for entry in list.into_iter().flatten() {

@@ -54,7 +54,7 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|c| AggregatedStatusItem {
             cluster_name: (*c).into(),
-            status: Some(json!({"readyReplicas": 3})),
+            status: Some(json!({"readyReplicas": 3}).into()),
             applied: true,
             ..Default::default()
         })

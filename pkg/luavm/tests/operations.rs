@@ -216,14 +216,14 @@ fn aggregate_status_sees_items_and_returns_the_object() {
     let items = vec![
         AggregatedStatusItem {
             cluster_name: "m1".into(),
-            status: Some(json!({"readyReplicas": 2})),
+            status: Some(json!({"readyReplicas": 2}).into()),
             applied: true,
             health: Some(ResourceHealth::Healthy),
             ..Default::default()
         },
         AggregatedStatusItem {
             cluster_name: "m2".into(),
-            status: Some(json!({"readyReplicas": 3})),
+            status: Some(json!({"readyReplicas": 3}).into()),
             ..Default::default()
         },
     ];

@@ -13,7 +13,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use super::v1alpha1::ResourceHealth;
+pub use super::v1alpha1::{RawExtension, ResourceHealth};
 use crate::policy::v1alpha1::{
     self as policy, ConflictResolution, FailoverBehavior, Placement, PurgeMode,
 };
@@ -77,7 +77,11 @@ pub struct ResourceBindingSpec {
     pub components: Vec<Component>,
 
     /// The scheduler's result: target clusters and their replicas.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::compact::vec"
+    )]
     pub clusters: Vec<TargetCluster>,
 
     /// The placement from the policy.
@@ -295,7 +299,11 @@ pub struct BindingSnapshot {
     /// Name of the binding.
     pub name: String,
     /// The binding's scheduling result.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::compact::vec"
+    )]
     pub clusters: Vec<TargetCluster>,
 }
 
@@ -350,10 +358,18 @@ pub struct ResourceBindingStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scheduled_time: Option<Time>,
     /// Conditions: `Scheduled` and `FullyApplied`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::compact::vec"
+    )]
     pub conditions: Vec<Condition>,
     /// Status of the resource in each member cluster.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::compact::vec"
+    )]
     pub aggregated_status: Vec<AggregatedStatusItem>,
 }
 
@@ -366,7 +382,7 @@ pub struct AggregatedStatusItem {
     /// The reflected status of the resource there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "raw_object")]
-    pub status: Option<serde_json::Value>,
+    pub status: Option<RawExtension>,
     /// Whether the resource was applied there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub applied: bool,

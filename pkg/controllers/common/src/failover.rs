@@ -54,8 +54,10 @@ pub fn preserved_state_for(
         .iter()
         .find(|s| s.cluster_name == cluster)
         .and_then(|s| s.status.as_ref())
+        // The text was checked to be JSON when it was read; an undecodable one reads as absent.
+        .and_then(|s| s.to_value().ok())
         .ok_or_else(|| StatePreservationError::NotCollected(cluster.to_owned()))?;
-    build_preserved_label_state(preservation, status).map(Some)
+    build_preserved_label_state(preservation, &status).map(Some)
 }
 
 /// Karmada's `BuildPreservedLabelState`: each rule's `aliasLabelName` mapped to its `jsonPath`
@@ -301,7 +303,7 @@ mod tests {
             err.to_string(),
             "the application status has not yet been collected from Cluster(m1)"
         );
-        items[0].status = Some(json!({"replicas": 2}));
+        items[0].status = Some(json!({"replicas": 2}).into());
         let state = preserved_state_for(Some(&preservation()), &items, "m1")
             .unwrap()
             .unwrap();

@@ -4,14 +4,20 @@
 
 use apimachinery::split_api_version;
 use karmada_apis::Work;
-use karmada_apis::work::v1alpha1::{Manifest, ManifestStatus, ResourceIdentifier};
+use karmada_apis::work::v1alpha1::{
+    Manifest, ManifestIdentity, ManifestStatus, RawExtension, ResourceIdentifier,
+};
 use karmada_interpreter::{InterpretError, Interpreter};
 use kube::api::GroupVersionKind;
 use serde_json::Value;
 
 /// The GVK of a Work's manifest, if it decodes and has `apiVersion` and `kind`.
 pub fn manifest_gvk(manifest: &Manifest) -> Option<GroupVersionKind> {
-    let id = manifest.identity().ok()?;
+    identity_gvk(&manifest.identity().ok()?)
+}
+
+/// The group/version/kind of a decoded manifest identity; `None` without `apiVersion` or `kind`.
+pub fn identity_gvk(id: &ManifestIdentity) -> Option<GroupVersionKind> {
     if id.api_version.is_empty() || id.kind.is_empty() {
         return None;
     }
@@ -71,7 +77,9 @@ pub fn manifest_status(
             namespace: text(observed, &["metadata", "namespace"]).to_owned(),
             name: text(observed, &["metadata", "name"]).to_owned(),
         },
-        status: interpreter.reflect_status(observed)?,
+        status: interpreter
+            .reflect_status(observed)?
+            .map(RawExtension::from),
         health: Some(interpreter.interpret_health(observed)),
     })
 }

@@ -45,16 +45,42 @@ impl<K> Clone for Packing<K> {
 impl<K> Copy for Packing<K> {}
 
 /// One stored object: shared as is, or packed with the resourceVersion kept aside (compared on
-/// every update without a decode).
+/// every update without a decode). The bytes are shared so that a reader copies a pointer out
+/// under the lock and decodes after releasing it (a decode is tens of microseconds; a list of
+/// thousands must not hold writers off for its whole length).
 enum Slot<K> {
     Full(Arc<K>),
     Packed {
         resource_version: Option<Box<str>>,
-        bytes: Box<[u8]>,
+        bytes: Arc<[u8]>,
     },
 }
 
+/// What a reader takes out of a [`Slot`] under the lock, decoded after the lock is released.
+enum Taken<K> {
+    Full(Arc<K>),
+    Packed(ObjectKey, Arc<[u8]>),
+}
+
+impl<K: Resource> Taken<K> {
+    /// The object, decoded by `store` when packed.
+    fn load(self, store: &Store<K>) -> Option<Arc<K>> {
+        match self {
+            Taken::Full(o) => Some(o),
+            Taken::Packed(key, bytes) => store.decode(&key, &bytes),
+        }
+    }
+}
+
 impl<K: Resource> Slot<K> {
+    /// A cheap copy (two reference counts) for decoding outside the lock.
+    fn take(&self, key: &ObjectKey) -> Taken<K> {
+        match self {
+            Slot::Full(o) => Taken::Full(o.clone()),
+            Slot::Packed { bytes, .. } => Taken::Packed(key.clone(), bytes.clone()),
+        }
+    }
+
     fn resource_version(&self) -> Option<&str> {
         match self {
             Slot::Full(o) => o.meta().resource_version.as_deref(),
@@ -173,24 +199,33 @@ impl<K: Resource> Store<K> {
     /// The object in `slot`. A packed object that no longer decodes (it was encoded by this
     /// process, so only a bug does that) is logged and reads as absent.
     fn load(&self, key: &ObjectKey, slot: &Slot<K>) -> Option<Arc<K>> {
-        match (slot, &self.inner.packing) {
-            (Slot::Full(o), _) => Some(o.clone()),
-            (Slot::Packed { bytes, .. }, Some(p)) => match (p.unpack)(bytes) {
-                Ok(o) => Some(Arc::new(o)),
-                Err(error) => {
-                    tracing::error!(object = %key, %error, "cached object does not decode; treating it as absent");
-                    None
-                }
-            },
-            (Slot::Packed { .. }, None) => None,
+        match slot {
+            Slot::Full(o) => Some(o.clone()),
+            Slot::Packed { bytes, .. } => self.decode(key, bytes),
         }
+    }
+
+    /// Decodes packed bytes (see [`load`](Self::load)).
+    fn decode(&self, key: &ObjectKey, bytes: &[u8]) -> Option<Arc<K>> {
+        let p = self.inner.packing.as_ref()?;
+        match (p.unpack)(bytes) {
+            Ok(o) => Some(Arc::new(o)),
+            Err(error) => {
+                tracing::error!(object = %key, %error, "cached object does not decode; treating it as absent");
+                None
+            }
+        }
+    }
+
+    /// Decodes what readers took out under the lock, after it was released.
+    fn finish(&self, taken: Vec<Taken<K>>) -> Vec<Arc<K>> {
+        taken.into_iter().filter_map(|t| t.load(self)).collect()
     }
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        let st = self.inner.state.read();
-        let slot = st.objects.get(key)?;
-        self.load(key, slot)
+        let taken = self.inner.state.read().objects.get(key)?.take(key);
+        taken.load(self)
     }
 
     /// Whether an object is stored under `key` (no decode, even when packed).
@@ -205,11 +240,11 @@ impl<K: Resource> Store<K> {
 
     /// Every object.
     pub fn list(&self) -> Vec<Arc<K>> {
-        let st = self.inner.state.read();
-        st.objects
-            .iter()
-            .filter_map(|(k, slot)| self.load(k, slot))
-            .collect()
+        let taken = {
+            let st = self.inner.state.read();
+            st.objects.iter().map(|(k, slot)| slot.take(k)).collect()
+        };
+        self.finish(taken)
     }
 
     /// Every key.
@@ -275,16 +310,19 @@ impl<K: Resource> Store<K> {
 
     /// The objects whose index `name` contains `value`. Empty for an unknown index.
     pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
-        let st = self.inner.state.read();
-        st.indexes
-            .get(name)
-            .and_then(|i| i.get(value))
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| st.objects.get(k).and_then(|slot| self.load(k, slot)))
-                    .collect()
-            })
-            .unwrap_or_default()
+        let taken = {
+            let st = self.inner.state.read();
+            st.indexes
+                .get(name)
+                .and_then(|i| i.get(value))
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(|k| st.objects.get(k).map(|slot| slot.take(k)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        self.finish(taken)
     }
 
     /// The keys whose index `name` contains `value`.
@@ -319,7 +357,7 @@ impl<K: Resource> Store<K> {
         let slot = match packed {
             Some(bytes) => Slot::Packed {
                 resource_version: resource_version.as_deref().map(Box::from),
-                bytes,
+                bytes: Arc::from(bytes),
             },
             None => Slot::Full(obj.clone()),
         };

@@ -34,7 +34,7 @@ pub fn interpreter_with(options: InterpreterOptions) -> Interpreter {
 pub fn item(cluster: &str, status: Option<Value>) -> AggregatedStatusItem {
     AggregatedStatusItem {
         cluster_name: cluster.into(),
-        status,
+        status: status.map(Into::into),
         applied: true,
         ..Default::default()
     }

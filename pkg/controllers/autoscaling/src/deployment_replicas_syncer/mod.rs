@@ -298,7 +298,7 @@ fn status_collected(deployment: &Deployment, binding: &ResourceBinding) -> bool 
         let Some(raw) = &item.status else {
             return false;
         };
-        let Ok(member) = serde_json::from_value::<DeploymentStatus>(raw.clone()) else {
+        let Ok(member) = raw.decode::<DeploymentStatus>() else {
             return false;
         };
         // A member Deployment under an HPA has at least one replica; 0 means not collected yet.

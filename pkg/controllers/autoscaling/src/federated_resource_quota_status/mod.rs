@@ -309,7 +309,7 @@ fn aggregated_status<'a>(
             message: e.to_string(),
         })?;
         let status: ResourceQuotaStatus = match &manifest.status {
-            Some(s) => serde_json::from_value(s.clone()).map_err(|source| StatusError::Decode {
+            Some(s) => s.decode().map_err(|source| StatusError::Decode {
                 work: work_key.clone(),
                 source,
             })?,

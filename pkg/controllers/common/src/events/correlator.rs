@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::lru::Lru;
+use super::lru::{Digest, Lru, digest};
 
 /// Prefix of an aggregated Event's message (client-go's `EventAggregatorByReasonMessageFunc`).
 pub const AGGREGATED_MESSAGE_PREFIX: &str = "(combined from similar events): ";
@@ -90,8 +90,8 @@ pub struct Correlation {
 
 #[derive(Debug)]
 struct Aggregate {
-    /// Messages seen (bounded by the aggregation threshold).
-    messages: BTreeSet<String>,
+    /// Digests of the messages seen (bounded by the aggregation threshold; only counted).
+    messages: BTreeSet<Digest>,
     last: Timestamp,
 }
 
@@ -222,7 +222,7 @@ impl Correlator {
                 }
             }
         };
-        record.messages.insert(message.clone());
+        record.messages.insert(digest(&message));
         record.last = now;
         if record.messages.len() < self.options.aggregate_max_events {
             return (event, key);

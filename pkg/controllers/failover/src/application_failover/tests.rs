@@ -6,7 +6,7 @@ fn item(cluster: &str, health: ResourceHealth) -> AggregatedStatusItem {
     AggregatedStatusItem {
         cluster_name: cluster.into(),
         health: Some(health),
-        status: Some(json!({"replicas": 2, "readyReplicas": 0})),
+        status: Some(json!({"replicas": 2, "readyReplicas": 0}).into()),
         ..Default::default()
     }
 }

@@ -56,7 +56,7 @@ fn work(cluster: &str, conditions: Vec<Condition>, ordinal: i64) -> Work {
                 namespace: "default".into(),
                 name: "nginx".into(),
             },
-            status: Some(json!({"readyReplicas": 2})),
+            status: Some(json!({"readyReplicas": 2}).into()),
             health: Some(ResourceHealth::Healthy),
         }],
     });
@@ -70,7 +70,7 @@ fn applied_work_reports_status_and_health() {
         .unwrap();
     assert_eq!(item.cluster_name, "m1");
     assert!(item.applied);
-    assert_eq!(item.status, Some(json!({"readyReplicas": 2})));
+    assert_eq!(item.status, Some(json!({"readyReplicas": 2}).into()));
     assert_eq!(item.health, Some(ResourceHealth::Healthy));
 }
 

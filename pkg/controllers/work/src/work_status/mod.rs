@@ -46,7 +46,9 @@ use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{
     register, serve_with_resync, shared_controller, start_fn_of,
 };
-use karmada_controllers_common::manifest::{manifest_gvk, manifest_index, manifest_status};
+use karmada_controllers_common::manifest::{
+    identity_gvk, manifest_gvk, manifest_index, manifest_status,
+};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -278,7 +280,8 @@ impl WorkStatusController {
             return HandlerResult::RequeueAfter(MEMBER_NOT_CONNECTED_RETRY);
         };
         for (ordinal, manifest) in work.spec.workload.manifests.iter().enumerate() {
-            let Some(gvk) = manifest_gvk(manifest) else {
+            let id = manifest.identity().unwrap_or_default();
+            let Some(gvk) = identity_gvk(&id) else {
                 tracing::warn!(work = %key, ordinal, "manifest without apiVersion/kind; skipping");
                 continue;
             };
@@ -286,7 +289,6 @@ impl WorkStatusController {
                 Ok(c) => c,
                 Err(e) => return HandlerResult::error(e),
             };
-            let id = manifest.identity().unwrap_or_default();
             let (ns, name) = (id.metadata.namespace.as_str(), id.metadata.name.as_str());
             // The Work changed (its status included, by whoever wrote it): the cached object is
             // compared with it again, so a status recorded from an older version of the object
@@ -607,7 +609,7 @@ mod tests {
                 namespace: "default".into(),
                 name: "nginx".into(),
             },
-            status: Some(json!({"replicas": replicas})),
+            status: Some(json!({"replicas": replicas}).into()),
             health: Some(ResourceHealth::Healthy),
         }
     }
