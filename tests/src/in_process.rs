@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
 use karmada_apis::{Cluster, ClusterResourceBinding};
 use karmada_controllers::common::events::EventSink;
+use karmada_controllers::common::template::control_plane_cache_options;
 use karmada_controllers::members::member_cluster_options;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn, SyncReporter};
 use kube::Client;
@@ -110,6 +111,7 @@ impl Harness {
                     user_agent: KARMADA_CONTROLLER_MANAGER_NAME.to_owned(),
                     ..ClientOptions::default()
                 },
+                caches: control_plane_cache_options(),
                 ..ClusterOptions::default()
             },
             members: Vec::new(),

@@ -134,6 +134,16 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         "a restart must not write to members: {:?}",
         restart.changes
     );
+    // The new process writes the fresh template's binding, Works and Events and its lease: a
+    // number that does not grow with the templates already propagated. A replay that fails (and
+    // records a Warning per retry) or rewrites what it finds costs a multiple of the templates.
+    let host_writes = karmada_e2e::bench::process::writes(&restart.requests, "host");
+    assert!(
+        host_writes <= 2 * templates as u64,
+        "the restarted process wrote {host_writes} times to the host for {templates} templates \
+         already propagated: {:?}",
+        restart.requests
+    );
 
     // Failover: every Deployment evicted from the lost member2 (its task stays: the API-server-only
     // member1 never reports the replacement healthy) and whole on member1, in that order.

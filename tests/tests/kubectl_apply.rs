@@ -1,8 +1,8 @@
 //! `kubectl apply` keeps working on objects the controllers write to: the resource detector and the
 //! cluster controller patch only the labels, annotations, finalizers and taints they own, so the
-//! `kubectl.kubernetes.io/last-applied-configuration` annotation (which the controllers' caches
-//! strip) survives a claim, a preemption and a release of a Deployment, the permanent id on its
-//! policies, and the finalizer and taints on a Cluster; and a second `kubectl apply` without a
+//! `kubectl.kubernetes.io/last-applied-configuration` annotation (which member caches strip; the
+//! control plane's keep it) survives a claim, a preemption and a release of a Deployment, the
+//! permanent id on its policies, and the finalizer and taints on a Cluster; and a second `kubectl apply` without a
 //! label prunes it, without kubectl's "missing the last-applied annotation" warning.
 //!
 //! The real `kubectl` (from `hack/install-helm.sh`) against a real API server; the detector and the

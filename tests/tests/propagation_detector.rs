@@ -2,7 +2,8 @@
 //! PropagationPolicy produce Karmada's binding with the expected clusters; weights and scaling
 //! re-divide; preemption follows its feature gate; template deletion deletes the binding without
 //! the garbage collector; NotReady-tainted clusters are left out of new decisions; a placement no
-//! cluster fits yields `Scheduled=False/NoClusterFit` and an Event.
+//! cluster fits yields `Scheduled=False/NoClusterFit` and an Event; with the binding controller,
+//! templates that exist before the controllers start become Works carrying kubectl's annotation.
 //!
 //! Member clusters are Cluster objects on the host whose status the test writes (the cluster and
 //! clusterStatus controllers are not run). The host runs without kube-controller-manager, so no
@@ -19,6 +20,7 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use karmada_apis::{
     Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
+    Work,
 };
 use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, gone, serial};
 use karmada_e2e::quiet::{Watched, assert_holds_for};
@@ -792,4 +794,98 @@ async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deleti
         )
         .await;
     delete_clusters(&client, &["pd-cpp-m1"]).await;
+}
+
+/// The binding controller reads templates from the detector's cache, as Karmada's reads its
+/// informers: kubectl's last-applied annotation reaches the manifest as in Karmada (the control
+/// plane's caches keep it), and a template the restarted controllers meet only in their caches'
+/// initial list (whose items carry no `apiVersion`/`kind`) becomes a Work like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_are_built_from_cached_templates_with_kubectls_annotation() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-listed";
+    let cluster = "pd-listed-m1";
+    create_namespace(&client, ns, json!({})).await;
+    create_namespace(&client, &format!("karmada-es-{cluster}"), json!({})).await;
+    member(&client, cluster, json!({}), true).await;
+    let last_applied = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#;
+    let d = deployment(&client, ns, "web", 1).await;
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .patch(
+            &d.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": last_applied}}})),
+        )
+        .await
+        .unwrap();
+    policy(
+        &client,
+        ns,
+        "web-pp",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "placement": {"clusterAffinity": {"clusterNames": [cluster]}}
+        }),
+    )
+    .await;
+    let start = || {
+        let mut controllers = in_process::implemented(&["scheduler", "binding"]);
+        controllers.push((
+            "resource-detector",
+            karmada_controllers::detector::start_fn(),
+        ));
+        Harness::new(controllers).start(env())
+    };
+    let works: Api<Work> = Api::namespaced(client.clone(), &format!("karmada-es-{cluster}"));
+    let work_of_web = || {
+        let works = works.clone();
+        async move {
+            let list = works.list(&ListParams::default()).await.unwrap();
+            list.items.into_iter().find(|w| {
+                w.annotations()
+                    .get("resourcebinding.karmada.io/name")
+                    .is_some_and(|n| n == "web-deployment")
+            })
+        }
+    };
+    let check = |work: &Work| {
+        let manifest: serde_json::Value = work.spec.workload.manifests[0].decode().unwrap();
+        assert_eq!(manifest["apiVersion"], "apps/v1", "{manifest}");
+        assert_eq!(manifest["kind"], "Deployment", "{manifest}");
+        assert_eq!(
+            manifest["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+            last_applied,
+            "{manifest}"
+        );
+    };
+
+    let ctrl = start().await;
+    let first = eventually("the Work of web", work_of_web).await;
+    check(&first);
+    ctrl.stop().await;
+
+    // Restarted over the claimed template and its binding, without the Work: the binding
+    // controller rebuilds it from what the detector's cache listed.
+    let first_name = first.name_any();
+    works
+        .delete(&first_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    // The execution controller's finalizer (it does not run here).
+    works
+        .patch(
+            &first_name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the Work deleted", || gone(&works, &first_name)).await;
+    let ctrl = start().await;
+    let again = eventually("the Work of web again", work_of_web).await;
+    assert_ne!(again.metadata.uid, first.metadata.uid);
+    check(&again);
+    ctrl.stop().await;
 }

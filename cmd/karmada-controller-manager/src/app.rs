@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use karmada_controllers::common::events::EventSink;
+use karmada_controllers::common::template::control_plane_cache_options;
 use karmada_controllers::{MemberClusters, Settings};
 use lariat::controller::WorkerOptions;
 use lariat::runtime::client::wait_for_api_server;
@@ -17,7 +18,7 @@ use lariat::runtime::{
     GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
     SignalHandler,
 };
-use lariat::{CacheOptions, ClientOptions, Cluster, ClusterOptions, ControllerOptions};
+use lariat::{ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::controllers::ControllerContext;
@@ -124,7 +125,7 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
             user_agent: NAME.to_string(),
             ..ClientOptions::default()
         },
-        caches: CacheOptions::default(),
+        caches: control_plane_cache_options(),
         metrics: None,
         controllers: ControllerOptions {
             // Kinds without a `--concurrent-*-syncs` flag of their own are the resource templates

@@ -1,8 +1,9 @@
 //! What the controllers share, so that no controller imports another and no domain crate depends on
 //! another: the [`ControllerContext`] each controller starts with and the [`MemberClusters`] it
 //! reaches members through; the interface of the two binding kinds, status conditions, Events,
-//! guarded merge patches for objects we do not own, the Work writer and the propagation metrics
-//! (binding and namespace write Works, execution counts member writes), reading Works' manifests;
+//! guarded merge patches for objects we do not own, reading templates through the cache, the Work
+//! writer and the propagation metrics (binding and namespace write Works, execution counts member
+//! writes), reading Works' manifests;
 //! also the errors every controller can meet
 //! and its start-up steps (shared controllers, handlers, serving); the resource [`interpreter`] with
 //! the ResourceInterpreterCustomizations in front of the native rules.
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod multicluster_service;
 pub mod patch;
 pub mod quota;
+pub mod template;
 pub mod work;
 
 pub use conditions::set_condition;

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use super::informer::{Cache, CacheObject, Resolver};
 use super::scope::{CacheKey, CacheScope};
 use super::store::Packing;
+use super::transform::Strip;
 use crate::context::ClusterContext;
 use crate::error::{Error, Result};
 use crate::gvk::group_kind_string;
@@ -25,8 +26,11 @@ pub struct CacheOptions {
     pub default_scope: CacheScope,
     /// Per-kind scope overrides, keyed `"Kind.group"` (or `"Kind"` for the core group).
     pub scopes: HashMap<String, CacheScope>,
-    /// Drop managedFields and the last-applied annotation before insert (default true).
+    /// Drop managedFields before insert (default true).
     pub strip_managed_fields: bool,
+    /// Drop kubectl's last-applied annotation before insert (default true). Often as large as
+    /// the rest of the object; keep it where cached objects are copied elsewhere whole.
+    pub strip_last_applied: bool,
     /// List page size (default 500; `None` lists everything at once).
     pub page_size: Option<u32>,
     /// Keep unstructured objects (`DynamicObject` caches) packed as JSON text, decoded on each
@@ -41,6 +45,7 @@ impl Default for CacheOptions {
             default_scope: CacheScope::default(),
             scopes: HashMap::new(),
             strip_managed_fields: true,
+            strip_last_applied: true,
             page_size: Some(500),
             pack_dynamic_objects: true,
         }
@@ -163,7 +168,10 @@ impl CacheFactory {
             self.inner.ctx.clone(),
             key.clone(),
             resolver(),
-            self.inner.options.strip_managed_fields,
+            Strip {
+                managed_fields: self.inner.options.strip_managed_fields,
+                last_applied: self.inner.options.strip_last_applied,
+            },
             self.inner.options.page_size,
             packing,
         );

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::namespaced::{InNamespace, unwrap_event};
 use super::scope::CacheKey;
 use super::store::{Applied, IndexFn, Packing, Store, SyncState};
-use super::transform::{Transform, strip_for_cache};
+use super::transform::{Strip, Transform};
 use crate::backoff::Backoff;
 use crate::context::ClusterContext;
 use crate::error::{Error, Result};
@@ -97,7 +97,7 @@ pub(crate) struct CacheInner<K: CacheObject> {
     next_subscriber: AtomicU64,
     started: AtomicBool,
     resolver: Resolver<K>,
-    strip: bool,
+    strip: Strip,
     transform: Mutex<Option<Transform<K>>>,
     page_size: Option<u32>,
     last_error: Mutex<Option<String>>,
@@ -111,7 +111,7 @@ impl<K: CacheObject> Cache<K> {
         ctx: ClusterContext,
         key: CacheKey,
         resolver: Resolver<K>,
-        strip: bool,
+        strip: Strip,
         page_size: Option<u32>,
         packing: Option<Packing<K>>,
     ) -> Self {
@@ -280,9 +280,7 @@ impl<K: CacheObject> CacheInner<K> {
 
     fn handle(&self, event: Event<K>, transform: &Option<Transform<K>>) {
         let prepare = |mut o: K| {
-            if self.strip {
-                strip_for_cache(&mut o);
-            }
+            self.strip.apply(&mut o);
             if let Some(t) = transform {
                 t(&mut o);
             }

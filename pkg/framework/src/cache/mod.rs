@@ -12,4 +12,4 @@ pub use factory::{CacheFactory, CacheOptions};
 pub use informer::{Cache, CacheObject, Resolver, Subscriber, SyncWait};
 pub use scope::{CacheKey, CacheScope};
 pub use store::{Applied, IndexFn, NAMESPACE_INDEX, Packing, Store, SyncState, label_index_name};
-pub use transform::{LAST_APPLIED_ANNOTATION, Transform, strip_for_cache};
+pub use transform::{LAST_APPLIED_ANNOTATION, Strip, Transform, strip_for_cache};

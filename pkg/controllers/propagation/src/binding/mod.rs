@@ -71,6 +71,7 @@ use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::metrics;
+use karmada_controllers_common::template;
 use karmada_controllers_common::work::{
     WorkError, WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
@@ -827,7 +828,9 @@ impl BindingController {
         }
     }
 
-    /// Reads the template from the API server (`None` when it is gone).
+    /// Reads the template (`None` when it is gone): from the control plane's cache of its kind
+    /// when that cache is watching and synced and holds it (the detector's, for every kind a
+    /// policy selects), as Karmada reads its informers; else from the API server.
     async fn fetch_template(
         &self,
         spec: &ResourceBindingSpec,
@@ -846,13 +849,16 @@ impl BindingController {
         } else {
             Api::all_with(self.inner.client.clone(), &ar)
         };
+        let encode = |obj: &DynamicObject| {
+            serde_json::to_value(obj).map_err(|e| {
+                BindingError::Clusters(format!("{} {key}: cannot encode template: {e}", r.kind))
+            })
+        };
+        if let Some(obj) = template::cached(cp, &ar, &r.namespace, &r.name) {
+            return encode(&obj).map(Some);
+        }
         match api.get_opt(&r.name).await {
-            Ok(Some(obj)) => {
-                let v = serde_json::to_value(&obj).map_err(|e| {
-                    BindingError::Clusters(format!("{} {key}: cannot encode template: {e}", r.kind))
-                })?;
-                Ok(Some(v))
-            }
+            Ok(Some(obj)) => encode(&obj).map(Some),
             Ok(None) => Ok(None),
             Err(e) => Err(api_err("get", &r.kind, &key)(e)),
         }

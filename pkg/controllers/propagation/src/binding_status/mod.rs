@@ -59,6 +59,7 @@ use karmada_controllers_common::handlers::{
 use karmada_controllers_common::manifest::manifest_index;
 use karmada_controllers_common::patch::merge_diff;
 use karmada_controllers_common::set_condition;
+use karmada_controllers_common::template;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// How long a Work's status change waits before its binding is aggregated (see `handle_work`).
@@ -648,8 +649,8 @@ impl BindingStatusController {
         })
     }
 
-    /// Aggregates `items` into the template's `.status` (read from the API server) and writes it
-    /// when it changed.
+    /// Aggregates `items` into the template's `.status` (read from the cache, or the API server
+    /// after a conflict) and writes it when it changed.
     async fn update_template_status<B: StatusBinding>(
         &self,
         binding: &B,
@@ -660,8 +661,28 @@ impl BindingStatusController {
             return Ok(());
         };
         let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        // The first attempt reads the detector's cache of the kind (as Karmada reads its informer's
+        // lister); after a conflict the cached copy is known to be behind, so retries read the API
+        // server.
+        let mut cached =
+            template::cached(&self.inner.ctx.control_plane, &ar, &r.namespace, &r.name);
         while retry.next().await {
-            if let Attempt::Done = self.sync_template_status(&api, &ar, r, items).await? {
+            let template = match cached.take() {
+                Some(t) => t,
+                None => match api.get(&r.name).await {
+                    Ok(t) => t,
+                    // The template is gone and the binding waits for garbage collection.
+                    Err(e) if is_not_found(&e) => return Ok(()),
+                    Err(source) => {
+                        let key = names::namespaced_key(&r.namespace, &r.name);
+                        return Err(ApiError::new("get", r.kind.clone(), key, source).into());
+                    }
+                },
+            };
+            if let Attempt::Done = self
+                .sync_template_status(&api, &template, &ar, r, items)
+                .await?
+            {
                 return Ok(());
             }
         }
@@ -704,27 +725,19 @@ impl BindingStatusController {
         Ok(Some((api, ar)))
     }
 
-    /// One round of reading the template, aggregating its status and writing the change.
+    /// One round of aggregating the template's status and writing the change.
     /// [`Attempt::Conflict`] when the template changed between the read and the write.
     async fn sync_template_status(
         &self,
         api: &Api<DynamicObject>,
+        template: &DynamicObject,
         ar: &ApiResource,
         r: &TemplateReference,
         items: &[AggregatedStatusItem],
     ) -> Result<Attempt, BindingStatusError> {
-        let template = match api.get(&r.name).await {
-            Ok(t) => t,
-            // The template is gone and the binding waits for garbage collection.
-            Err(e) if is_not_found(&e) => return Ok(Attempt::Done),
-            Err(source) => {
-                let key = names::namespaced_key(&r.namespace, &r.name);
-                return Err(ApiError::new("get", r.kind.clone(), key, source).into());
-            }
-        };
-        match self.template_status_patch(&template, ar, r, items).await? {
+        match self.template_status_patch(template, ar, r, items).await? {
             Some(status_patch) => {
-                self.patch_template_status(api, &template, ar, r, status_patch)
+                self.patch_template_status(api, template, ar, r, status_patch)
                     .await
             }
             None => Ok(Attempt::Done),

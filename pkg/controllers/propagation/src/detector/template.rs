@@ -51,8 +51,8 @@ fn labels_of(obj: &DynamicObject) -> BTreeMap<String, String> {
 }
 
 /// The guarded merge patch that turns a template's metadata `old` into `new` (claim labels and
-/// annotations), so what the cache stripped from `old` (kubectl's last-applied annotation,
-/// managedFields) is left alone on the API server. `None` when nothing changed.
+/// annotations), so what the cache may have stripped from `old` (managedFields, kubectl's
+/// last-applied annotation) is left alone on the API server. `None` when nothing changed.
 pub(crate) fn template_patch(
     old: &ObjectMeta,
     new: &ObjectMeta,
@@ -811,14 +811,13 @@ struct MetadataOnly {
 }
 
 /// Whether a manifest's `metadata` carries exactly the template's labels and annotations, leaving aside
-/// Karmada's own (`*karmada.io/*`, added or stripped along the way) and `kubectl apply`'s
-/// last-applied configuration (the template cache drops it). Anything else that differs
+/// Karmada's own (`*karmada.io/*`, added or stripped along the way); `kubectl apply`'s
+/// last-applied configuration counts (the control plane's caches keep it, as Karmada's do, and
+/// the binding controller copies it into the manifest). Anything else that differs
 /// (an override, a stripped annotation) answers no: the binding is then rewritten, which costs a
 /// write but never loses a change.
 fn metadata_reflected(metadata: &serde_json::Value, template: &ObjectMeta) -> bool {
-    let ours = |k: &str| {
-        !k.contains("karmada.io/") && k != lariat::cache::transform::LAST_APPLIED_ANNOTATION
-    };
+    let ours = |k: &str| !k.contains("karmada.io/");
     [
         ("labels", template.labels.as_ref()),
         ("annotations", template.annotations.as_ref()),
@@ -895,9 +894,26 @@ mod tests {
                 ("app", "a"),
                 ("propagationpolicy.karmada.io/permanent-id", "p"),
             ],
-            &[("note", "x")],
+            &[
+                ("note", "x"),
+                ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
+            ],
         );
         assert!(metadata_reflected(&manifest["metadata"], &template));
+        // A new `kubectl apply` moves the last-applied configuration.
+        assert!(!metadata_reflected(
+            &manifest["metadata"],
+            &meta(
+                &[("app", "a")],
+                &[
+                    ("note", "x"),
+                    (
+                        "kubectl.kubernetes.io/last-applied-configuration",
+                        "{\"a\":1}"
+                    )
+                ]
+            )
+        ));
         // Changed, added and removed labels and annotations all count.
         assert!(!metadata_reflected(
             &manifest["metadata"],

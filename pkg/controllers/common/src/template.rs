@@ -1,0 +1,43 @@
+//! Reading resource templates the way Karmada's `FetchResourceTemplate` does: from the control
+//! plane's cache of the template's kind (the detector watches every kind a policy selects), falling
+//! back to the API server when that cache is not watching yet, has not synced, or lacks the object.
+//! Bindings are made from what that cache held, so it is at least as new as the binding; a caller
+//! that then writes with the template's resourceVersion and meets a conflict reads the API server.
+
+use std::sync::Arc;
+
+use kube::api::{ApiResource, DynamicObject, TypeMeta};
+use lariat::CacheOptions;
+
+/// The control plane's cache settings for every process running the controllers: kubectl's
+/// last-applied annotation is kept (the framework drops it by default), because Works are built
+/// from cached templates ([`cached`]) and Karmada's manifests carry it.
+pub fn control_plane_cache_options() -> CacheOptions {
+    CacheOptions {
+        strip_last_applied: false,
+        ..CacheOptions::default()
+    }
+}
+
+/// The template `namespace/name` (empty namespace: cluster-scoped) of resource `ar` as the control
+/// plane's cache holds it, with its `apiVersion` and `kind` (the items of a list response of a
+/// built-in kind carry neither, so a cache filled by its initial list lacks them); `None` sends
+/// the caller to the API server.
+pub fn cached(
+    control_plane: &lariat::Cluster,
+    ar: &ApiResource,
+    namespace: &str,
+    name: &str,
+) -> Option<DynamicObject> {
+    let cache = control_plane.caches().for_resource(ar).ok()?;
+    if !(cache.is_started() && cache.has_synced()) {
+        return None;
+    }
+    let namespace = (!namespace.is_empty()).then_some(namespace);
+    let mut obj = Arc::unwrap_or_clone(cache.peek_store().get_named(namespace, name)?);
+    obj.types = Some(TypeMeta {
+        api_version: ar.api_version.clone(),
+        kind: ar.kind.clone(),
+    });
+    Some(obj)
+}
