@@ -9,6 +9,9 @@
 //! `ttlSecondsAfterFinished`. A second rebalancer without a TTL stays; adding a workload to its spec
 //! triggers only that one (the first keeps its result and its binding is not stamped again).
 //!
+//! A second test makes the scheduler's two writes of a result (spec, then status) straddle another
+//! writer's change and checks the status still lands.
+//!
 //! No member API server is needed: the scheduler places bindings on Cluster objects whose status the
 //! test writes, as the cluster and clusterStatus controllers would.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
@@ -18,11 +21,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use karmada_apis::apps::v1alpha1::{WorkloadRebalancer, WorkloadRebalancerStatus};
+use karmada_apis::well_known::KARMADA_CONTROLLER_MANAGER_NAME;
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding, names};
+use karmada_controllers::common::template::control_plane_cache_options;
 use karmada_e2e::in_process::{self, Harness, create_namespace, ensure_namespace, serial};
 use karmada_e2e::quiet::{Watched, assert_holds_for};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use lariat::{ClientOptions, ClusterOptions};
 use serde_json::{Value, json};
 use testenv::{EnvOptions, TestEnv};
 
@@ -107,6 +113,30 @@ fn results(status: &WorkloadRebalancerStatus) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The ResourceBinding of Deployment `deployment`: 4 replicas divided 1:1 over both members by
+/// static weights (a Cluster change or a binding change that leaves the spec alone reschedules
+/// nothing).
+fn divided_binding(deployment: &str) -> ResourceBinding {
+    serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": names::binding_name("Deployment", deployment), "namespace": NS,
+            "labels": {"propagationpolicy.karmada.io/permanent-id": "rebalance-test"}},
+        "spec": {
+            "resource": workload("apps/v1", "Deployment", NS, deployment),
+            "replicas": 4,
+            "placement": {
+                "clusterAffinity": {"clusterNames": MEMBERS},
+                "replicaScheduling": {"replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {"staticWeightList": [
+                        {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1},
+                        {"targetCluster": {"clusterNames": ["member2"]}, "weight": 1}]}},
+            },
+        }
+    }))
+    .unwrap()
+}
+
 async fn create_rebalancer(client: &Client, name: &str, spec: Value) -> WorkloadRebalancer {
     let r: WorkloadRebalancer = serde_json::from_value(json!({
         "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
@@ -166,25 +196,9 @@ async fn listed_workloads_are_rescheduled_afresh_once_and_the_rebalancer_expires
     // A Deployment's binding, divided 1:1 by static weights, and a ClusterRole's, duplicated.
     let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), NS);
     let rb_name = names::binding_name("Deployment", "web");
-    let rb: ResourceBinding = serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-        "metadata": {"name": rb_name, "namespace": NS,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": "rebalance-test"}},
-        "spec": {
-            "resource": workload("apps/v1", "Deployment", NS, "web"),
-            "replicas": 4,
-            "placement": {
-                "clusterAffinity": {"clusterNames": MEMBERS},
-                "replicaScheduling": {"replicaSchedulingType": "Divided",
-                    "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {"staticWeightList": [
-                        {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1},
-                        {"targetCluster": {"clusterNames": ["member2"]}, "weight": 1}]}},
-            },
-        }
-    }))
-    .unwrap();
-    rbs.create(&PostParams::default(), &rb).await.unwrap();
+    rbs.create(&PostParams::default(), &divided_binding("web"))
+        .await
+        .unwrap();
     let crbs: Api<ClusterResourceBinding> = Api::all(client.clone());
     let crb_name = names::binding_name("ClusterRole", "rebalance-reader");
     let crb: ClusterResourceBinding = serde_json::from_value(json!({
@@ -363,5 +377,100 @@ async fn listed_workloads_are_rescheduled_afresh_once_and_the_rebalancer_expires
         .delete("kept", &Default::default())
         .await
         .unwrap();
+    controllers.stop().await;
+}
+
+/// The scheduler writes a result in two steps: `spec.clusters`, then the status. A binding changed
+/// in between (here a label, as any controller or user may write) still gets the status —
+/// `Scheduled` and `lastScheduledTime` — without which a WorkloadRebalancer's trigger is ignored
+/// (Karmada reschedules only when `rescheduleTriggeredAt` is later than `lastScheduledTime`). The
+/// scheduler's client is limited to one request per second so the test's write lands between the
+/// two; the test checks that it did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binding_changed_between_the_schedulers_two_writes_still_gets_its_status() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    ensure_namespace(&client, NS).await;
+    clusters_ready(&client).await;
+    let one_request_a_second = ClusterOptions {
+        clients: ClientOptions {
+            qps: 1.0,
+            burst: 1,
+            user_agent: KARMADA_CONTROLLER_MANAGER_NAME.to_owned(),
+            ..ClientOptions::default()
+        },
+        caches: control_plane_cache_options(),
+        ..ClusterOptions::default()
+    };
+    let controllers = Harness::new(in_process::implemented(&["scheduler"]))
+        .host_options(one_request_a_second)
+        .start(env())
+        .await;
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), NS);
+    let touched = json!({"metadata": {"labels": {"test.karmada.io/touched": "true"}}});
+    let mut between = None;
+    for attempt in 0..3 {
+        let deployment = format!("between-{attempt}");
+        let name = names::binding_name("Deployment", &deployment);
+        rbs.create(&PostParams::default(), &divided_binding(&deployment))
+            .await
+            .unwrap();
+        in_process::eventually(
+            &format!("{name}: result in the spec"),
+            WAIT,
+            Duration::from_millis(10),
+            || {
+                let rbs = rbs.clone();
+                let name = name.clone();
+                async move {
+                    let rb = rbs.get(&name).await.map_err(|e| e.to_string())?;
+                    (!rb.spec.clusters.is_empty())
+                        .then_some(())
+                        .ok_or("not scheduled yet".to_owned())
+                }
+            },
+        )
+        .await;
+        let rb = rbs
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&touched))
+            .await
+            .unwrap();
+        let conditions = rb.status.map(|s| s.conditions).unwrap_or_default();
+        if in_process::condition(&conditions, "Scheduled").is_none() {
+            between = Some(name);
+            break;
+        }
+    }
+    let name = between.expect(
+        "in 3 tries the test's write never landed between the scheduler's spec and status writes",
+    );
+    let rb = eventually(&format!("{name}: schedule status written"), || {
+        let rbs = rbs.clone();
+        let name = name.clone();
+        async move {
+            let rb = rbs.get(&name).await.map_err(|e| e.to_string())?;
+            let status = rb.status.clone().unwrap_or_default();
+            let scheduled = in_process::condition(&status.conditions, "Scheduled");
+            match (&scheduled, &status.last_scheduled_time) {
+                (Some((s, reason, _)), Some(_)) if s == "True" && reason == "Success" => Ok(rb),
+                _ => Err(format!(
+                    "Scheduled {scheduled:?}, lastScheduledTime {:?}",
+                    status.last_scheduled_time
+                )),
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        placement(&rb.spec.clusters),
+        expect(&[("member1", 2), ("member2", 2)])
+    );
+    assert_eq!(
+        rb.labels()
+            .get("test.karmada.io/touched")
+            .map(String::as_str),
+        Some("true"),
+        "the label written between the two writes is kept"
+    );
     controllers.stop().await;
 }

@@ -20,6 +20,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use apimachinery::{ConflictRetry, DEFAULT_RETRY};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -491,11 +492,7 @@ impl Scheduler {
         };
         let message = condition.message.clone();
         let succeeded = condition.status == "True";
-        let mut conditions = b
-            .binding_status()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default();
-        karmada_controllers_common::set_condition(&mut conditions, condition);
+        let conditions = with_condition(b.binding_status(), &condition);
         let generation = spec_write.generation;
         let (namespace, name) = namespace_and_name(b);
         if succeeded && result_unchanged(b, &result, &spec_write, &conditions) {
@@ -503,10 +500,12 @@ impl Scheduler {
             return Ok(generation);
         }
         let status = status_patch(&result, succeeded, conditions, generation, now);
-        self.patch_status::<B>(
+        self.write_status::<B>(
             &namespace,
             &name,
-            &json!({"metadata": {"resourceVersion": spec_write.resource_version}, "status": status}),
+            spec_write.resource_version.clone(),
+            status,
+            &condition,
         )
         .await?;
         self.announce_result(b, &result, succeeded, &message).await;
@@ -690,6 +689,54 @@ impl Scheduler {
         }
     }
 
+    /// Writes a result's status, guarded by `resource_version` (the copy whose conditions
+    /// `status` carries, so another controller's condition set meanwhile is not overwritten).
+    /// After a conflict the condition is merged into a fresh read and the write is tried again
+    /// (client-go's `RetryOnConflict`): the result is in the spec by now, and a status lost here
+    /// would never be written later — the next pass sees nothing to schedule — leaving no
+    /// `Scheduled` condition and no `lastScheduledTime`, without which `rescheduleTriggeredAt`
+    /// is ignored for good.
+    async fn write_status<B: BindingObject>(
+        &self,
+        namespace: &str,
+        name: &str,
+        mut resource_version: Option<String>,
+        mut status: serde_json::Value,
+        condition: &Condition,
+    ) -> Result<(), SchedulerError> {
+        let api = B::api(self.inner.client.clone(), namespace);
+        let key = karmada_apis::names::namespaced_key(namespace, name);
+        let failed = |verb: &'static str, e: kube::Error| -> SchedulerError {
+            ApiError::new(verb, B::kind(&()), key.clone(), e).into()
+        };
+        let mut retry = ConflictRetry::new(DEFAULT_RETRY);
+        let mut conflict = None;
+        while retry.next().await {
+            if conflict.is_some() {
+                let fresh = api.get(name).await.map_err(|e| failed("get", e))?;
+                status["conditions"] = json!(with_condition(fresh.binding_status(), condition));
+                resource_version = fresh.meta().resource_version.clone();
+            }
+            let patch =
+                json!({"metadata": {"resourceVersion": resource_version}, "status": status});
+            match api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if apimachinery::is_conflict(&e) => {
+                    tracing::debug!(kind = %B::kind(&()), binding = %key, "binding changed before its schedule status was written; merging into a fresh read");
+                    conflict = Some(e);
+                }
+                Err(e) => return Err(failed("patch status of", e)),
+            }
+        }
+        match conflict {
+            Some(e) => Err(failed("patch status of", e)),
+            None => Ok(()),
+        }
+    }
+
     async fn patch_status<B: BindingObject>(
         &self,
         namespace: &str,
@@ -757,6 +804,13 @@ fn result_unchanged<B: BindingObject>(
         }
         _ => false,
     }
+}
+
+/// The binding's conditions with `condition` set (Karmada's `SetStatusCondition`).
+fn with_condition(status: Option<&ResourceBindingStatus>, condition: &Condition) -> Vec<Condition> {
+    let mut conditions = status.map(|s| s.conditions.clone()).unwrap_or_default();
+    karmada_controllers_common::set_condition(&mut conditions, condition.clone());
+    conditions
 }
 
 /// The status merge patch of a result: the conditions always; on success also the observed
