@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use karmada_apis::Work;
 use karmada_apis::names::execution_space_name;
 use karmada_apis::well_known::KARMADA_AGENT_NAME;
 use karmada_controllers::common::events::EventSink;
@@ -178,10 +179,13 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
             user_agent: NAME.to_owned(),
             ..ClientOptions::default()
         },
+        // Works packed as in the controller-manager (`control_plane_cache_options`): one per
+        // template propagated here, read one at a time or through indexes.
         caches: CacheOptions {
             scopes,
             ..CacheOptions::default()
-        },
+        }
+        .pack::<Work>(),
         metrics: None,
         controllers: ControllerOptions {
             rate_limiter: opts.rate_limiter.to_lariat(),

@@ -25,6 +25,7 @@ pub mod patch;
 pub mod quota;
 pub mod template;
 pub mod work;
+pub mod work_index;
 
 pub use conditions::set_condition;
 pub use context::{BoxError, ControllerContext, ControllerFuture, Settings, StartFn, SyncReporter};

@@ -11,12 +11,16 @@ use lariat::CacheOptions;
 
 /// The control plane's cache settings for every process running the controllers: kubectl's
 /// last-applied annotation is kept (the framework drops it by default), because Works are built
-/// from cached templates ([`cached`]) and Karmada's manifests carry it.
+/// from cached templates ([`cached`]) and Karmada's manifests carry it; Works are kept packed
+/// (one per template and member, each a whole manifest: most of the process's memory at scale),
+/// read one at a time or through indexes ([`crate::work_index`], label indexes), never listed
+/// whole on a hot path.
 pub fn control_plane_cache_options() -> CacheOptions {
     CacheOptions {
         strip_last_applied: false,
         ..CacheOptions::default()
     }
+    .pack::<karmada_apis::Work>()
 }
 
 /// The template `namespace/name` (empty namespace: cluster-scoped) of resource `ar` as the control

@@ -2,12 +2,13 @@
 //! request without opening anything.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ahash::AHashMap;
 use futures::FutureExt;
+use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use parking_lot::Mutex;
 
@@ -37,6 +38,10 @@ pub struct CacheOptions {
     /// read (default true): about a tenth of the memory, for a decode per read. See
     /// [`Packing`](super::store::Packing).
     pub pack_dynamic_objects: bool,
+    /// Typed kinds (`"Kind.group"`, see [`CacheOptions::pack`]) whose stores are kept packed
+    /// as JSON text too: worth it for a kind held by the thousand whose objects are read one at a
+    /// time or through indexes, not listed whole on every pass.
+    pub packed_kinds: BTreeSet<String>,
 }
 
 impl Default for CacheOptions {
@@ -48,11 +53,22 @@ impl Default for CacheOptions {
             strip_last_applied: true,
             page_size: Some(500),
             pack_dynamic_objects: true,
+            packed_kinds: BTreeSet::new(),
         }
     }
 }
 
 impl CacheOptions {
+    /// Keeps the caches of typed kind `K` packed (see [`packed_kinds`](Self::packed_kinds)).
+    pub fn pack<K>(mut self) -> Self
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        self.packed_kinds
+            .insert(group_kind_string(&K::group(&()), &K::kind(&())));
+        self
+    }
+
     /// The scope configured for a kind.
     pub fn scope_for(&self, group: &str, kind: &str) -> CacheScope {
         self.scopes
@@ -198,9 +214,23 @@ impl CacheFactory {
     {
         let dt = K::DynamicType::default();
         let gvk = GroupVersionKind::gvk(&K::group(&dt), &K::version(&dt), &K::kind(&dt));
-        self.get_or_create(&gvk, scope, || {
-            Arc::new(|| futures::future::ready(Ok(K::DynamicType::default())).boxed())
-        })
+        let packing = self
+            .inner
+            .options
+            .packed_kinds
+            .contains(&group_kind_string(&gvk.group, &gvk.kind))
+            .then(json_packing::<K>);
+        self.get_or_create_packed(
+            &gvk,
+            scope,
+            || Arc::new(|| futures::future::ready(Ok(K::DynamicType::default())).boxed()),
+            packing,
+        )
+    }
+
+    /// The key of `gvk`'s cache in its configured scope (whether or not it exists).
+    pub(crate) fn key_for_gvk(&self, gvk: &GroupVersionKind) -> CacheKey {
+        CacheKey::new(gvk, self.inner.options.scope_for(&gvk.group, &gvk.kind))
     }
 
     /// A dynamic cache of `gvk` in its configured scope; the resource is found through discovery
@@ -230,10 +260,10 @@ impl CacheFactory {
 
     /// How this factory packs `DynamicObject` caches (`None`: it does not).
     fn dynamic_packing(&self) -> Option<Packing<DynamicObject>> {
-        self.inner.options.pack_dynamic_objects.then_some(Packing {
-            pack: |o| serde_json::to_vec(o).ok().map(Vec::into_boxed_slice),
-            unpack: |b| serde_json::from_slice(b).map_err(|e| e.to_string()),
-        })
+        self.inner
+            .options
+            .pack_dynamic_objects
+            .then(json_packing::<DynamicObject>)
     }
 
     /// A dynamic cache of an already resolved resource in its configured scope.
@@ -310,5 +340,13 @@ impl<K: CacheObject> std::fmt::Debug for Cache<K> {
             .field("key", &self.key().describe())
             .field("started", &self.is_started())
             .finish()
+    }
+}
+
+/// Packing as JSON text: compact, and what the objects came as.
+fn json_packing<K: CacheObject>() -> Packing<K> {
+    Packing {
+        pack: |o| serde_json::to_vec(o).ok().map(Vec::into_boxed_slice),
+        unpack: |b| serde_json::from_slice(b).map_err(|e| e.to_string()),
     }
 }

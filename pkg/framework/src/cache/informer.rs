@@ -17,6 +17,7 @@ use kube::Resource;
 use kube::api::GroupVersionKind;
 use kube::runtime::watcher::{self, Event};
 use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
@@ -30,11 +31,13 @@ use crate::error::{Error, Result};
 use crate::key::ObjectKey;
 
 /// Bounds of an object a cache can hold: typed k8s-openapi/CRD types, `DynamicObject`, or
-/// `PartialObjectMeta<K>` for metadata-only caches.
+/// `PartialObjectMeta<K>` for metadata-only caches. `Serialize` lets a store keep them
+/// [packed](super::store::Packing).
 pub trait CacheObject:
     Resource<DynamicType: Clone + Send + Sync + 'static>
     + Clone
     + DeserializeOwned
+    + Serialize
     + Debug
     + Send
     + Sync
@@ -43,7 +46,7 @@ pub trait CacheObject:
 }
 impl<T> CacheObject for T
 where
-    T: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    T: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
     T::DynamicType: Clone + Send + Sync + 'static,
 {
 }

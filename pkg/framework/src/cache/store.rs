@@ -44,15 +44,20 @@ impl<K> Clone for Packing<K> {
 }
 impl<K> Copy for Packing<K> {}
 
-/// One stored object: shared as is, or packed with the resourceVersion kept aside (compared on
-/// every update without a decode). The bytes are shared so that a reader copies a pointer out
-/// under the lock and decodes after releasing it (a decode is tens of microseconds; a list of
-/// thousands must not hold writers off for its whole length).
+/// Each indexer's values for one object, in the order the indexers were added.
+type IndexValues = Box<[Box<[String]>]>;
+
+/// One stored object: shared as is, or packed with the resourceVersion and its index values kept
+/// aside (an update compares the one and unindexes the other without a decode). The bytes are
+/// shared so that a reader copies a pointer out under the lock and decodes after releasing it (a
+/// decode is tens of microseconds; a list of thousands must not hold writers off for its whole
+/// length).
 enum Slot<K> {
     Full(Arc<K>),
     Packed {
         resource_version: Option<Box<str>>,
         bytes: Arc<[u8]>,
+        index_values: IndexValues,
     },
 }
 
@@ -131,26 +136,44 @@ struct State<K> {
 }
 
 impl<K> State<K> {
-    fn unindex(&mut self, key: &ObjectKey, obj: &K) {
-        for (name, f) in &self.indexers {
-            if let Some(index) = self.indexes.get_mut(name) {
-                for v in f(obj) {
-                    if let Some(set) = index.get_mut(&v) {
-                        set.remove(key);
-                        if set.is_empty() {
-                            index.remove(&v);
-                        }
+    /// Each indexer's values for `obj`.
+    fn values_of(&self, obj: &K) -> IndexValues {
+        self.indexers
+            .iter()
+            .map(|(_, f)| f(obj).into_boxed_slice())
+            .collect()
+    }
+
+    /// The index values a removed `slot` was indexed under: kept aside when packed, computed
+    /// otherwise.
+    fn slot_values(&self, slot: Slot<K>) -> IndexValues {
+        match slot {
+            Slot::Full(o) => self.values_of(&o),
+            Slot::Packed { index_values, .. } => index_values,
+        }
+    }
+
+    fn unindex(&mut self, key: &ObjectKey, values: &[Box<[String]>]) {
+        for ((name, _), vs) in self.indexers.iter().zip(values) {
+            let Some(index) = self.indexes.get_mut(name) else {
+                continue;
+            };
+            for v in vs {
+                if let Some(set) = index.get_mut(v) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        index.remove(v);
                     }
                 }
             }
         }
     }
 
-    fn index(&mut self, key: &ObjectKey, obj: &K) {
-        for (name, f) in &self.indexers {
+    fn index(&mut self, key: &ObjectKey, values: &[Box<[String]>]) {
+        for ((name, _), vs) in self.indexers.iter().zip(values) {
             let index = self.indexes.entry(name.clone()).or_default();
-            for v in f(obj) {
-                index.entry(v).or_default().insert(key.clone());
+            for v in vs {
+                index.entry(v.clone()).or_default().insert(key.clone());
             }
         }
     }
@@ -271,12 +294,15 @@ impl<K: Resource> Store<K> {
             return;
         }
         let mut index: AHashMap<String, AHashSet<ObjectKey>> = AHashMap::new();
-        for (key, slot) in &st.objects {
-            let Some(obj) = self.load(key, slot) else {
-                continue;
-            };
-            for v in f(&obj) {
-                index.entry(v).or_default().insert(key.clone());
+        for (key, slot) in &mut st.objects {
+            let values = self.load(key, slot).map(|o| f(&o)).unwrap_or_default();
+            for v in &values {
+                index.entry(v.clone()).or_default().insert(key.clone());
+            }
+            if let Slot::Packed { index_values, .. } = slot {
+                let mut all = std::mem::take(index_values).into_vec();
+                all.push(values.into_boxed_slice());
+                *index_values = all.into_boxed_slice();
             }
         }
         st.indexes.insert(name.clone(), index);
@@ -325,6 +351,15 @@ impl<K: Resource> Store<K> {
         self.finish(taken)
     }
 
+    /// The values index `name` holds (each with at least one object), in no particular order.
+    pub fn index_values(&self, name: &str) -> Vec<String> {
+        let st = self.inner.state.read();
+        st.indexes
+            .get(name)
+            .map(|i| i.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The keys whose index `name` contains `value`.
     pub fn keys_by_index(&self, name: &str, value: &str) -> Vec<ObjectKey> {
         let st = self.inner.state.read();
@@ -351,35 +386,40 @@ impl<K: Resource> Store<K> {
             return Applied::Skipped;
         };
         // Encoded before the lock is taken: readers never wait for it.
-        let packed = self.inner.packing.and_then(|p| (p.pack)(&obj));
+        let packed: Option<Arc<[u8]>> = self
+            .inner
+            .packing
+            .and_then(|p| (p.pack)(&obj))
+            .map(Arc::from);
         let resource_version = obj.meta().resource_version.clone();
-        let obj = Arc::new(obj);
-        let slot = match packed {
-            Some(bytes) => Slot::Packed {
-                resource_version: resource_version.as_deref().map(Box::from),
-                bytes: Arc::from(bytes),
-            },
-            None => Slot::Full(obj.clone()),
-        };
         let mut st = self.inner.state.write();
         if let Some(relist) = st.relist.as_mut() {
             relist.insert(key.clone());
         }
+        let values = st.values_of(&obj);
+        let slot = match packed {
+            Some(bytes) => Slot::Packed {
+                resource_version: resource_version.as_deref().map(Box::from),
+                bytes,
+                index_values: values.clone(),
+            },
+            None => Slot::Full(Arc::new(obj)),
+        };
         let old = st.objects.insert(key.clone(), slot);
+        let added = old.is_none();
         let changed = match &old {
             Some(o) => o.resource_version() != resource_version.as_deref(),
             None => true,
         };
         if !st.indexers.is_empty() {
-            if let Some(o) = old.as_ref().and_then(|o| self.load(&key, o)) {
-                st.unindex(&key, &o);
+            if let Some(o) = old {
+                let old_values = st.slot_values(o);
+                st.unindex(&key, &old_values);
             }
-            st.index(&key, &obj);
+            st.index(&key, &values);
         }
         drop(st);
-        if old.is_none()
-            && let Some(g) = &self.inner.gauge
-        {
+        if added && let Some(g) = &self.inner.gauge {
             g.inc();
         }
         if changed {
@@ -395,10 +435,9 @@ impl<K: Resource> Store<K> {
         let Some(old) = st.objects.remove(key) else {
             return false;
         };
-        if !st.indexers.is_empty()
-            && let Some(old) = self.load(key, &old)
-        {
-            st.unindex(key, &old);
+        if !st.indexers.is_empty() {
+            let values = st.slot_values(old);
+            st.unindex(key, &values);
         }
         drop(st);
         if let Some(g) = &self.inner.gauge {
@@ -426,9 +465,9 @@ impl<K: Resource> Store<K> {
         for k in &gone {
             if let Some(old) = st.objects.remove(k)
                 && !st.indexers.is_empty()
-                && let Some(old) = self.load(k, &old)
             {
-                st.unindex(k, &old);
+                let values = st.slot_values(old);
+                st.unindex(k, &values);
             }
         }
         drop(st);
@@ -558,17 +597,27 @@ mod tests {
         assert!(s.contains(&key));
         assert_eq!(s.list(), vec![Arc::new(web.clone())]);
         assert_eq!(s.list_by_label("app", "web").len(), 1);
-        // An update unindexes the old version (decoded from its packed form).
+        // An index added over packed objects: their values are kept beside the bytes too.
+        s.index_by_namespace();
+        assert_eq!(s.list_namespace("a").len(), 1);
+        // An update unindexes the old version (by the values kept aside, not a decode).
         s.apply(cm("a", "x", "2", Some("db")));
         assert!(s.list_by_label("app", "web").is_empty());
         assert_eq!(s.list_by_label("app", "db").len(), 1);
+        assert_eq!(
+            s.index_values(&label_index_name("app")),
+            vec!["db".to_owned()]
+        );
         s.begin_relist();
-        s.apply(cm("a", "y", "1", Some("db")));
+        s.apply(cm("b", "y", "1", Some("db")));
         assert_eq!(s.end_relist(), vec![key.clone()]);
         assert!(!s.contains(&key));
+        assert!(s.list_namespace("a").is_empty());
+        assert_eq!(s.index_values(NAMESPACE_INDEX), vec!["b".to_owned()]);
         assert_eq!(s.list_by_label("app", "db").len(), 1);
-        assert!(s.delete(&ObjectKey::new(Some("a"), "y")));
+        assert!(s.delete(&ObjectKey::new(Some("b"), "y")));
         assert!(s.list_by_label("app", "db").is_empty());
+        assert!(s.index_values(NAMESPACE_INDEX).is_empty());
     }
 
     #[test]

@@ -154,6 +154,17 @@ impl ControllerFactory {
         self.get_or_create(self.inner.caches.for_gvk(gvk)?)
     }
 
+    /// The dynamic shared controller of `gvk` in its configured scope if one is in use; none is
+    /// made (for a check that must not start a watch).
+    pub fn existing_gvk(&self, gvk: &GroupVersionKind) -> Option<SharedController<DynamicObject>> {
+        let key = self.inner.caches.key_for_gvk(gvk);
+        let ctrls = self.inner.controllers.lock();
+        let c = ctrls.get(&key)?.as_any();
+        c.downcast::<SharedController<DynamicObject>>()
+            .ok()
+            .map(|c| (*c).clone())
+    }
+
     /// The dynamic shared controller of the kind of `obj` (from its `apiVersion` and `kind`).
     pub fn for_object(&self, obj: &DynamicObject) -> Result<SharedController<DynamicObject>> {
         let gvk = obj

@@ -37,6 +37,7 @@ use karmada_controllers_common::handlers::{
 };
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::work::WorkError;
+use karmada_controllers_common::work_index;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
@@ -167,6 +168,7 @@ impl CollectController {
             .await;
             return Ok(());
         }
+        work_index::index_manifests(&inner.works.store());
         register(
             &inner.works,
             CONTROLLER_NAME,
@@ -189,8 +191,9 @@ impl CollectController {
     /// Re-queues the provider Works of connected members whose EndpointSlice controller lacks the
     /// member handler (a member connected again has new caches).
     fn resync_members(&self) {
-        for work in self.inner.works.cache().peek_store().list() {
-            if work.metadata.deletion_timestamp.is_some() || !holds_mcs(&work) {
+        let store = self.inner.works.cache().peek_store();
+        for work in work_index::holding(store, None, MULTI_CLUSTER_SERVICE_KIND) {
+            if work.metadata.deletion_timestamp.is_some() {
                 continue;
             }
             let namespace = work.namespace().unwrap_or_default();
@@ -327,19 +330,17 @@ impl CollectController {
         };
         let namespace = slice.namespace().unwrap_or_default();
         let exec = execution_space_name(cluster);
-        self.inner
-            .works
-            .cache()
-            .peek_store()
-            .list()
-            .iter()
-            .any(|w| {
-                w.namespace().as_deref() == Some(exec.as_str())
-                    && w.labels().get(MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == Some(&namespace)
-                    && w.labels().get(MULTI_CLUSTER_SERVICE_NAME_LABEL) == Some(service)
-                    && w.metadata.deletion_timestamp.is_none()
-                    && holds_mcs(w)
-            })
+        work_index::holding_in(
+            self.inner.works.cache().peek_store(),
+            &exec,
+            MULTI_CLUSTER_SERVICE_KIND,
+        )
+        .iter()
+        .any(|w| {
+            w.labels().get(MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == Some(&namespace)
+                && w.labels().get(MULTI_CLUSTER_SERVICE_NAME_LABEL) == Some(service)
+                && w.metadata.deletion_timestamp.is_none()
+        })
     }
 
     async fn report(&self, cluster: &str, slice: &EndpointSlice) -> Result<(), CollectError> {

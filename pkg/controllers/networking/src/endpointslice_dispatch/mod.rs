@@ -49,6 +49,7 @@ use karmada_controllers_common::multicluster_service::{
 };
 use karmada_controllers_common::patch::update_metadata;
 use karmada_controllers_common::work::{WorkError, WorkTarget, create_or_update_work};
+use karmada_controllers_common::work_index;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
@@ -182,6 +183,9 @@ impl DispatchController {
             .await;
             return Ok(());
         }
+        let works = inner.works.store();
+        works.index_by_label(MULTI_CLUSTER_SERVICE_NAME_LABEL);
+        work_index::index_manifests(&works);
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         for synced in [
             inner.clusters.wait_synced(cancel, timeout).await,
@@ -240,9 +244,9 @@ impl DispatchController {
 
     /// Re-queues the collected Works of MultiClusterService `namespace/name`.
     fn enqueue_collected(&self, namespace: &str, name: &str) {
-        for work in self.inner.works.cache().peek_store().list() {
-            if label(&work, MULTI_CLUSTER_SERVICE_NAME_LABEL) == name
-                && label(&work, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == namespace
+        let store = self.inner.works.cache().peek_store();
+        for work in store.list_by_label(MULTI_CLUSTER_SERVICE_NAME_LABEL, name) {
+            if label(&work, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == namespace
                 && provision_cluster(&work).is_empty()
             {
                 self.inner
@@ -362,9 +366,9 @@ impl DispatchController {
             mcs.spec.consumer_names(),
             self.inner.clusters.cache().peek_store(),
         );
-        for work in self.inner.works.cache().peek_store().list() {
-            if label(&work, MULTI_CLUSTER_SERVICE_NAME_LABEL) != name
-                || label(&work, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) != namespace
+        let store = self.inner.works.cache().peek_store();
+        for work in store.list_by_label(MULTI_CLUSTER_SERVICE_NAME_LABEL, &name) {
+            if label(&work, MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) != namespace
                 || provision_cluster(&work).is_empty()
             {
                 continue;
@@ -492,7 +496,8 @@ impl DispatchController {
             return Ok(());
         };
         let name = work.name_any();
-        for copy in self.inner.works.cache().peek_store().list() {
+        let store = self.inner.works.cache().peek_store();
+        for copy in work_index::holding(store, None, ENDPOINT_SLICE_KIND) {
             if copy.name_any() == name && provision_cluster(&copy) == provider {
                 self.delete_work(&copy).await?;
                 tracing::info!(provider, consumer_namespace = %copy.namespace().unwrap_or_default(), work = %name, "removed dispatched EndpointSlice Work");

@@ -193,6 +193,7 @@ impl McsController {
                 .await;
             return Ok(());
         }
+        karmada_controllers_common::work_index::index_manifests(&inner.works.store());
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         for synced in [
             inner.clusters.wait_synced(cancel, timeout).await,

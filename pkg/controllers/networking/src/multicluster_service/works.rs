@@ -14,23 +14,14 @@ use karmada_apis::well_known::{
 use karmada_controllers_common::collected_slices::{self, ENDPOINT_SLICE_KIND};
 use karmada_controllers_common::error::ApiError;
 use karmada_controllers_common::events::EventType;
-use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::multicluster_service::{Fitness, fitness};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
+use karmada_controllers_common::work_index;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 
 use super::claim::permanent_id;
 use super::{McsController, McsError};
-
-/// Whether one of the Work's manifests is of `kind`.
-pub fn work_holds(work: &Work, kind: &str) -> bool {
-    work.spec
-        .workload
-        .manifests
-        .iter()
-        .any(|m| manifest_gvk(m).is_some_and(|gvk| gvk.kind == kind))
-}
 
 impl McsController {
     /// Writes the MultiClusterService's Work into every fit provider cluster; unfit ones get an
@@ -125,15 +116,15 @@ impl McsController {
         providers: &BTreeSet<String>,
     ) -> Result<(), McsError> {
         let id = permanent_id(mcs);
-        let works = self.inner.works.cache().peek_store().list();
+        let store = self.inner.works.cache().peek_store();
         let outside = |w: &Work| {
             cluster_name(&w.namespace().unwrap_or_default())
                 .is_ok_and(|cluster| !providers.contains(cluster))
         };
-        for work in works.iter().filter(|w| {
+        let mcs_works = work_index::holding(store, None, MULTI_CLUSTER_SERVICE_KIND);
+        for work in mcs_works.iter().filter(|w| {
             !id.is_empty()
                 && w.labels().get(MULTI_CLUSTER_SERVICE_PERMANENT_ID_LABEL) == Some(&id)
-                && work_holds(w, MULTI_CLUSTER_SERVICE_KIND)
                 && w.metadata.deletion_timestamp.is_none()
                 && outside(w)
         }) {
@@ -157,10 +148,10 @@ impl McsController {
         }
         let namespace = mcs.namespace().unwrap_or_default();
         let name = mcs.name_any();
-        for work in works.iter().filter(|w| {
+        let slice_works = work_index::holding(store, None, ENDPOINT_SLICE_KIND);
+        for work in slice_works.iter().filter(|w| {
             w.labels().get(MULTI_CLUSTER_SERVICE_NAMESPACE_LABEL) == Some(&namespace)
                 && w.labels().get(MULTI_CLUSTER_SERVICE_NAME_LABEL) == Some(&name)
-                && work_holds(w, ENDPOINT_SLICE_KIND)
                 && !w
                     .annotations()
                     .contains_key(ENDPOINT_SLICE_PROVISION_CLUSTER_ANNOTATION)

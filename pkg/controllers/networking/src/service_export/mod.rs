@@ -149,6 +149,7 @@ impl ServiceExportController {
             .map_err(framework("serviceExport client"))?;
         let works = shared_controller::<Work>(cp)?;
         works.store().index_by_label(SERVICE_NAME_LABEL);
+        karmada_controllers_common::work_index::index_manifests(&works.store());
         let interpreter = karmada_controllers_common::interpreter::interpreter(
             cp,
             &ctx.events,

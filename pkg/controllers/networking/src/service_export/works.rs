@@ -9,6 +9,7 @@ use karmada_apis::names::cluster_name;
 use karmada_apis::well_known::{SERVICE_NAME_LABEL, SERVICE_NAMESPACE_LABEL, WORK_APPLIED};
 use karmada_controllers_common::collected_slices::{self, SERVICE_EXPORT};
 use karmada_controllers_common::error::ApiError;
+use karmada_controllers_common::work_index;
 use kube::ResourceExt;
 use lariat::{HandlerResult, ObjectKey};
 
@@ -146,12 +147,15 @@ impl ServiceExportController {
     /// watches lack this controller's handlers (a member connected anew has fresh caches).
     pub(super) fn resync_members(&self) {
         let store = self.inner.works.cache().peek_store();
+        let exports = work_index::holding(store, Some(API_VERSION), SERVICE_EXPORT_KIND)
+            .into_iter()
+            .filter(|w| is_applied_export(w));
+        let collected = work_index::holding(store, None, collected_slices::ENDPOINT_SLICE_KIND)
+            .into_iter()
+            .filter(|w| collected_slices::is_collected_by(w, SERVICE_EXPORT));
         let mut seen = std::collections::BTreeSet::new();
-        for work in store.list() {
-            if work.metadata.deletion_timestamp.is_some()
-                || !(is_applied_export(&work)
-                    || collected_slices::is_collected_by(&work, SERVICE_EXPORT))
-            {
+        for work in exports.chain(collected) {
+            if work.metadata.deletion_timestamp.is_some() {
                 continue;
             }
             let namespace = work.namespace().unwrap_or_default();

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found};
+use apimachinery::{ConflictRetry, DEFAULT_RETRY, is_conflict, is_not_found, split_api_version};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karmada_apis::Work;
 use karmada_apis::names;
@@ -46,9 +46,8 @@ use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{
     register, serve_with_resync, shared_controller, start_fn_of,
 };
-use karmada_controllers_common::manifest::{
-    identity_gvk, manifest_gvk, manifest_index, manifest_status,
-};
+use karmada_controllers_common::manifest::{identity_gvk, manifest_index, manifest_status};
+use karmada_controllers_common::work_index;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
 /// The controller's `--controllers` name.
@@ -193,6 +192,7 @@ impl WorkStatusController {
             .client_for_controller(WORK_HANDLER)
             .map_err(framework("work-status client"))?;
         let works = shared_controller::<Work>(cp)?;
+        work_index::index_manifests(&works.store());
         let cancel = ctx.cancel.child_token();
         Ok(WorkStatusController {
             inner: Arc::new(Inner {
@@ -230,33 +230,38 @@ impl WorkStatusController {
         Ok(())
     }
 
-    /// Re-queues every applied Work whose member is connected but whose manifest kinds lack this
-    /// controller's member handler: a member that was connected again (new credentials, back
-    /// after an outage) has new caches, and nothing else would bring the handler back.
+    /// Re-queues the applied Works of every (member, manifest kind) whose member controller lacks
+    /// this controller's handler: a member that was connected again (new credentials, back after
+    /// an outage) has new caches, and nothing else would bring the handler back. Goes through the
+    /// Work index of kinds per execution namespace: a pass where every handler is in place
+    /// decodes no Work.
     fn resync_members(&self) {
         let store = self.inner.works.cache().peek_store();
-        for work in store.list() {
-            if work.metadata.deletion_timestamp.is_some() || !is_applied(&work) {
-                continue;
-            }
-            let namespace = work.namespace().unwrap_or_default();
-            let Ok(cluster) = names::cluster_name(&namespace) else {
+        for entry in work_index::entries(store) {
+            let Ok(cluster) = names::cluster_name(&entry.namespace) else {
                 continue;
             };
             let Some(member) = self.inner.ctx.members.get(cluster) else {
                 continue;
             };
-            let missing = work.spec.workload.manifests.iter().any(|m| {
-                manifest_gvk(m).is_some_and(|gvk| {
-                    member
-                        .controllers()
-                        .for_gvk(&gvk)
-                        .is_ok_and(|c| !c.handler_names().iter().any(|n| n == MEMBER_HANDLER))
-                })
-            });
-            if missing {
-                tracing::debug!(cluster, work = %work.name_any(), "member handler missing; re-queuing Work");
-                self.inner.works.enqueue(Some(&namespace), &work.name_any());
+            let (group, version) = split_api_version(&entry.api_version);
+            let gvk = GroupVersionKind::gvk(group, version, &entry.kind);
+            let handled = member
+                .controllers()
+                .existing_gvk(&gvk)
+                .is_some_and(|c| c.handler_names().iter().any(|n| n == MEMBER_HANDLER));
+            if handled {
+                continue;
+            }
+            for key in work_index::keys(store, &entry) {
+                let Some(work) = store.get(&key) else {
+                    continue;
+                };
+                if work.metadata.deletion_timestamp.is_some() || !is_applied(&work) {
+                    continue;
+                }
+                tracing::debug!(cluster, work = %work.name_any(), kind = %entry.kind, "member handler missing; re-queuing Work");
+                self.inner.works.enqueue_key(key);
             }
         }
     }
@@ -636,7 +641,8 @@ mod tests {
 
     #[test]
     fn gvk_of_manifests() {
-        let gvk_of = |v: Value| manifest_gvk(&Manifest::from(v));
+        let gvk_of =
+            |v: Value| karmada_controllers_common::manifest::manifest_gvk(&Manifest::from(v));
         let gvk = gvk_of(json!({"apiVersion": "apps/v1", "kind": "Deployment"})).unwrap();
         assert_eq!((gvk.group.as_str(), gvk.version.as_str()), ("apps", "v1"));
         let gvk = gvk_of(json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap();
