@@ -481,7 +481,12 @@ impl Scheduler {
         result: Result<ScheduleResult, ScheduleError>,
     ) -> Result<i64, SchedulerError> {
         let result = self.within_quota(b, result);
-        let spec_write = self.write_clusters(b, &result).await;
+        let mut spec_write = self.write_clusters(b, &result).await;
+        // The binding changed since it was cached: nothing was written, and the next pass
+        // schedules from the fresh copy (no failure is recorded for a routine conflict).
+        if let Some(e) = spec_write.error.take_if(|e| e.is_conflict()) {
+            return Err(e);
+        }
         let now = Time(Timestamp::now());
         let condition = match &spec_write.error {
             Some(e) => scheduler::scheduled_condition(
