@@ -747,3 +747,86 @@ async fn a_live_change_goes_before_the_rest_of_the_first_list() {
     );
     c.stop(Duration::from_secs(10)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the_replay() {
+    let client = env().host().client().await;
+    let ns = "it-late-priority";
+    namespace(&client, ns).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &cm(ns, &format!("old{i:02}"), "x"))
+            .await
+            .unwrap();
+    }
+    // creationTimestamp has whole seconds: the cache is made in a later second than the old objects.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut opts = ClusterOptions::default();
+    opts.controllers.workers = WorkerOptions {
+        default_workers: 1,
+        ..Default::default()
+    };
+    let c = cluster("it-late-priority", host_config().await, opts);
+    c.controllers().start();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
+    ctrl.start_watch();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
+        .await
+        .unwrap();
+    eventually("new object cached", Duration::from_secs(20), || {
+        let ctrl = ctrl.clone();
+        async move {
+            ctrl.cache().has_synced()
+                && ctrl
+                    .cache()
+                    .peek_store()
+                    .get(&ObjectKey::new(Some(ns), "zz-new"))
+                    .is_some()
+        }
+    })
+    .await;
+    // A handler registered now gets the store replayed. Its first key holds the only worker until
+    // registration returned, so every replayed key is queued before the second one is taken.
+    let order: Arc<parking_lot_free::Mutex<Vec<String>>> = Arc::default();
+    let registered = Arc::new(tokio::sync::Notify::new());
+    {
+        let order = order.clone();
+        let registered = registered.clone();
+        ctrl.register_handler(
+            "late",
+            CancellationToken::new(),
+            move |k: ObjectKey, _o: Option<Arc<ConfigMap>>| {
+                let order = order.clone();
+                let registered = registered.clone();
+                async move {
+                    let first = {
+                        let mut o = order.lock();
+                        o.push(k.name().to_string());
+                        o.len() == 1
+                    };
+                    if first {
+                        registered.notified().await;
+                    }
+                    HandlerResult::Success
+                }
+            },
+        );
+    }
+    registered.notify_one();
+    eventually("every key handled", Duration::from_secs(30), || {
+        let order = order.clone();
+        async move { order.lock().len() == 21 }
+    })
+    .await;
+    let order = order.lock().clone();
+    let pos = order.iter().position(|k| k == "zz-new").unwrap();
+    assert!(
+        pos <= 1,
+        "the object created since the cache was made waited behind the replay: {order:?}"
+    );
+    c.stop(Duration::from_secs(10)).await;
+}

@@ -29,6 +29,7 @@ use crate::backoff::Backoff;
 use crate::context::ClusterContext;
 use crate::error::{Error, Result};
 use crate::key::ObjectKey;
+use crate::queue::Priority;
 
 /// Bounds of an object a cache can hold: typed k8s-openapi/CRD types, `DynamicObject`, or
 /// `PartialObjectMeta<K>` for metadata-only caches. `Serialize` lets a store keep them
@@ -165,6 +166,33 @@ impl<K: CacheObject> Cache<K> {
     /// The store without starting the watch.
     pub fn peek_store(&self) -> &Store<K> {
         &self.inner.store
+    }
+
+    /// Every stored key with the priority of its replay to a handler registered late: an object
+    /// created since the cache was made is live, as in the first list, and goes ahead of the
+    /// replay; the rest is replayed at [`Priority::Low`]. A packed store's objects all replay low
+    /// (telling their age would decode every one).
+    pub fn replay_keys(&self) -> Vec<(ObjectKey, Priority)> {
+        let store = &self.inner.store;
+        if store.is_packed() {
+            return store
+                .keys()
+                .into_iter()
+                .map(|k| (k, Priority::Low))
+                .collect();
+        }
+        store
+            .list()
+            .iter()
+            .filter_map(|o| {
+                let priority = if self.inner.created_since_made(o) {
+                    Priority::Normal
+                } else {
+                    Priority::Low
+                };
+                ObjectKey::from_object(o.as_ref()).map(|k| (k, priority))
+            })
+            .collect()
     }
 
     /// Adds a secondary index without starting the watch.
@@ -314,6 +342,14 @@ impl<K: CacheObject> CacheInner<K> {
                 }
             }
             Event::InitDone => {
+                if !self.store.has_synced() {
+                    tracing::debug!(
+                        cluster = self.ctx.name(),
+                        cache = %self.key.describe(),
+                        objects = self.store.len(),
+                        "cache synced"
+                    );
+                }
                 for k in self.store.end_relist() {
                     self.notify(&k, false);
                 }

@@ -224,9 +224,10 @@ impl<K: CacheObject> SharedController<K> {
         );
         self.ensure_initialized();
         if self.inner.cache.has_synced() {
-            // A replay for the new handler: live changes of other keys go first.
-            for k in self.inner.cache.peek_store().keys() {
-                self.inner.queue.add_with_priority(k, Priority::Low);
+            // A replay for the new handler: live changes of other keys, and objects created since
+            // the cache was made, go first.
+            for (k, priority) in self.inner.cache.replay_keys() {
+                self.inner.queue.add_with_priority(k, priority);
             }
         }
         let this = self.clone();
@@ -265,8 +266,14 @@ impl<K: CacheObject> SharedController<K> {
     /// Queues a key. Keys queued before the factory starts are kept until workers run. Called from
     /// a handler, the key gets the priority of the key being handled ([`current_priority`]).
     pub fn enqueue_key(&self, key: ObjectKey) {
+        self.enqueue_key_with_priority(key, current_priority());
+    }
+
+    /// Queues `key` with `priority`: for a key put aside by a handler and queued again later,
+    /// outside any handler, with the priority it had then.
+    pub fn enqueue_key_with_priority(&self, key: ObjectKey, priority: Priority) {
         self.ensure_initialized();
-        self.inner.queue.add_with_priority(key, current_priority());
+        self.inner.queue.add_with_priority(key, priority);
     }
 
     /// Subscribes the queue to the cache and starts the watch (once). Starts workers if the

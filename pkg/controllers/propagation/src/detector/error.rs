@@ -67,6 +67,16 @@ pub enum DetectorError {
         #[source]
         source: serde_json::Error,
     },
+    /// The binding differs from the template only in the template's resourceVersion, and the
+    /// Work cache that tells whether its Works are current has not listed yet: the template
+    /// waits for that list rather than rewriting the binding (a restart writes nothing).
+    #[error("{kind} {key}: waiting for the Work cache's first list")]
+    WorksNotListed {
+        /// Binding kind.
+        kind: String,
+        /// Binding key.
+        key: String,
+    },
     /// A write kept conflicting with concurrent writers.
     #[error("write {kind} {key}: conflict retries exhausted")]
     ConflictRetries {

@@ -40,7 +40,9 @@ use karmada_apis::{
 use karmada_interpreter::{Interpreter, InterpreterOptions};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::{Discovery, Scope, verbs};
-use lariat::{HandlerResult, ObjectKey, SharedController, Store, SyncWait};
+use lariat::{
+    HandlerResult, ObjectKey, Priority, SharedController, Store, SyncWait, current_priority,
+};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -134,8 +136,18 @@ pub(crate) struct Inner {
     pub lazy: lazy::LazyActivation,
     /// Generation of each policy at its last successful reconcile (`pp/ns/name`, `cpp/name`).
     pub policy_generations: Mutex<HashMap<String, i64>>,
+    /// Templates put off until the Work cache's first list, with their queue and priority
+    /// ([`Detector::defer_until_works_listed`]); `None` once that list is in.
+    pub deferred: Mutex<Option<Vec<Deferred>>>,
     /// Cancelled when the detector stops; handlers are removed with it.
     pub cancel: CancellationToken,
+}
+
+/// A template key put off until the Work cache's first list, to be queued again on `ctrl`.
+pub(crate) struct Deferred {
+    ctrl: SharedController<DynamicObject>,
+    key: ObjectKey,
+    priority: Priority,
 }
 
 /// The resource detector. Cheap to clone.
@@ -205,25 +217,35 @@ impl Detector {
                 forced: Mutex::new(HashSet::new()),
                 lazy: lazy::LazyActivation::default(),
                 policy_generations: Mutex::new(HashMap::new()),
+                deferred: Mutex::new(Some(Vec::new())),
                 cancel,
             }),
         })
     }
 
     /// Runs the detector until the context is cancelled: registers the policy handlers, then
-    /// discovers kinds every [`DISCOVERY_PERIOD`]. Reports synced after the first discovery once
-    /// the policy and binding caches have synced.
+    /// discovers kinds every [`DISCOVERY_PERIOD`] while the Work cache lists. Reports synced after
+    /// the first discovery once every cache it reads has synced.
     pub async fn run(self) -> Result<(), BoxError> {
-        let inner = &self.inner;
         self.register_policy_handlers();
+        tokio::join!(self.release_deferred(), self.discover_periodically());
+        tracing::info!("resource detector stopped");
+        Ok(())
+    }
+
+    /// Waits for the Work cache's first list, then queues again the templates put off until it.
+    ///
+    /// A template whose binding differs only in the template's resourceVersion is compared with
+    /// the binding's Works (`works_carry_generation`); without the Works listed, a restart would
+    /// rewrite every such binding. Only those templates wait: discovery, the template lists and
+    /// every other template (a fresh one created during a restart above all) go ahead meanwhile.
+    async fn release_deferred(&self) {
+        let inner = &self.inner;
         let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        // Templates are compared with their bindings' Works (`works_carry_generation`): list the
-        // Works before the first template is handled, so a restart does not rewrite bindings that
-        // the Work cache would have shown to be current.
         match inner.ctx.control_plane.caches().for_kind::<Work>() {
             Ok(works) => match works.wait_synced(&inner.cancel, timeout).await {
                 Ok(SyncWait::Synced) => {}
-                Ok(SyncWait::Cancelled) => return Ok(()),
+                Ok(SyncWait::Cancelled) => return,
                 Err(e) => {
                     tracing::warn!(error = %e, "Work cache did not sync; bindings are rewritten when the template moved");
                 }
@@ -232,6 +254,42 @@ impl Detector {
                 tracing::warn!(error = %e, "no Work cache; bindings are rewritten when the template moved");
             }
         }
+        let deferred = inner.deferred.lock().take().unwrap_or_default();
+        for d in deferred {
+            d.ctrl.enqueue_key_with_priority(d.key, d.priority);
+        }
+    }
+
+    /// Puts `key` (of `ctrl`'s kind) off until the Work cache's first list. False when that list
+    /// is already in: the caller handles the key again now.
+    pub(crate) fn defer_until_works_listed(
+        &self,
+        ctrl: &SharedController<DynamicObject>,
+        key: ObjectKey,
+    ) -> bool {
+        match self.inner.deferred.lock().as_mut() {
+            Some(deferred) => {
+                deferred.push(Deferred {
+                    ctrl: ctrl.clone(),
+                    key,
+                    priority: current_priority(),
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether templates are still put off until the Work cache's first list.
+    pub(crate) fn deferring(&self) -> bool {
+        self.inner.deferred.lock().is_some()
+    }
+
+    /// Discovers kinds every [`DISCOVERY_PERIOD`] until cancelled; reports the detector synced
+    /// after the first discovery once its caches have synced.
+    async fn discover_periodically(&self) {
+        let inner = &self.inner;
+        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         let mut synced = false;
         let mut tick = tokio::time::interval(DISCOVERY_PERIOD);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -255,8 +313,6 @@ impl Detector {
                 tracing::info!("resource detector synced");
             }
         }
-        tracing::info!("resource detector stopped");
-        Ok(())
     }
 
     /// The templates currently waiting for a policy.

@@ -129,6 +129,15 @@ impl Detector {
                 inner.fingerprints.lock().insert(t, fingerprint);
                 HandlerResult::Success
             }
+            Err(DetectorError::WorksNotListed { .. }) => {
+                // Handled again once the Work cache has listed ([`Detector::defer_until_works_listed`]).
+                inner.forced.lock().insert(t.clone());
+                if self.defer_until_works_listed(&w.ctrl, key) {
+                    HandlerResult::Success
+                } else {
+                    HandlerResult::RequeueAfter(std::time::Duration::ZERO)
+                }
+            }
             Err(DetectorError::NoMatchedPolicy { .. }) => {
                 // Karmada retries once in case the template and its policy arrived together; a
                 // plain requeue keeps that from being logged and counted as a failure.
@@ -593,6 +602,9 @@ impl Detector {
                     if !changed {
                         tracing::debug!(kind = %kind, namespace = %namespace, name = %name, "binding is up to date");
                         return Ok(false);
+                    }
+                    if !more_than_version && !inner.works.has_synced() && self.deferring() {
+                        return Err(DetectorError::WorksNotListed { kind, key });
                     }
                     if from_cache {
                         // Writes start from the API server's copy.
