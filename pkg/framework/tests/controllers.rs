@@ -655,28 +655,8 @@ async fn client_qps_limit_is_shared_by_every_client_of_a_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_change_goes_before_the_rest_of_the_first_list() {
-    let client = env().host().client().await;
     let ns = "it-priority";
-    namespace(&client, ns).await;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    for i in 0..20 {
-        cms.create(&PostParams::default(), &cm(ns, &format!("old{i:02}"), "x"))
-            .await
-            .unwrap();
-    }
-    // creationTimestamp has whole seconds: the cache is made in a later second than the old objects.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let mut opts = ClusterOptions::default();
-    opts.controllers.workers = WorkerOptions {
-        default_workers: 1,
-        ..Default::default()
-    };
-    let c = cluster("it-priority", host_config().await, opts);
-    c.controllers().start();
-    let ctrl = c
-        .controllers()
-        .for_kind_in::<ConfigMap>(scoped(ns))
-        .unwrap();
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
     // Created after the cache was made but before its watch starts: in the first list, yet new.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
@@ -750,28 +730,8 @@ async fn a_live_change_goes_before_the_rest_of_the_first_list() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the_replay() {
-    let client = env().host().client().await;
     let ns = "it-late-priority";
-    namespace(&client, ns).await;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    for i in 0..20 {
-        cms.create(&PostParams::default(), &cm(ns, &format!("old{i:02}"), "x"))
-            .await
-            .unwrap();
-    }
-    // creationTimestamp has whole seconds: the cache is made in a later second than the old objects.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let mut opts = ClusterOptions::default();
-    opts.controllers.workers = WorkerOptions {
-        default_workers: 1,
-        ..Default::default()
-    };
-    let c = cluster("it-late-priority", host_config().await, opts);
-    c.controllers().start();
-    let ctrl = c
-        .controllers()
-        .for_kind_in::<ConfigMap>(scoped(ns))
-        .unwrap();
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
     ctrl.start_watch();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
@@ -829,4 +789,37 @@ async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the
         "the object created since the cache was made waited behind the replay: {order:?}"
     );
     c.stop(Duration::from_secs(10)).await;
+}
+
+/// 20 ConfigMaps `old00`…`old19` in `ns`, then (a second later, so they are older than its cache)
+/// a started cluster named `ns` with one worker per controller and its ConfigMap controller for `ns`.
+async fn old_configmaps_then_one_worker(
+    ns: &str,
+) -> (
+    Api<ConfigMap>,
+    lariat::Cluster,
+    lariat::SharedController<ConfigMap>,
+) {
+    let client = env().host().client().await;
+    namespace(&client, ns).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &cm(ns, &format!("old{i:02}"), "x"))
+            .await
+            .unwrap();
+    }
+    // creationTimestamp has whole seconds: the cache is made in a later second than the old objects.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut opts = ClusterOptions::default();
+    opts.controllers.workers = WorkerOptions {
+        default_workers: 1,
+        ..Default::default()
+    };
+    let c = cluster(ns, host_config().await, opts);
+    c.controllers().start();
+    let ctrl = c
+        .controllers()
+        .for_kind_in::<ConfigMap>(scoped(ns))
+        .unwrap();
+    (cms, c, ctrl)
 }
