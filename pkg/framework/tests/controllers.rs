@@ -662,33 +662,9 @@ async fn a_live_change_goes_before_the_rest_of_the_first_list() {
     cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
         .await
         .unwrap();
-    let order: Arc<parking_lot_free::Mutex<Vec<String>>> = Arc::default();
     // The first replayed key holds the only worker until the live object is in the cache, so the
     // new and the live keys are queued while 19 replayed keys still wait.
-    let live_cached = Arc::new(tokio::sync::Notify::new());
-    {
-        let order = order.clone();
-        let live_cached = live_cached.clone();
-        ctrl.register_handler(
-            "h",
-            CancellationToken::new(),
-            move |k: ObjectKey, _o: Option<Arc<ConfigMap>>| {
-                let order = order.clone();
-                let live_cached = live_cached.clone();
-                async move {
-                    let first = {
-                        let mut o = order.lock();
-                        o.push(k.name().to_string());
-                        o.len() == 1
-                    };
-                    if first {
-                        live_cached.notified().await;
-                    }
-                    HandlerResult::Success
-                }
-            },
-        );
-    }
+    let (order, live_cached) = record_order(&ctrl, "h");
     eventually(
         "first replayed key handled",
         Duration::from_secs(20),
@@ -751,31 +727,7 @@ async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the
     .await;
     // A handler registered now gets the store replayed. Its first key holds the only worker until
     // registration returned, so every replayed key is queued before the second one is taken.
-    let order: Arc<parking_lot_free::Mutex<Vec<String>>> = Arc::default();
-    let registered = Arc::new(tokio::sync::Notify::new());
-    {
-        let order = order.clone();
-        let registered = registered.clone();
-        ctrl.register_handler(
-            "late",
-            CancellationToken::new(),
-            move |k: ObjectKey, _o: Option<Arc<ConfigMap>>| {
-                let order = order.clone();
-                let registered = registered.clone();
-                async move {
-                    let first = {
-                        let mut o = order.lock();
-                        o.push(k.name().to_string());
-                        o.len() == 1
-                    };
-                    if first {
-                        registered.notified().await;
-                    }
-                    HandlerResult::Success
-                }
-            },
-        );
-    }
+    let (order, registered) = record_order(&ctrl, "late");
     registered.notify_one();
     eventually("every key handled", Duration::from_secs(30), || {
         let order = order.clone();
@@ -822,4 +774,41 @@ async fn old_configmaps_then_one_worker(
         .for_kind_in::<ConfigMap>(scoped(ns))
         .unwrap();
     (cms, c, ctrl)
+}
+
+/// Registers handler `name` on `ctrl` that records the names of the keys it handles, in order; the
+/// first key holds its worker until the returned `Notify` is notified.
+fn record_order(
+    ctrl: &lariat::SharedController<ConfigMap>,
+    name: &str,
+) -> (
+    Arc<parking_lot_free::Mutex<Vec<String>>>,
+    Arc<tokio::sync::Notify>,
+) {
+    let order: Arc<parking_lot_free::Mutex<Vec<String>>> = Arc::default();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    {
+        let order = order.clone();
+        let gate = gate.clone();
+        ctrl.register_handler(
+            name,
+            CancellationToken::new(),
+            move |k: ObjectKey, _o: Option<Arc<ConfigMap>>| {
+                let order = order.clone();
+                let gate = gate.clone();
+                async move {
+                    let first = {
+                        let mut o = order.lock();
+                        o.push(k.name().to_string());
+                        o.len() == 1
+                    };
+                    if first {
+                        gate.notified().await;
+                    }
+                    HandlerResult::Success
+                }
+            },
+        );
+    }
+    (order, gate)
 }
