@@ -889,3 +889,90 @@ async fn works_are_built_from_cached_templates_with_kubectls_annotation() {
     check(&again);
     ctrl.stop().await;
 }
+
+/// A label change moves no Deployment generation, so the detector's shortcut for templates whose
+/// Works already carry their generation must still see it: a Karmada-prefixed label set on the
+/// template (hpaScaleTargetMarker's `resourcetemplate.karmada.io/retain-replicas`) reaches the
+/// Work's manifest, and so does its removal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_karmada_label_set_or_removed_on_a_template_reaches_its_work() {
+    const MARK: &str = "resourcetemplate.karmada.io/retain-replicas";
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-mark";
+    let cluster = "pd-mark-m1";
+    create_namespace(&client, ns, json!({})).await;
+    create_namespace(&client, &format!("karmada-es-{cluster}"), json!({})).await;
+    member(&client, cluster, json!({}), true).await;
+    deployment(&client, ns, "web", 1).await;
+    policy(
+        &client,
+        ns,
+        "web-pp",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "placement": {"clusterAffinity": {"clusterNames": [cluster]}}
+        }),
+    )
+    .await;
+    let mut controllers = in_process::implemented(&["scheduler", "binding"]);
+    controllers.push((
+        "resource-detector",
+        karmada_controllers::detector::start_fn(),
+    ));
+    let ctrl = Harness::new(controllers).start(env()).await;
+    let works: Api<Work> = Api::namespaced(client.clone(), &format!("karmada-es-{cluster}"));
+    // The mark on the manifest of web's Work, once that Work exists.
+    let mark_in_work = |works: Api<Work>| async move {
+        let list = works.list(&ListParams::default()).await.unwrap();
+        let work = list.items.into_iter().find(|w| {
+            w.annotations()
+                .get("resourcebinding.karmada.io/name")
+                .is_some_and(|n| n == "web-deployment")
+        })?;
+        let manifest: serde_json::Value = work.spec.workload.manifests[0].decode().unwrap();
+        Some(
+            manifest["metadata"]["labels"][MARK]
+                .as_str()
+                .map(str::to_owned),
+        )
+    };
+    let templates: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let generation = eventually("the Work of web, unmarked", || {
+        let works = works.clone();
+        let templates = templates.clone();
+        async move {
+            let None = mark_in_work(works).await? else {
+                return None;
+            };
+            templates.get("web").await.unwrap().metadata.generation
+        }
+    })
+    .await;
+    for (value, what) in [
+        (json!("true"), "the mark in the Work"),
+        (json!(null), "the mark gone"),
+    ] {
+        let marked = templates
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {MARK: value}}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            marked.metadata.generation,
+            Some(generation),
+            "a label change"
+        );
+        let want = value.as_str().map(str::to_owned);
+        eventually(what, || {
+            let works = works.clone();
+            let want = want.clone();
+            async move { (mark_in_work(works).await? == want).then_some(()) }
+        })
+        .await;
+    }
+    ctrl.stop().await;
+}

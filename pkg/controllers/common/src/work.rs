@@ -13,15 +13,40 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use karmada_apis::Work;
 use karmada_apis::well_known::{
     APPLIED_CLUSTER_OVERRIDES_ANNOTATION, APPLIED_OVERRIDES_ANNOTATION,
-    CONFLICT_RESOLUTION_ANNOTATION, MANAGED_BY_KARMADA_LABEL, MANAGED_BY_KARMADA_LABEL_VALUE,
-    RESOURCE_TEMPLATE_UID_ANNOTATION, WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION,
-    WORK_PERMANENT_ID_LABEL,
+    CLUSTER_RESOURCE_BINDING_ANNOTATION, CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    CONFLICT_RESOLUTION_ANNOTATION, MANAGED_ANNOTATIONS_ANNOTATION, MANAGED_BY_KARMADA_LABEL,
+    MANAGED_BY_KARMADA_LABEL_VALUE, MANAGED_LABELS_ANNOTATION, RESOURCE_BINDING_NAME_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION, RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    RESOURCE_TEMPLATE_GENERATION_ANNOTATION, RESOURCE_TEMPLATE_UID_ANNOTATION,
+    WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, WORK_PERMANENT_ID_LABEL,
 };
 use karmada_apis::work::v1alpha1::{Manifest, WorkSpec, WorkloadTemplate};
 use karmada_interpreter::{Interpreter, record_managed_annotations, record_managed_labels};
 use kube::api::{Api, PostParams};
 use lariat::Store;
 use serde_json::Value;
+
+/// Labels and annotations the propagation path puts on a manifest whatever its template says:
+/// the Work builder's decorations ([`decorate`], [`finish_manifest`]) and the binding controller's
+/// references (binding permanent id, binding name, template generation). Every other label and
+/// annotation of a manifest comes from its template (or an override), so comparing those tells
+/// whether a Work still carries its template's metadata.
+pub const MANIFEST_DECORATION_KEYS: &[&str] = &[
+    MANAGED_BY_KARMADA_LABEL,
+    WORK_PERMANENT_ID_LABEL,
+    RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL,
+    RESOURCE_TEMPLATE_UID_ANNOTATION,
+    WORK_NAME_ANNOTATION,
+    WORK_NAMESPACE_ANNOTATION,
+    CONFLICT_RESOLUTION_ANNOTATION,
+    MANAGED_ANNOTATIONS_ANNOTATION,
+    MANAGED_LABELS_ANNOTATION,
+    RESOURCE_TEMPLATE_GENERATION_ANNOTATION,
+    RESOURCE_BINDING_NAMESPACE_ANNOTATION,
+    RESOURCE_BINDING_NAME_ANNOTATION,
+    CLUSTER_RESOURCE_BINDING_ANNOTATION,
+];
 
 /// Annotations of a Work that only describe the last sync: dropped when the new sync does not set
 /// them (Karmada keeps stale values; we do not, so removing an override also clears its record).
@@ -410,6 +435,16 @@ mod tests {
             meta["annotations"]["resourcetemplate.karmada.io/managed-labels"],
             "app,karmada.io/managed,work.karmada.io/permanent-id"
         );
+        // Every key the builder adds is listed as a decoration; the workload's own are not.
+        for field in ["labels", "annotations"] {
+            for key in meta[field].as_object().unwrap().keys() {
+                assert_eq!(
+                    MANIFEST_DECORATION_KEYS.contains(&key.as_str()),
+                    key != "app",
+                    "{field} {key}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ use apimachinery::{
     ConflictRetry, DEFAULT_RETRY, is_already_exists, is_not_found, retry_on_conflict,
 };
 use karmada_controllers_common::events::EventType;
+use karmada_controllers_common::work::MANIFEST_DECORATION_KEYS;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
@@ -822,14 +823,16 @@ struct MetadataOnly {
     metadata: serde_json::Value,
 }
 
-/// Whether a manifest's `metadata` carries exactly the template's labels and annotations, leaving aside
-/// Karmada's own (`*karmada.io/*`, added or stripped along the way); `kubectl apply`'s
-/// last-applied configuration counts (the control plane's caches keep it, as Karmada's do, and
-/// the binding controller copies it into the manifest). Anything else that differs
-/// (an override, a stripped annotation) answers no: the binding is then rewritten, which costs a
-/// write but never loses a change.
+/// Whether a manifest's `metadata` carries exactly the template's labels and annotations, leaving
+/// aside the keys the propagation path sets on every manifest ([`MANIFEST_DECORATION_KEYS`]).
+/// Karmada's keys on the template count like any other: `resourcetemplate.karmada.io/retain-replicas`
+/// (set and removed by `hpaScaleTargetMarker`) or the policy's claim must reach the members.
+/// `kubectl apply`'s last-applied configuration counts too (the control plane's caches keep it, as
+/// Karmada's do, and the binding controller copies it into the manifest). Anything else that
+/// differs (an override, a pruned annotation, injected failover state) answers no: the binding is
+/// then rewritten, which costs a write but never loses a change.
 fn metadata_reflected(metadata: &serde_json::Value, template: &ObjectMeta) -> bool {
-    let ours = |k: &str| !k.contains("karmada.io/");
+    let compared = |k: &String| !MANIFEST_DECORATION_KEYS.contains(&k.as_str());
     [
         ("labels", template.labels.as_ref()),
         ("annotations", template.annotations.as_ref()),
@@ -837,11 +840,11 @@ fn metadata_reflected(metadata: &serde_json::Value, template: &ObjectMeta) -> bo
     .into_iter()
     .all(|(field, want)| {
         let have = metadata.get(field).and_then(serde_json::Value::as_object);
-        let have_count = have.map_or(0, |h| h.keys().filter(|k| ours(k)).count());
-        let want_count = want.map_or(0, |w| w.keys().filter(|k| ours(k)).count());
+        let have_count = have.map_or(0, |h| h.keys().filter(|k| compared(k)).count());
+        let want_count = want.map_or(0, |w| w.keys().filter(|k| compared(k)).count());
         have_count == want_count
             && want.is_none_or(|w| {
-                w.iter().filter(|(k, _)| ours(k)).all(|(k, v)| {
+                w.iter().filter(|(k, _)| compared(k)).all(|(k, v)| {
                     have.and_then(|h| h.get(k))
                         .and_then(serde_json::Value::as_str)
                         == Some(v.as_str())
@@ -898,7 +901,8 @@ mod tests {
     #[test]
     fn a_label_or_annotation_change_is_not_reflected() {
         let manifest = json!({"metadata": {
-            "labels": {"app": "a", "karmada.io/managed": "true"},
+            "labels": {"app": "a", "karmada.io/managed": "true",
+                "propagationpolicy.karmada.io/permanent-id": "p"},
             "annotations": {"note": "x", "resourcetemplate.karmada.io/generation": "2",
                 "kubectl.kubernetes.io/last-applied-configuration": "{}"}}});
         let template = meta(
@@ -912,6 +916,18 @@ mod tests {
             ],
         );
         assert!(metadata_reflected(&manifest["metadata"], &template));
+        // Karmada's own keys on the template count: hpaScaleTargetMarker's mark, added or removed.
+        let mut marked = template.clone();
+        marked.labels.as_mut().unwrap().insert(
+            "resourcetemplate.karmada.io/retain-replicas".into(),
+            "true".into(),
+        );
+        assert!(!metadata_reflected(&manifest["metadata"], &marked));
+        let mut marked_manifest = manifest.clone();
+        marked_manifest["metadata"]["labels"]["resourcetemplate.karmada.io/retain-replicas"] =
+            json!("true");
+        assert!(metadata_reflected(&marked_manifest["metadata"], &marked));
+        assert!(!metadata_reflected(&marked_manifest["metadata"], &template));
         // A new `kubectl apply` moves the last-applied configuration.
         assert!(!metadata_reflected(
             &manifest["metadata"],
