@@ -183,6 +183,11 @@ impl Credentials {
     }
 }
 
+/// How long a controller waits before looking again at an object whose member cluster is not
+/// connected. Only a safety net: controllers that need a member requeue its objects when it
+/// connects ([`MemberEvent::Connected`]) or when their member handler is set up.
+pub const MEMBER_NOT_CONNECTED_RETRY: Duration = Duration::from_secs(10);
+
 /// How members are connected: per-member client limits, cache and queue settings.
 #[derive(Clone, Debug)]
 pub struct MemberOptions {

@@ -35,7 +35,9 @@ pub fn render() -> Result<String, prometheus::Error> {
 pub fn render_registry(registry: &Registry) -> Result<String, prometheus::Error> {
     let mut buf = Vec::new();
     TextEncoder::new().encode(&registry.gather(), &mut buf)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    // The encoder writes UTF-8 (names and label values are Rust strings): no second copy.
+    Ok(String::from_utf8(buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// The route `/metrics` serving the process registry.

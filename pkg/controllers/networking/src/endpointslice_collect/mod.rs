@@ -38,7 +38,7 @@ use karmada_controllers_common::handlers::{
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::work_index;
-use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use karmada_controllers_common::{BoxError, ControllerContext, StartFn, members};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
@@ -51,8 +51,6 @@ pub const NAME: &str = "endpointsliceCollect";
 pub const CONTROLLER_NAME: &str = "endpointslice-collect-controller";
 /// Name of the handler on the members' EndpointSlice controllers (Karmada's async worker).
 pub const MEMBER_HANDLER: &str = "endpointslice-collect";
-/// How long a provider Work whose member is not connected waits before it is looked at again.
-pub const MEMBER_NOT_CONNECTED_RETRY: Duration = Duration::from_secs(10);
 /// How often provider Works are checked for members that lost the member handler (reconnects).
 pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
 
@@ -226,7 +224,7 @@ impl CollectController {
         };
         let Some(member) = self.inner.ctx.members.get(cluster) else {
             tracing::debug!(work = %key, cluster, "provider cluster not connected; retrying later");
-            return HandlerResult::RequeueAfter(MEMBER_NOT_CONNECTED_RETRY);
+            return HandlerResult::RequeueAfter(members::MEMBER_NOT_CONNECTED_RETRY);
         };
         match self.collect_all(&member, &work).await {
             Ok(()) => HandlerResult::Success,

@@ -84,6 +84,7 @@ use kube::api::{
     Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
     PropagationPolicy,
 };
+use lariat::cache::NAMESPACE_INDEX;
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -92,7 +93,7 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{register, start_fn_of};
 use karmada_controllers_common::manifest::manifest_status;
-use karmada_controllers_common::members::MemberEvent;
+use karmada_controllers_common::members::{self, MemberEvent};
 use karmada_controllers_common::metrics::{
     self, OPERATION_NONE, OPERATION_UNCHANGED, OPERATION_UPDATED, count_create, count_delete,
     count_update,
@@ -408,6 +409,10 @@ impl ExecutionController {
         let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
+        // Subscribed before the first Work is handled: a member connecting while the first list
+        // comes in re-queues the Works that found it not connected yet, instead of leaving them
+        // to their backoff.
+        let mut events = inner.ctx.members.subscribe();
         register(
             &inner.clusters,
             NAME,
@@ -425,29 +430,27 @@ impl ExecutionController {
             &self,
             |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
         );
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
+        let works_synced = inner.works.wait_synced(&inner.cancel, timeout);
+        tokio::pin!(works_synced);
+        let synced = loop {
+            tokio::select! {
+                synced = &mut works_synced => break synced?,
+                e = events.recv() => if !self.member_event(e) {
+                    break (&mut works_synced).await?;
+                },
+            }
+        };
+        let SyncWait::Synced = synced else {
             return Ok(());
         };
         inner.ctx.synced.synced();
         tracing::info!("execution controller synced");
-        let mut events = inner.ctx.members.subscribe();
         loop {
             tokio::select! {
                 _ = inner.cancel.cancelled() => break,
-                e = events.recv() => match e {
-                    // A (re)connected member has a fresh queue: requeue its Works so nothing
-                    // that waited on the old connection is lost.
-                    Ok(MemberEvent::Connected(name)) => self.enqueue_cluster(&name),
-                    Ok(MemberEvent::Disconnected(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        for name in inner.ctx.members.registry().names() {
-                            self.enqueue_cluster(&name);
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        inner.cancel.cancelled().await;
-                        break;
-                    }
+                e = events.recv() => if !self.member_event(e) {
+                    inner.cancel.cancelled().await;
+                    break;
                 },
             }
         }
@@ -455,12 +458,33 @@ impl ExecutionController {
         Ok(())
     }
 
-    /// Queues every Work of `cluster` on the shared Work queue.
+    /// Handles a member registry event; false once the registry is gone.
+    fn member_event(
+        &self,
+        event: Result<MemberEvent, tokio::sync::broadcast::error::RecvError>,
+    ) -> bool {
+        use tokio::sync::broadcast::error::RecvError;
+        match event {
+            // A (re)connected member has a fresh queue: requeue its Works so nothing that waited
+            // on the old connection, or found none yet, is lost.
+            Ok(MemberEvent::Connected(name)) => self.enqueue_cluster(&name),
+            Ok(MemberEvent::Disconnected(_)) => {}
+            Err(RecvError::Lagged(_)) => {
+                for name in self.inner.ctx.members.registry().names() {
+                    self.enqueue_cluster(&name);
+                }
+            }
+            Err(RecvError::Closed) => return false,
+        }
+        true
+    }
+
+    /// Queues every Work of `cluster` on the shared Work queue (by key: nothing is decoded).
     fn enqueue_cluster(&self, cluster: &str) {
         let ns = execution_space_name(cluster);
         let store = self.inner.works.store();
-        for w in store.list_namespace(&ns) {
-            self.inner.works.enqueue(Some(&ns), &w.name_any());
+        for key in store.keys_by_index(NAMESPACE_INDEX, &ns) {
+            self.inner.works.enqueue_key(key);
         }
     }
 
@@ -494,6 +518,12 @@ impl ExecutionController {
         // Not connected: nothing below talks to the member, and errors back off here.
         match self.reconcile(&work, &cluster).await {
             Ok(()) => HandlerResult::Success,
+            // Requeued when the member connects (the registry reports why it does not); the
+            // periodic look is only a safety net, so it is neither an error nor backed off.
+            Err(e @ ExecutionError::NotConnected(_)) => {
+                tracing::debug!(cluster = %cluster, namespace = ns, name = key.name(), error = %e, "work waits for its member's connection");
+                HandlerResult::RequeueAfter(members::MEMBER_NOT_CONNECTED_RETRY)
+            }
             Err(e) => {
                 tracing::warn!(cluster = %cluster, namespace = ns, name = key.name(), error = %e, "work not synced");
                 HandlerResult::error(e)

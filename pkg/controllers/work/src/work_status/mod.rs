@@ -48,7 +48,7 @@ use karmada_controllers_common::handlers::{
 };
 use karmada_controllers_common::manifest::{identity_gvk, manifest_index, manifest_status};
 use karmada_controllers_common::work_index;
-use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use karmada_controllers_common::{BoxError, ControllerContext, StartFn, members};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "workStatus";
@@ -59,9 +59,6 @@ pub const WORK_HANDLER: &str = "work-status-controller";
 
 /// Name of the handler on member-cluster controllers (Karmada's async worker `work-status`).
 pub const MEMBER_HANDLER: &str = "work-status";
-
-/// How long a Work whose member cluster is not connected waits before it is looked at again.
-pub const MEMBER_NOT_CONNECTED_RETRY: Duration = Duration::from_secs(10);
 
 /// How often applied Works are checked for members that lost this controller's handler.
 pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
@@ -282,7 +279,7 @@ impl WorkStatusController {
         };
         let Some(member) = self.inner.ctx.members.get(cluster) else {
             tracing::debug!(work = %key, cluster, "member cluster not connected; retrying later");
-            return HandlerResult::RequeueAfter(MEMBER_NOT_CONNECTED_RETRY);
+            return HandlerResult::RequeueAfter(members::MEMBER_NOT_CONNECTED_RETRY);
         };
         for (ordinal, manifest) in work.spec.workload.manifests.iter().enumerate() {
             let id = manifest.identity().unwrap_or_default();
