@@ -85,7 +85,7 @@ use kube::api::{
     PropagationPolicy,
 };
 use lariat::cache::NAMESPACE_INDEX;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, Priority, SharedController, SyncWait};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -479,12 +479,15 @@ impl ExecutionController {
         true
     }
 
-    /// Queues every Work of `cluster` on the shared Work queue (by key: nothing is decoded).
+    /// Queues every Work of `cluster` on the shared Work queue, by key (nothing is decoded) and at
+    /// low priority: a resync, which must not go ahead of live changes (a restart's fresh Works).
     fn enqueue_cluster(&self, cluster: &str) {
         let ns = execution_space_name(cluster);
         let store = self.inner.works.store();
         for key in store.keys_by_index(NAMESPACE_INDEX, &ns) {
-            self.inner.works.enqueue_key(key);
+            self.inner
+                .works
+                .enqueue_key_with_priority(key, Priority::Low);
         }
     }
 
