@@ -820,35 +820,11 @@ async fn works_are_built_from_cached_templates_with_kubectls_annotation() {
         )
         .await
         .unwrap();
-    policy(
-        &client,
-        ns,
-        "web-pp",
-        json!({
-            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
-            "placement": {"clusterAffinity": {"clusterNames": [cluster]}}
-        }),
-    )
-    .await;
-    let start = || {
-        let mut controllers = in_process::implemented(&["scheduler", "binding"]);
-        controllers.push((
-            "resource-detector",
-            karmada_controllers::detector::start_fn(),
-        ));
-        Harness::new(controllers).start(env())
-    };
+    web_policy(&client, ns, cluster).await;
     let works: Api<Work> = Api::namespaced(client.clone(), &format!("karmada-es-{cluster}"));
     let work_of_web = || {
         let works = works.clone();
-        async move {
-            let list = works.list(&ListParams::default()).await.unwrap();
-            list.items.into_iter().find(|w| {
-                w.annotations()
-                    .get("resourcebinding.karmada.io/name")
-                    .is_some_and(|n| n == "web-deployment")
-            })
-        }
+        async move { work_of_web(&works).await }
     };
     let check = |work: &Work| {
         let manifest: serde_json::Value = work.spec.workload.manifests[0].decode().unwrap();
@@ -861,7 +837,7 @@ async fn works_are_built_from_cached_templates_with_kubectls_annotation() {
         );
     };
 
-    let ctrl = start().await;
+    let ctrl = detector_scheduler_binding().await;
     let first = eventually("the Work of web", work_of_web).await;
     check(&first);
     ctrl.stop().await;
@@ -883,7 +859,7 @@ async fn works_are_built_from_cached_templates_with_kubectls_annotation() {
         .await
         .unwrap();
     eventually("the Work deleted", || gone(&works, &first_name)).await;
-    let ctrl = start().await;
+    let ctrl = detector_scheduler_binding().await;
     let again = eventually("the Work of web again", work_of_web).await;
     assert_ne!(again.metadata.uid, first.metadata.uid);
     check(&again);
@@ -905,31 +881,12 @@ async fn a_karmada_label_set_or_removed_on_a_template_reaches_its_work() {
     create_namespace(&client, &format!("karmada-es-{cluster}"), json!({})).await;
     member(&client, cluster, json!({}), true).await;
     deployment(&client, ns, "web", 1).await;
-    policy(
-        &client,
-        ns,
-        "web-pp",
-        json!({
-            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
-            "placement": {"clusterAffinity": {"clusterNames": [cluster]}}
-        }),
-    )
-    .await;
-    let mut controllers = in_process::implemented(&["scheduler", "binding"]);
-    controllers.push((
-        "resource-detector",
-        karmada_controllers::detector::start_fn(),
-    ));
-    let ctrl = Harness::new(controllers).start(env()).await;
+    web_policy(&client, ns, cluster).await;
+    let ctrl = detector_scheduler_binding().await;
     let works: Api<Work> = Api::namespaced(client.clone(), &format!("karmada-es-{cluster}"));
     // The mark on the manifest of web's Work, once that Work exists.
     let mark_in_work = |works: Api<Work>| async move {
-        let list = works.list(&ListParams::default()).await.unwrap();
-        let work = list.items.into_iter().find(|w| {
-            w.annotations()
-                .get("resourcebinding.karmada.io/name")
-                .is_some_and(|n| n == "web-deployment")
-        })?;
+        let work = work_of_web(&works).await?;
         let manifest: serde_json::Value = work.spec.workload.manifests[0].decode().unwrap();
         Some(
             manifest["metadata"]["labels"][MARK]
@@ -975,4 +932,38 @@ async fn a_karmada_label_set_or_removed_on_a_template_reaches_its_work() {
         .await;
     }
     ctrl.stop().await;
+}
+
+/// PropagationPolicy `web-pp`: Deployment `web` to `cluster`.
+async fn web_policy(client: &Client, ns: &str, cluster: &str) {
+    policy(
+        client,
+        ns,
+        "web-pp",
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
+            "placement": {"clusterAffinity": {"clusterNames": [cluster]}}
+        }),
+    )
+    .await;
+}
+
+/// The detector, the scheduler and the binding controller (Works are built, nothing applies them).
+async fn detector_scheduler_binding() -> Controllers {
+    let mut controllers = in_process::implemented(&["scheduler", "binding"]);
+    controllers.push((
+        "resource-detector",
+        karmada_controllers::detector::start_fn(),
+    ));
+    Harness::new(controllers).start(env()).await
+}
+
+/// The Work built for binding `web-deployment` among `works`, if any.
+async fn work_of_web(works: &Api<Work>) -> Option<Work> {
+    let list = works.list(&ListParams::default()).await.unwrap();
+    list.items.into_iter().find(|w| {
+        w.annotations()
+            .get("resourcebinding.karmada.io/name")
+            .is_some_and(|n| n == "web-deployment")
+    })
 }
