@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference};
-use karmada_controllers::common::events::{EventRecorder, EventType, reference_of};
+use karmada_controllers::common::events::{
+    EventRecorder, EventSink, EventType, SinkOptions, reference_of,
+};
 use karmada_e2e::in_process::{self, create_namespace, serial};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -190,5 +192,70 @@ async fn similar_events_are_combined_and_each_object_is_capped() {
             .await;
     }
     single_event_with_count(&client, ns, "spammy", 25).await;
+    cancel.cancel();
+}
+
+/// Writes that do not reach the API server are tried again, as client-go's `recordToSink` does;
+/// writes the API server refuses are not. On an environment of its own: the test stops its API
+/// server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_recorded_while_the_api_server_is_down_is_written_when_it_is_back() {
+    let env = TestEnv::start(EnvOptions {
+        host_controller_manager: false,
+        ..Default::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("start an environment: {e}"));
+    let client = env.host().client().await;
+    let ns = "events-outage";
+    let target = object(&client, ns, "outage").await;
+    let cancel = CancellationToken::new();
+    // A short interval keeps the test short; the attempts (30 s in all) outlast an API server
+    // restart on a loaded machine.
+    let options = SinkOptions {
+        max_tries: 30,
+        retry_interval: Duration::from_secs(1),
+    };
+    let recorder = EventSink::start_with(client.clone(), options, &cancel).recorder("events-test");
+
+    // Refused by the API server (its namespace does not exist): one POST, never repeated.
+    let before = event_writes(&client).await;
+    let mut nowhere = target.clone();
+    nowhere.namespace = Some("events-no-such-namespace".to_owned());
+    recorder
+        .record(&nowhere, EventType::Warning, "SyncFailed", "refused")
+        .await;
+    eventually("the refused Event's POST", || async {
+        let after = event_writes(&client).await;
+        (delta(&before, &after, "POST") >= 1).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = event_writes(&client).await;
+    assert_eq!(
+        delta(&before, &after, "POST"),
+        1,
+        "a refused Event was tried again"
+    );
+
+    // Recorded while the API server is down: written after it is back.
+    tokio::task::block_in_place(|| env.host().stop());
+    recorder
+        .record(
+            &target,
+            EventType::Warning,
+            "SyncFailed",
+            "recorded during the outage",
+        )
+        .await;
+    // At least two attempts fail against the stopped server.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    env.host()
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("restart the API server: {e}"));
+    let client = env.host().client().await;
+    let e = single_event_with_count(&client, ns, "outage", 1).await;
+    assert_eq!(e.message.as_deref(), Some("recorded during the outage"));
     cancel.cancel();
 }

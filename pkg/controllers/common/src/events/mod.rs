@@ -4,6 +4,8 @@ pub mod correlator;
 mod lru;
 mod writer;
 
+pub use writer::SinkOptions;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -76,8 +78,13 @@ impl EventSink {
     /// the controllers leave spare). Its writer stops when `cancel` fires or the last clone of the
     /// sink (and its recorders) is dropped.
     pub fn start(client: Client, cancel: &CancellationToken) -> Self {
+        Self::start_with(client, SinkOptions::default(), cancel)
+    }
+
+    /// [`Self::start`] with other retry `options` than client-go's.
+    pub fn start_with(client: Client, options: SinkOptions, cancel: &CancellationToken) -> Self {
         let (queue, events) = mpsc::channel(QUEUE_CAPACITY);
-        writer::spawn(client, events, cancel.clone());
+        writer::spawn(client, events, options, cancel.clone());
         EventSink {
             queue,
             drops: Arc::default(),

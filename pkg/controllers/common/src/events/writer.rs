@@ -5,9 +5,17 @@
 //! queue is full, are dropped — the controllers' writes are not slowed by them. A queued patch made
 //! obsolete by a later write of the same Event (which carries the newer absolute count) is skipped,
 //! so a burst of repeats costs a few writes, not one per repeat.
+//!
+//! A write that cannot reach the API server (connection refused or reset, timeout) is tried again,
+//! as client-go's `recordToSink` does: up to [`SinkOptions::max_tries`] attempts, waiting
+//! [`SinkOptions::retry_interval`] between them (the first wait a random part of it, so processes do
+//! not retry in step after an outage), holding the Events behind it. A write the API server answered
+//! with an error status (invalid, forbidden, namespace terminating…) is not tried again: it would be
+//! refused the same way.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use apimachinery::{is_already_exists, is_not_found};
 use k8s_openapi::api::core::v1::Event;
@@ -24,6 +32,24 @@ use super::correlator::{Correlator, CorrelatorOptions, EventWrite};
 /// supersede queued patches.
 const PENDING_CAPACITY: usize = 256;
 
+/// How the writer of an [`super::EventSink`] retries a write the API server did not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinkOptions {
+    /// Attempts per write, the first included (client-go's `maxTriesPerEvent`: 12).
+    pub max_tries: u32,
+    /// Wait between attempts (client-go's default sleep duration: 10 s).
+    pub retry_interval: Duration,
+}
+
+impl Default for SinkOptions {
+    fn default() -> Self {
+        SinkOptions {
+            max_tries: 12,
+            retry_interval: Duration::from_secs(10),
+        }
+    }
+}
+
 struct Job {
     key: String,
     seq: u64,
@@ -34,10 +60,21 @@ struct Job {
 type Latest = Arc<Mutex<HashMap<String, u64>>>;
 
 /// Starts the writer: it reads `events` until `cancel` fires or every sender is gone.
-pub fn spawn(client: Client, events: mpsc::Receiver<Event>, cancel: CancellationToken) {
+pub fn spawn(
+    client: Client,
+    events: mpsc::Receiver<Event>,
+    options: SinkOptions,
+    cancel: CancellationToken,
+) {
     let latest: Latest = Arc::default();
     let (tx, rx) = mpsc::channel(PENDING_CAPACITY);
-    tokio::spawn(write_all(client, rx, latest.clone(), cancel.clone()));
+    tokio::spawn(write_all(
+        client,
+        rx,
+        latest.clone(),
+        options,
+        cancel.clone(),
+    ));
     tokio::spawn(correlate(events, tx, latest, cancel));
 }
 
@@ -75,11 +112,24 @@ async fn correlate(
     }
 }
 
+/// Whether a newer write of `job`'s Event is queued; forgets the job's key when it is the newest.
+fn superseded(latest: &Latest, job: &Job) -> bool {
+    let mut latest = latest.lock();
+    match latest.get(&job.key) {
+        Some(&newest) if newest > job.seq => true,
+        _ => {
+            latest.remove(&job.key);
+            false
+        }
+    }
+}
+
 /// Writes the queued jobs in order.
 async fn write_all(
     client: Client,
     mut jobs: mpsc::Receiver<Job>,
     latest: Latest,
+    options: SinkOptions,
     cancel: CancellationToken,
 ) {
     loop {
@@ -90,63 +140,83 @@ async fn write_all(
                 None => return,
             },
         };
-        let superseded = {
-            let mut latest = latest.lock();
-            match latest.get(&job.key) {
-                Some(&newest) if newest > job.seq => true,
-                _ => {
-                    latest.remove(&job.key);
-                    false
-                }
-            }
-        };
-        if superseded && matches!(job.write, EventWrite::Patch { .. }) {
+        let is_patch = matches!(job.write, EventWrite::Patch { .. });
+        if superseded(&latest, &job) && is_patch {
             continue;
         }
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = write(&client, job.write) => {}
+        let mut tries = 0u32;
+        loop {
+            let result = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = write(&client, &job.write) => r,
+            };
+            let Err(e) = result else { break };
+            tries += 1;
+            // An error status is the API server's answer; anything else (connection refused or
+            // reset, timeout) may succeed later.
+            let retry = !matches!(e, kube::Error::Api(_)) && tries < options.max_tries;
+            warn_failed(job.write.event(), &e, tries, retry);
+            if !retry {
+                break;
+            }
+            let wait = if tries == 1 {
+                options.retry_interval.mul_f64(fastrand::f64())
+            } else {
+                options.retry_interval
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            // A newer write of the same Event carries the newer count: this patch is not needed.
+            if is_patch && superseded(&latest, &job) {
+                break;
+            }
         }
     }
 }
 
-/// Sends one write; failures are logged (an Event is informational). A patch of an Event that is
-/// gone creates it again; a creation that finds the name taken is dropped (client-go does both).
-async fn write(client: &Client, write: EventWrite) {
+fn warn_failed(event: &Event, e: &kube::Error, tries: u32, retry: bool) {
+    let target = &event.involved_object;
+    tracing::warn!(
+        kind = target.kind.as_deref().unwrap_or_default(),
+        namespace = target.namespace.as_deref().unwrap_or_default(),
+        name = target.name.as_deref().unwrap_or_default(),
+        reason = event.reason.as_deref().unwrap_or_default(),
+        attempt = tries,
+        will_retry = retry,
+        error = %e,
+        "failed to record event"
+    );
+}
+
+/// Sends one write. A patch of an Event that is gone creates it again; a creation that finds the
+/// name taken is dropped (client-go does both).
+async fn write(client: &Client, write: &EventWrite) -> Result<(), kube::Error> {
     let event = write.event();
-    let namespace = event.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
-    let result = match write {
-        EventWrite::Create(event) => create(&api, &event).await,
-        EventWrite::Patch { mut event, patch } => {
-            let name = event.metadata.name.clone().unwrap_or_default();
+    let namespace = event.metadata.namespace.as_deref().unwrap_or_default();
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    match write {
+        EventWrite::Create(event) => create(&api, event).await,
+        EventWrite::Patch { event, patch } => {
+            let name = event.metadata.name.as_deref().unwrap_or_default();
             match api
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+                .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
                 .await
             {
                 Ok(_) => Ok(()),
                 Err(e) if is_not_found(&e) => {
+                    let mut event = event.clone();
                     event.metadata.resource_version = None;
                     create(&api, &event).await
                 }
-                Err(e) => Err((event, e)),
+                Err(e) => Err(e),
             }
         }
-    };
-    if let Err((event, e)) = result {
-        let target = &event.involved_object;
-        tracing::warn!(
-            kind = target.kind.as_deref().unwrap_or_default(),
-            namespace = target.namespace.as_deref().unwrap_or_default(),
-            name = target.name.as_deref().unwrap_or_default(),
-            reason = event.reason.as_deref().unwrap_or_default(),
-            error = %e,
-            "failed to record event"
-        );
     }
 }
 
-async fn create(api: &Api<Event>, event: &Event) -> Result<(), (Event, kube::Error)> {
+async fn create(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
     match api.create(&PostParams::default(), event).await {
         Ok(_) => Ok(()),
         Err(e) if is_already_exists(&e) => {
@@ -156,6 +226,21 @@ async fn create(api: &Api<Event>, event: &Event) -> Result<(), (Event, kube::Err
             );
             Ok(())
         }
-        Err(e) => Err((event.clone(), e)),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_like_client_go_by_default() {
+        // client-go's maxTriesPerEvent and defaultSleepDuration (tools/record/event.go).
+        let o = SinkOptions::default();
+        assert_eq!(
+            (o.max_tries, o.retry_interval),
+            (12, Duration::from_secs(10))
+        );
     }
 }
