@@ -409,7 +409,7 @@ impl ClusterMetrics {
             total_success: total[3].clone(),
             errors: f.reconcile_errors.with_label_values(&r),
             terminal_errors: f.terminal_errors.with_label_values(&r),
-            time: f.reconcile_time.with_label_values(&r),
+            time: LazyHistogram::new(f.reconcile_time.clone(), l.clone()),
             max_concurrent: f.max_concurrent.with_label_values(&r),
             active_workers: f.active_workers.with_label_values(&r),
         };
@@ -501,6 +501,37 @@ impl QueueMetrics {
     }
 }
 
+/// A histogram series created on its first observation: controller-runtime creates a controller's
+/// `controller_runtime_reconcile_time_seconds` series on its first reconcile, not at start (its
+/// counters and gauges are), so a controller that never reconciled exports no 40-bucket histogram.
+/// Clones share the series.
+#[derive(Clone, Debug)]
+pub(crate) struct LazyHistogram {
+    vec: HistogramVec,
+    labels: Arc<[String]>,
+    series: Arc<OnceLock<Histogram>>,
+}
+
+impl LazyHistogram {
+    fn new(vec: HistogramVec, labels: Vec<String>) -> Self {
+        LazyHistogram {
+            vec,
+            labels: labels.into(),
+            series: Arc::default(),
+        }
+    }
+
+    /// Observes `v`, creating the series first if needed.
+    pub(crate) fn observe(&self, v: f64) {
+        self.series
+            .get_or_init(|| {
+                self.vec
+                    .with_label_values(&ClusterMetrics::refs(&self.labels))
+            })
+            .observe(v);
+    }
+}
+
 /// Handles on one controller's reconcile series.
 #[derive(Clone, Debug)]
 pub struct ReconcileMetrics {
@@ -509,7 +540,7 @@ pub struct ReconcileMetrics {
     pub(crate) total_success: IntCounter,
     pub(crate) errors: IntCounter,
     pub(crate) terminal_errors: IntCounter,
-    pub(crate) time: Histogram,
+    pub(crate) time: LazyHistogram,
     pub(crate) max_concurrent: IntGauge,
     pub(crate) active_workers: IntGauge,
 }
@@ -540,6 +571,14 @@ mod tests {
         q.adds.inc();
         let c = m.controller("ConfigMap");
         c.total_success.inc();
+        // Like controller-runtime: no reconcile-time series before the first reconcile.
+        let time = "controller_runtime_reconcile_time_seconds";
+        assert!(
+            !gathered_names_with("metrics-unit-test")
+                .iter()
+                .any(|n| n == time)
+        );
+        c.time.observe(0.1);
         m.rest_request("200", "GET", "127.0.0.1:6443").inc();
         m.cached_objects("", "v1", "ConfigMap").set(3);
         let names = gathered_names_with("metrics-unit-test");
