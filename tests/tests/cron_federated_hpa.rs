@@ -18,7 +18,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Event;
 use karmada_apis::autoscaling::v1alpha1::CronFederatedHPA;
-use karmada_apis::{Cluster, names};
+use karmada_apis::{Cluster, Work, names};
 use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{
     self, Controllers, Harness, create_namespace, ensure_namespace, serial,
@@ -332,6 +332,21 @@ async fn cluster_ready(client: &Client) {
     in_process::set_cluster_ready(client, "member1", true, "ready", apis).await;
 }
 
+/// Whether the Work of Deployment `web` carries the retain-replicas mark in its manifest.
+async fn mark_in_work(works: &Api<Work>) -> bool {
+    let list = works.list(&ListParams::default()).await.unwrap();
+    list.items
+        .iter()
+        .filter(|w| {
+            w.annotations()
+                .get("resourcebinding.karmada.io/name")
+                .is_some_and(|n| n == "web-deployment")
+        })
+        .flat_map(|w| &w.spec.workload.manifests)
+        .filter_map(|m| m.decode::<Value>().ok())
+        .any(|m| m["metadata"]["labels"]["resourcetemplate.karmada.io/retain-replicas"] == "true")
+}
+
 async fn template(api: &Api<Deployment>) -> (Option<i32>, i64, bool) {
     let d = api.get("web").await.unwrap();
     let marked = d
@@ -388,7 +403,10 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
                     "target": {"type": "Utilization", "averageUtilization": 80}}}]},
         })
     };
-    create(&client, ns, &hpas, hpa(3)).await.unwrap();
+    // Its floor starts at the Deployment's 2 replicas: the member's HPA changes nothing until the
+    // mark has reached the member (raising it earlier races the marker: the member's HPA would
+    // scale an unmarked member object, which the execution controller puts back, as in Karmada).
+    create(&client, ns, &hpas, hpa(2)).await.unwrap();
     let pp = json!({
         "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
         "metadata": {"name": "web"},
@@ -406,7 +424,30 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
     create(&client, ns, &policies, pp).await.unwrap();
 
     let templates: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    // The marker labels the template; the member's HPA raises the member to 3; the template follows.
+    let works: Api<Work> = Api::namespaced(client.clone(), "karmada-es-member1");
+    eventually("the template and its Work marked", || {
+        let (templates, works) = (templates.clone(), works.clone());
+        async move {
+            let marked_template = template(&templates).await.2;
+            let marked_work = mark_in_work(&works).await;
+            if marked_template && marked_work {
+                Ok(())
+            } else {
+                Err(format!("template {marked_template}, Work {marked_work}"))
+            }
+        }
+    })
+    .await;
+    let hpa_api = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns);
+    hpa_api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"minReplicas": 3}})),
+        )
+        .await
+        .unwrap();
+    // The member's HPA raises the member to 3; the template follows.
     let (replicas, at_three, marked) = eventually("template marked and at 3 replicas", || {
         let templates = templates.clone();
         async move {
@@ -428,8 +469,8 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
         "the member keeps what its HPA decided"
     );
 
-    // Raising the HPA's floor in the template reaches the member's HPA; the template follows again.
-    Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
+    // Raising the HPA's floor again reaches the member's HPA; the template follows again.
+    hpa_api
         .patch(
             "web",
             &PatchParams::default(),
@@ -476,7 +517,7 @@ async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
     assert_eq!((replicas, settled), (Some(4), at_three + 1));
 
     // Deleting the HPA removes the mark.
-    Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
+    hpa_api
         .delete("web", &DeleteParams::default())
         .await
         .unwrap();
