@@ -1,6 +1,7 @@
 //! The per-cluster client factory: one `kube::Client` per User-Agent, all sharing the cluster's
-//! token bucket (a component's clients excepted: each has its own) and request metrics, plus the
-//! cluster's cached REST mapping. Every client enforces the
+//! transport (one connection pool and TLS configuration, as client-go's transport cache gives every
+//! client built from the same config), token bucket (a component's clients excepted: each has its
+//! own) and request metrics, plus the cluster's cached REST mapping. Every client enforces the
 //! process's [`WriteFence`] (see [`super::fence`]).
 
 use std::sync::Arc;
@@ -62,17 +63,24 @@ pub struct ClientFactory {
 }
 
 struct Inner {
-    cluster: String,
-    config: Config,
-    options: ClientOptions,
-    host: String,
+    base: Base,
     bucket: Arc<TokenBucket>,
-    metrics: Arc<ClusterMetrics>,
     default: Client,
     clients: Mutex<AHashMap<String, Client>>,
     /// The token buckets of [components](ClientFactory::client_for_component), by component.
     component_buckets: Mutex<AHashMap<String, Arc<TokenBucket>>>,
     mapper: RestMapper,
+}
+
+/// What every client of a cluster is built from.
+struct Base {
+    cluster: String,
+    config: Config,
+    options: ClientOptions,
+    /// The `host` metric label.
+    host: String,
+    metrics: Arc<ClusterMetrics>,
+    transport: Transport,
 }
 
 /// How one client is limited.
@@ -81,55 +89,65 @@ struct Limit<'a> {
     priority: Priority,
 }
 
-fn build_client(
-    cluster: &str,
-    config: &Config,
-    ua: &str,
-    request_timeout: Option<Duration>,
-    limit: Limit<'_>,
-    metrics: &Arc<ClusterMetrics>,
-    host: &str,
-) -> Result<Client> {
-    let value = HeaderValue::from_str(ua).map_err(|_| Error::InvalidHeader {
-        cluster: cluster.to_string(),
-        value: ua.to_string(),
-    })?;
-    let mut cfg = config.clone();
-    cfg.headers.retain(|(name, _)| name != USER_AGENT);
-    cfg.headers.push((USER_AGENT, value));
-    let fence = WriteFence::process();
-    let builder = fenced_builder(cfg, fence.clone()).map_err(|source| Error::Client {
-        cluster: cluster.to_string(),
-        source,
-    })?;
-    // Innermost first: the deadline starts when the request leaves the QPS limiter, and the fence is
-    // checked after the limiter's wait, as late as a layer can.
-    Ok(builder
-        .with_layer(&RequestTimeoutLayer::new(request_timeout))
-        .with_layer(&FenceLayer::new(fence.clone()))
-        .with_layer(&RateLimitLayer::with_priority(
-            limit.bucket.clone(),
-            limit.priority,
-        ))
-        .with_layer(&RequestMetricsLayer::new(metrics.clone(), host))
-        .build())
+impl Base {
+    /// A client sending User-Agent `ua`, limited by `limit`, over the cluster's transport.
+    fn client(&self, ua: &str, limit: Limit<'_>) -> Result<Client> {
+        let value = HeaderValue::from_str(ua).map_err(|_| Error::InvalidHeader {
+            cluster: self.cluster.clone(),
+            value: ua.to_string(),
+        })?;
+        let mut cfg = self.config.clone();
+        cfg.headers.retain(|(name, _)| name != USER_AGENT);
+        cfg.headers.push((USER_AGENT, value));
+        let builder =
+            client_stack(cfg, self.transport.clone()).map_err(|source| Error::Client {
+                cluster: self.cluster.clone(),
+                source,
+            })?;
+        // Innermost first: the deadline starts when the request leaves the QPS limiter, and the
+        // fence is checked after the limiter's wait, as late as a layer can.
+        Ok(builder
+            .with_layer(&RequestTimeoutLayer::new(self.options.request_timeout))
+            .with_layer(&FenceLayer::new(WriteFence::process().clone()))
+            .with_layer(&RateLimitLayer::with_priority(
+                limit.bucket.clone(),
+                limit.priority,
+            ))
+            .with_layer(&RequestMetricsLayer::new(self.metrics.clone(), &self.host))
+            .build())
+    }
 }
 
-/// kube's default client stack (`ClientBuilder::try_from`: TLS, connect/read/write timeouts, base
-/// URI, kube's 429/503/504 retries, authentication, extra headers) over a TCP connector whose
-/// connections enforce `fence` (see [`super::fence`]). kube builds its connector internally, so the
-/// stack is assembled here; what is left out: HTTP/SOCKS proxies (`proxy-url` fails with a clear
-/// error, as kube without its proxy features does), the exec plugin's client-certificate expiry
-/// (`Client::valid_until`, unused here) and the per-request tracing span.
-fn fenced_builder(
-    config: Config,
-    fence: WriteFence,
-) -> std::result::Result<ClientBuilder<GenericService>, kube::Error> {
+/// The HTTP transport of one cluster: hyper's pooled client over TLS over TCP connections that
+/// enforce the process's [`WriteFence`] (see [`super::fence`]). Cheap to clone; clones share the pool.
+type Transport = hyper_util::client::legacy::Client<
+    hyper_timeout::TimeoutConnector<
+        hyper_rustls::HttpsConnector<
+            FencedConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        >,
+    >,
+    kube::client::Body,
+>;
+
+/// Idle connections kept per API server, as client-go's transport keeps (`idleConnsPerHost`).
+const IDLE_CONNECTIONS_PER_HOST: usize = 25;
+
+/// TCP keep-alive probe period, as client-go's dialer sets it: a peer that vanished without closing
+/// is noticed on an idle connection (a quiet watch) too.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// Builds the transport of `config`'s cluster: kube's connector (TLS, connect/read/write timeouts)
+/// over a TCP connector whose connections enforce the process's fence. kube builds its connector
+/// internally, so it is assembled here; HTTP/SOCKS proxies are left out (`proxy-url` fails with a
+/// clear error, as kube without its proxy features does).
+///
+/// One transport serves every client of a cluster, as client-go's transport cache makes clients
+/// built from one config share one `http.Transport`: one pool of connections and one TLS
+/// configuration (and session cache) instead of one per User-Agent, so a controller's request
+/// reuses a connection another controller left idle.
+fn transport(config: &Config) -> std::result::Result<Transport, kube::Error> {
     use hyper_util::client::legacy::connect::HttpConnector;
     use kube::client::ConfigExt as _;
-    use kube::client::retry::RetryPolicy;
-    use tower::ServiceBuilder;
-    use tower::retry::RetryLayer;
 
     if let Some(proxy) = &config.proxy_url {
         return Err(kube::Error::ProxyProtocolUnsupported {
@@ -138,15 +156,36 @@ fn fenced_builder(
     }
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
-    let tls = config.rustls_https_connector_with_connector(FencedConnector::new(tcp, fence))?;
+    tcp.set_keepalive(Some(TCP_KEEPALIVE));
+    let tls = config.rustls_https_connector_with_connector(FencedConnector::new(
+        tcp,
+        WriteFence::process().clone(),
+    ))?;
     let mut connector = hyper_timeout::TimeoutConnector::new(tls);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);
     connector.set_reset_reader_on_write(config.reset_reader_on_write);
-    let http: hyper_util::client::legacy::Client<_, kube::client::Body> =
+    Ok(
         hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
-            .build(connector);
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
+            .build(connector),
+    )
+}
+
+/// kube's default client stack (`ClientBuilder::try_from`: base URI, kube's 429/503/504 retries,
+/// authentication, extra headers) over `transport`. What is left out of kube's stack: the exec
+/// plugin's client-certificate expiry (`Client::valid_until`, unused here) and the per-request
+/// tracing span.
+fn client_stack(
+    config: Config,
+    transport: Transport,
+) -> std::result::Result<ClientBuilder<GenericService>, kube::Error> {
+    use kube::client::ConfigExt as _;
+    use kube::client::retry::RetryPolicy;
+    use tower::ServiceBuilder;
+    use tower::retry::RetryLayer;
+
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(
@@ -165,14 +204,14 @@ fn fenced_builder(
                 )) as Box<DynBody>
             })
         })
-        .service(http);
+        .service(transport);
     Ok(ClientBuilder::new(
         tower::util::BoxService::new(service),
         config.default_namespace.clone(),
     ))
 }
 
-/// The boxed service [`fenced_builder`] returns (kube's default stack has the same type).
+/// The boxed service [`client_stack`] returns (kube's default stack has the same type).
 type GenericService = tower::util::BoxService<
     http::Request<kube::client::Body>,
     http::Response<Box<DynBody>>,
@@ -194,26 +233,29 @@ impl ClientFactory {
             .unwrap_or_default();
         let cluster = cluster.into();
         let bucket = Arc::new(TokenBucket::new(options.qps, options.burst));
-        let default = build_client(
-            &cluster,
-            &config,
-            &options.user_agent,
-            options.request_timeout,
+        let transport = transport(&config).map_err(|source| Error::Client {
+            cluster: cluster.clone(),
+            source,
+        })?;
+        let base = Base {
+            cluster,
+            config,
+            options,
+            host,
+            metrics,
+            transport,
+        };
+        let default = base.client(
+            &base.options.user_agent,
             Limit {
                 bucket: &bucket,
                 priority: Priority::Foreground,
             },
-            &metrics,
-            &host,
         )?;
         Ok(Self {
             inner: Arc::new(Inner {
-                cluster,
+                base,
                 bucket,
-                config,
-                options,
-                host,
-                metrics,
                 default,
                 clients: Mutex::new(AHashMap::new()),
                 component_buckets: Mutex::new(AHashMap::new()),
@@ -224,17 +266,17 @@ impl ClientFactory {
 
     /// The cluster name.
     pub fn cluster(&self) -> &str {
-        &self.inner.cluster
+        &self.inner.base.cluster
     }
 
     /// The `host:port` of the cluster's API server (the `host` metric label).
     pub fn host(&self) -> &str {
-        &self.inner.host
+        &self.inner.base.host
     }
 
     /// The client config this factory was built from.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        &self.inner.base.config
     }
 
     /// The token bucket shared by every client of this cluster.
@@ -254,7 +296,7 @@ impl ClientFactory {
 
     /// The client of one controller: User-Agent `<prefix>/<controller>`.
     pub fn client_for_controller(&self, controller: &str) -> Result<Client> {
-        let ua = format!("{}/{}", self.inner.options.user_agent, controller);
+        let ua = format!("{}/{}", self.inner.base.options.user_agent, controller);
         self.client_for_agent(&ua)
     }
 
@@ -263,7 +305,7 @@ impl ClientFactory {
     /// own at the factory's QPS and burst, as a separate process built from the same flags would
     /// have. Every call for the same component returns the same client (and bucket).
     pub fn client_for_component(&self, component: &str) -> Result<Client> {
-        let ua = format!("{}/{}", self.inner.options.user_agent, component);
+        let ua = format!("{}/{}", self.inner.base.options.user_agent, component);
         let bucket = self.component_bucket(component);
         self.cached_client(
             format!("component:{ua}"),
@@ -277,7 +319,7 @@ impl ClientFactory {
     /// factory's prefix, and it takes only tokens the other clients leave spare
     /// ([`Priority::Background`]), so background work never slows the controllers' requests.
     pub fn background_client(&self) -> Result<Client> {
-        let ua = self.inner.options.user_agent.clone();
+        let ua = self.inner.base.options.user_agent.clone();
         let bucket = self.inner.bucket.clone();
         self.cached_client(
             format!("background:{ua}"),
@@ -289,7 +331,7 @@ impl ClientFactory {
 
     /// [`Self::background_client`] on the bucket of a [component](Self::client_for_component).
     pub fn background_client_for_component(&self, component: &str) -> Result<Client> {
-        let ua = format!("{}/{}", self.inner.options.user_agent, component);
+        let ua = format!("{}/{}", self.inner.base.options.user_agent, component);
         let bucket = self.component_bucket(component);
         self.cached_client(
             format!("background:{ua}"),
@@ -301,7 +343,7 @@ impl ClientFactory {
 
     /// The token bucket of `component`, made at the factory's QPS and burst on first use.
     fn component_bucket(&self, component: &str) -> Arc<TokenBucket> {
-        let o = &self.inner.options;
+        let o = &self.inner.base.options;
         self.inner
             .component_buckets
             .lock()
@@ -328,15 +370,7 @@ impl ClientFactory {
         if let Some(c) = i.clients.lock().get(&key) {
             return Ok(c.clone());
         }
-        let client = build_client(
-            &i.cluster,
-            &i.config,
-            ua,
-            i.options.request_timeout,
-            Limit { bucket, priority },
-            &i.metrics,
-            &i.host,
-        )?;
+        let client = i.base.client(ua, Limit { bucket, priority })?;
         Ok(i.clients.lock().entry(key).or_insert(client).clone())
     }
 
@@ -354,7 +388,7 @@ impl ClientFactory {
         let client = self.client();
         self.inner
             .mapper
-            .resolve(&self.inner.cluster, &client, gvk)
+            .resolve(&self.inner.base.cluster, &client, gvk)
             .await
     }
 
