@@ -91,6 +91,10 @@ async fn every_client_of_a_cluster_reuses_one_idle_connection() {
     for (_, client) in &clients {
         client.apiserver_version().await.unwrap();
     }
-    assert_eq!(connections_to(port), opened, "idle connections were not reused");
+    assert_eq!(
+        connections_to(port),
+        opened,
+        "idle connections were not reused"
+    );
     c.stop(Duration::from_secs(5)).await;
 }
