@@ -45,14 +45,13 @@ fn main() {
     };
     let git_version = git(&["describe", "--tags", "--match", "v*", "--abbrev=7"])
         .unwrap_or_else(|| format!("v{pkg_version}"));
+    // Reproducible: the build date is SOURCE_DATE_EPOCH, else the commit's date, never the clock (a
+    // clock date would change the binary on every build and make a no-op build relink everything).
     let now = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64)
-        });
+        .or_else(|| git(&["log", "-1", "--format=%ct"]).and_then(|s| s.parse::<i64>().ok()))
+        .unwrap_or(0);
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc_version = Command::new(rustc)
         .arg("--version")
@@ -79,13 +78,20 @@ fn main() {
     println!("cargo:rustc-env=KCM_RUSTC_VERSION={rustc_version}");
     println!("cargo:rustc-env=KCM_PLATFORM={os}/{arch}");
 
-    // Rebuild when the checked-out commit changes.
+    // Rebuild when the checked-out commit changes. Only files that exist are watched: cargo reruns a
+    // build script on every build while a watched path is missing (a checkout need not have
+    // `packed-refs`, and a packed branch has no loose ref file).
     if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        println!("cargo:rerun-if-changed={git_dir}/HEAD");
+        let mut watched = vec![format!("{git_dir}/HEAD"), format!("{git_dir}/packed-refs")];
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={git_dir}/{head_ref}");
+            watched.push(format!("{git_dir}/{head_ref}"));
         }
-        println!("cargo:rerun-if-changed={git_dir}/packed-refs");
+        for path in watched
+            .iter()
+            .filter(|p| std::path::Path::new(p).exists())
+        {
+            println!("cargo:rerun-if-changed={path}");
+        }
     }
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-changed=build.rs");
