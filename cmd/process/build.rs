@@ -86,10 +86,7 @@ fn main() {
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
             watched.push(format!("{git_dir}/{head_ref}"));
         }
-        for path in watched
-            .iter()
-            .filter(|p| std::path::Path::new(p).exists())
-        {
+        for path in watched.iter().filter(|p| std::path::Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={path}");
         }
     }
