@@ -7,7 +7,7 @@
 //! Pinning the threshold (which also stops the dynamic adjustment) and the trim threshold at
 //! 128 KiB keeps transient buffers out of the heap. Measured with `make bench-propagation`
 //! (2,000 templates × 3 members): peak RSS of the restarted process 154.6 → 149.8 MiB, of the
-//! burst 139.5 → 137.5 MiB (docs/benchmarks.md, "Issue 17, round 5").
+//! burst 139.5 → 137.5 MiB (docs/benchmarks-history.md, round 5).
 //!
 //! Other C libraries (musl) and other systems are left alone.
 
