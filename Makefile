@@ -87,5 +87,5 @@ demo: ## On a local-up environment: propagate the nginx sample and show Works, m
 	hack/demo.sh
 
 .PHONY: readme-flags
-readme-flags: ## Regenerate README.md's flags reference from karmada-controller-manager --help.
+readme-flags: ## Regenerate the flags reference in docs/reference.md from karmada-controller-manager --help.
 	hack/readme-flags.sh

@@ -1022,7 +1022,7 @@ async fn install_run_as_service_account_upgrade_uninstall() {
     );
 }
 
-/// README.md's flags reference is what `--help` says (hack/readme-flags.sh --check).
+/// docs/reference.md's flags reference is what `--help` says (hack/readme-flags.sh --check).
 #[test]
 fn readme_flags_reference_matches_help() {
     let (ok, out, err) = try_run_with(

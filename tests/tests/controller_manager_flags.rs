@@ -36,7 +36,7 @@ fn every_karmada_controller_can_be_named() {
         .expect("--help lists the controllers")
         .trim_end_matches('.')
         .to_owned();
-    // Karmada's 27 names, and `scheduler` (the built-in scheduler: see the README).
+    // Karmada's 27 names, and `scheduler` (the built-in scheduler: see docs/compatibility.md).
     assert_eq!(all.split(", ").count(), 28, "{all}");
     let (code, _, err) = run_to_exit(
         &[

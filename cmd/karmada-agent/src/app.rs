@@ -78,7 +78,7 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         tracing::warn!(
             controllers = %opts.placeholders.join(","),
             "--controllers: these Karmada agent controllers are not implemented in karmada-rs yet \
-             and do not run (README's agent section)"
+             and do not run (docs/compatibility.md)"
         );
     }
     tracing::info!(version = %version::INFO, cluster = %opts.cluster_name, "{NAME} starting");

@@ -68,7 +68,7 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         tracing::warn!(
             controllers = %opts.controllers_left_out.join(","),
             "--controllers: these Karmada controllers are not implemented in karmada-rs yet and do \
-             not run (README's \"Accepted, no effect yet\" table)"
+             not run (docs/compatibility.md's \"Accepted, no effect yet\" table)"
         );
     }
     tracing::info!(version = %version::INFO, "{NAME} starting");

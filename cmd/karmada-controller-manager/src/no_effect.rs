@@ -1,7 +1,7 @@
 //! Karmada flags and feature gates that karmada-rs accepts, so existing manifests keep working, but
 //! does not act on yet. They must not pretend: one startup warning names those the user changed from
-//! their defaults, `--help` marks each flag "no effect", and README's "Accepted, no effect yet" table
-//! lists them all (unit tests keep the three in step with these lists).
+//! their defaults, `--help` marks each flag "no effect", and docs/compatibility.md's "Accepted, no
+//! effect yet" table lists them all (unit tests keep the three in step with these lists).
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
@@ -89,8 +89,8 @@ pub fn warning(changed: &[String]) -> Option<String> {
     (!changed.is_empty()).then(|| {
         format!(
             "accepted for compatibility but not acted on yet, so these settings change nothing: {} \
-             (README's \"Accepted, no effect yet\" table lists every such flag, feature gate and \
-             controller)",
+             (docs/compatibility.md's \"Accepted, no effect yet\" table lists every such flag, \
+             feature gate and controller)",
             changed.join(", ")
         )
     })
@@ -207,18 +207,19 @@ mod tests {
         }
     }
 
-    /// The README's "Accepted, no effect yet" section names exactly these flags, gates and the
-    /// controllers karmada-rs does not implement.
+    /// docs/compatibility.md's "Accepted, no effect yet" section names exactly these flags, gates
+    /// and the controllers karmada-rs does not implement.
     #[test]
-    fn readme_table_matches_the_lists() {
-        let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    fn compatibility_table_matches_the_lists() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compatibility.md"),
         )
-        .expect("read README.md");
-        let start = readme
-            .find("### Accepted, no effect yet")
-            .expect("README has an \"Accepted, no effect yet\" section");
-        let section = &readme[start..];
+        .expect("read docs/compatibility.md");
+        let start = doc
+            .find("\n## Accepted, no effect yet\n")
+            .expect("docs/compatibility.md has an \"Accepted, no effect yet\" section")
+            + 1;
+        let section = &doc[start..];
         let section = &section[..section[4..].find("\n#").map_or(section.len(), |i| i + 4)];
         let mut expected: Vec<String> = FLAGS.iter().map(|f| format!("--{f}")).collect();
         expected.extend(GATES.iter().map(ToString::to_string));
@@ -244,8 +245,8 @@ mod tests {
         named.sort();
         assert_eq!(
             named, expected,
-            "README's \"Accepted, no effect yet\" table (first column, in backticks) must name exactly \
-             the flags and gates in no_effect.rs and the controllers not implemented"
+            "docs/compatibility.md's \"Accepted, no effect yet\" table (first column, in backticks) \
+             must name exactly the flags and gates in no_effect.rs and the controllers not implemented"
         );
     }
 }

@@ -1,4 +1,6 @@
-//! Karmada's feature gates and their defaults (Karmada `pkg/features`, master after v1.19.0-rc.0).
+//! Karmada's feature gates and their defaults, as Karmada's `pkg/features` has them on its master
+//! after v1.19.0-rc.0: newer than the v1.16 reference, so some differ from v1.16's (listed in
+//! docs/compatibility.md, "Which Karmada version").
 
 use lariat::runtime::features::{FeatureSpec, PreRelease};
 
