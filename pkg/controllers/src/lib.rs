@@ -3,8 +3,10 @@
 //! module paths callers use (`karmada_controllers::detector`, `karmada_controllers::common`, …).
 //!
 //! The controllers live in one crate per domain, over a shared crate: a controller is found in one
-//! hop, touching one controller recompiles only its domain, and the agent depends on the domains it
-//! runs. See the README's layout section.
+//! hop, and touching one controller recompiles only its domain (then relinks the binaries). Both
+//! binaries depend on this crate; the agent runs only its own controllers (`clusterStatus`,
+//! `execution`, `workStatus`, `serviceExport`, `endpointsliceCollect`, `certRotation`), chosen at
+//! run time. See the README's architecture section.
 //!
 //! | crate | controllers |
 //! |---|---|

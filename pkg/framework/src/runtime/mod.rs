@@ -1,4 +1,4 @@
-//! Process runtime shared by controller binaries (the controller-manager now, an agent later): flag value
+//! Process runtime shared by controller binaries (the controller-manager and the agent): flag value
 //! types, logging, signals, leader election, probe and metrics servers, and the [`manager::Manager`]
 //! that ties them together.
 
