@@ -100,7 +100,10 @@ impl GoDuration {
                 if place == 0 {
                     break;
                 }
-                value += i128::from(digit.to_digit(10).unwrap_or(0)) * place;
+                // Checked: the whole part may already sit just below `i128::MAX`.
+                value = value
+                    .checked_add(i128::from(digit.to_digit(10).unwrap_or(0)) * place)
+                    .ok_or_else(|| err("overflow"))?;
             }
             total = total.checked_add(value).ok_or_else(|| err("overflow"))?;
             if total > i128::from(i64::MAX) {
