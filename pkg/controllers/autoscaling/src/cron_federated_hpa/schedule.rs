@@ -323,7 +323,11 @@ fn bits(min: u32, max: u32, step: u32) -> u64 {
     let mut i = min;
     while i <= max {
         out |= 1 << i;
-        i += step;
+        // A step may be as large as `u32::MAX`: stop instead of overflowing.
+        let Some(next) = i.checked_add(step) else {
+            break;
+        };
+        i = next;
     }
     out
 }
