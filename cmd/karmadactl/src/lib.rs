@@ -44,7 +44,9 @@ where
 
 /// `karmadactl join <name>` with its defaults, for a member given as kubeconfig YAML (its current
 /// context) and a control plane given as a client: what Karmada's Cluster API detector runs for a
-/// provisioned Cluster API cluster. Fails like `join` does, e.g. when the name is already taken.
+/// provisioned Cluster API cluster. Fails like `join` does, e.g. when the name is already taken, and
+/// refuses a kubeconfig that would run a command or read a local file
+/// ([`util::refuse_outside_references`]).
 pub async fn join_from_kubeconfig(
     host: kube::Client,
     name: &str,
@@ -57,6 +59,7 @@ pub async fn join_from_kubeconfig(
     let origin = format!("member cluster {name} (Cluster API kubeconfig Secret)");
     let kubeconfig = kube::config::Kubeconfig::from_yaml(member_kubeconfig)
         .map_err(|e| anyhow::anyhow!("{origin}: invalid kubeconfig: {e}"))?;
+    util::refuse_outside_references(&kubeconfig, &origin)?;
     let member = util::target_from(kubeconfig, origin, None, None).await?;
     let host = util::Target {
         client: host,
@@ -86,5 +89,32 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             println!("{}", token::create(a).await?);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A Cluster API kubeconfig Secret whose user runs a command is refused before anything reads
+    /// it: the command never runs (the client points nowhere; nothing is sent).
+    #[tokio::test]
+    async fn a_secret_kubeconfig_never_runs_its_exec_plugin() {
+        let marker = std::env::temp_dir().join(format!("karmadactl-exec-{}", std::process::id()));
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             contexts: [{{name: c, context: {{cluster: m, user: u}}}}]\n\
+             clusters: [{{name: m, cluster: {{server: 'https://127.0.0.1:1'}}}}]\n\
+             users: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, \
+             command: touch, args: ['{}']}}}}}}]\n",
+            marker.display()
+        );
+        let host =
+            kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap()))
+                .unwrap();
+        let err = super::join_from_kubeconfig(host, "m", &kubeconfig)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exec plugin"), "{err}");
+        assert!(!marker.exists(), "the exec plugin ran");
     }
 }

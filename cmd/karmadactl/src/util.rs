@@ -124,6 +124,48 @@ pub async fn target_from(
     })
 }
 
+/// Refuses a kubeconfig that reaches outside itself: an `exec` or `auth-provider` plugin (a command
+/// the reader would run) or a file path (`certificate-authority`, `client-certificate`,
+/// `client-key`, `tokenFile`, which the reader would read from its own disk). For kubeconfigs that come
+/// from objects (a Cluster API Secret): whoever may write that object must not make the
+/// controller-manager run a command or read its files. Karmada's Go client honours all of these.
+pub fn refuse_outside_references(kc: &Kubeconfig, origin: &str) -> anyhow::Result<()> {
+    for named in &kc.clusters {
+        if let Some(cluster) = &named.cluster
+            && cluster.certificate_authority.is_some()
+        {
+            anyhow::bail!(
+                "{origin}: cluster entry {:?} names a certificate-authority file; only \
+                 certificate-authority-data is accepted from a Secret",
+                named.name
+            );
+        }
+    }
+    for named in &kc.auth_infos {
+        let Some(user) = &named.auth_info else {
+            continue;
+        };
+        let outside = [
+            (user.exec.is_some(), "an exec plugin"),
+            (user.auth_provider.is_some(), "an auth-provider plugin"),
+            (
+                user.client_certificate.is_some(),
+                "a client-certificate file",
+            ),
+            (user.client_key.is_some(), "a client-key file"),
+            (user.token_file.is_some(), "a token file"),
+        ];
+        if let Some((_, what)) = outside.iter().find(|(present, _)| *present) {
+            anyhow::bail!(
+                "{origin}: user entry {:?} uses {what}; a kubeconfig from a Secret must carry its \
+                 credentials inline (token, client-certificate-data and client-key-data)",
+                named.name
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Wraps an API error with what was being done and on which side, and says plainly when it is a
 /// permission or connectivity problem.
 pub fn explain(err: kube::Error, action: &str, target: &Target) -> anyhow::Error {
@@ -184,5 +226,62 @@ mod tests {
             role_name("karmada-m"),
             "karmada-controller-manager:karmada-m"
         );
+    }
+
+    /// A kubeconfig with `user` as its one user entry and `cluster` as its one cluster entry.
+    fn kubeconfig(cluster: &str, user: &str) -> Kubeconfig {
+        Kubeconfig::from_yaml(&format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             contexts: [{{name: c, context: {{cluster: m, user: u}}}}]\n\
+             clusters: [{{name: m, cluster: {{server: 'https://127.0.0.1:1', {cluster}}}}}]\n\
+             users: [{{name: u, user: {{{user}}}}}]\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn kubeconfigs_from_objects_may_not_reach_outside_themselves() {
+        let inline = kubeconfig("certificate-authority-data: eA==", "token: t");
+        assert!(refuse_outside_references(&inline, "m").is_ok());
+        for (cluster, user, named) in [
+            (
+                "certificate-authority: /etc/passwd",
+                "token: t",
+                "certificate-authority file",
+            ),
+            (
+                "insecure-skip-tls-verify: true",
+                "exec: {apiVersion: client.authentication.k8s.io/v1, command: touch}",
+                "exec plugin",
+            ),
+            (
+                "insecure-skip-tls-verify: true",
+                "auth-provider: {name: gcp}",
+                "auth-provider",
+            ),
+            (
+                "insecure-skip-tls-verify: true",
+                "client-certificate: /etc/c, client-key-data: eA==",
+                "client-certificate file",
+            ),
+            (
+                "insecure-skip-tls-verify: true",
+                "client-certificate-data: eA==, client-key: /etc/k",
+                "client-key file",
+            ),
+            (
+                "insecure-skip-tls-verify: true",
+                "tokenFile: /var/run/secrets/token",
+                "token file",
+            ),
+        ] {
+            let err = refuse_outside_references(&kubeconfig(cluster, user), "member m")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(named) && err.starts_with("member m:"),
+                "{user}: {err}"
+            );
+        }
     }
 }
