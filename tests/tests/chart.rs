@@ -316,7 +316,9 @@ fn agent_chart_lints_renders_both_targets_and_rejects_bad_values() {
             "ClusterRoleBinding",
             "Namespace",
             "Role",
-            "RoleBinding"
+            "RoleBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
         ]
         .map(String::from)
         .into(),

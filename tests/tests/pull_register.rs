@@ -359,21 +359,21 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
     let es = "karmada-es-member1";
     for (verb, resource, ns, name) in [
         ("get", "cluster.karmada.io/clusters", "", "member1"),
+        ("patch", "cluster.karmada.io/clusters/status", "", "member1"),
         (
-            "update",
-            "cluster.karmada.io/clusters/status",
-            "",
-            "member1",
-        ),
-        (
-            "create",
+            "patch",
             "coordination.k8s.io/leases",
             "karmada-cluster",
             "member1",
         ),
+        (
+            "update",
+            "coordination.k8s.io/leases",
+            "karmada-system",
+            "karmada-agent-member1",
+        ),
         ("list", "work.karmada.io/works", es, ""),
         ("update", "work.karmada.io/works/status", es, "any"),
-        ("get", "/secrets", "karmada-cluster", "member1"),
     ] {
         assert!(
             can_i(&agent_client, verb, resource, ns, name).await,
@@ -393,7 +393,21 @@ async fn register_a_pull_cluster_with_a_bootstrap_token() {
         ("list", "work.karmada.io/works", "karmada-es-member2", ""),
         ("create", "work.karmada.io/works", NS, "x"),
         ("get", "/secrets", "karmada-cluster", "member2"),
+        ("get", "/secrets", "karmada-cluster", "member1"),
         ("list", "/secrets", "kube-system", ""),
+        (
+            "update",
+            "coordination.k8s.io/leases",
+            "karmada-system",
+            "karmada-controller-manager",
+        ),
+        (
+            "patch",
+            "coordination.k8s.io/leases",
+            "karmada-cluster",
+            "member2",
+        ),
+        ("create", "/events", "default", ""),
         ("create", "policy.karmada.io/propagationpolicies", NS, "x"),
         (
             "approve",

@@ -28,6 +28,7 @@ pub use cli::{
     Cli, Command, ControlPlaneArgs, JoinArgs, RegisterArgs, TokenCommand, TokenCreateArgs,
     UnjoinArgs, UnregisterArgs,
 };
+pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
 
 use std::ffi::OsString;
 

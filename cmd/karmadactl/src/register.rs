@@ -6,8 +6,9 @@
 //!    verified with that CA.
 //! 2. With the bootstrap token, requests a certificate for the RBAC generator
 //!    (`CN=system:karmada:agent:rbac-generator`), refuses a cluster name already in use, and creates
-//!    the agent's RBAC on the control plane ([`RbacResources`]): its own Cluster, its Lease, its
-//!    Secrets and its execution namespace `karmada-es-<cluster>`, nothing else.
+//!    the agent's RBAC on the control plane ([`RbacResources`]): its own Cluster, its Leases and
+//!    its execution namespace `karmada-es-<cluster>`, nothing else; and the
+//!    `karmada-agent-restriction` admission policy for what RBAC cannot limit.
 //! 3. Requests the agent's certificate (`O=system:karmada:agents`,
 //!    `CN=system:karmada:agent:<cluster>`, signer `kubernetes.io/kube-apiserver-client`); the
 //!    `agentcsrapproving` controller approves it and the control plane's signer issues it.
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestSpec,
@@ -79,46 +83,58 @@ fn user_subject(name: &str) -> Vec<Subject> {
     }]
 }
 
-/// The agent's RBAC on the control plane, named as Karmada names it, with the same objects; the
-/// verbs add `patch` where Karmada has `update` (its own Cluster's status, Leases, its Works):
-/// karmada-rs's controllers patch what they own instead of replacing it.
+/// The agent's RBAC on the control plane, named as Karmada names it but narrower (the same rights
+/// as the karmada-agent chart's `karmadaApiServer` target): its own Cluster, its cluster Lease, its
+/// leader-election Lease and the Works and Events of its execution namespace, each limited by
+/// `resourceNames` wherever RBAC can. No Secrets (karmada-rs's agent reports none) and no Events
+/// outside its execution namespace. What RBAC cannot limit (creating a Cluster or a Lease of another
+/// name, making its Cluster a Push cluster) the `karmada-agent-restriction` admission policy refuses
+/// ([`AGENT_RESTRICTION`]).
 pub struct RbacResources {
     /// `system:karmada:<cluster>:agent`.
     pub cluster_role: ClusterRole,
     /// Its binding to the agent's user.
     pub cluster_role_binding: ClusterRoleBinding,
-    /// `system:karmada:<cluster>:agent-secret` (cluster namespace) and `…:agent-work`
-    /// (`karmada-es-<cluster>`).
+    /// `system:karmada:<cluster>:agent-lease` (cluster namespace), `…:agent-work`
+    /// (`karmada-es-<cluster>`) and `…:agent-leader-election` (the agent's namespace).
     pub roles: Vec<Role>,
     /// Their bindings.
     pub role_bindings: Vec<RoleBinding>,
 }
 
+/// The `karmada-agent-restriction` ValidatingAdmissionPolicy and its binding (YAML, two documents),
+/// the same file the charts install.
+pub const AGENT_RESTRICTION: &str =
+    include_str!("../../../charts/karmada-agent/files/agent-restriction.yaml");
+
 impl RbacResources {
-    /// What the agent of `cluster` may do on the control plane.
-    pub fn new(cluster: &str, cluster_namespace: &str) -> Self {
+    /// What the agent of `cluster` may do on the control plane; `lease_namespace` is where its
+    /// leader-election Lease lives (`--leader-elect-resource-namespace`, register's `--namespace`).
+    pub fn new(cluster: &str, cluster_namespace: &str, lease_namespace: &str) -> Self {
         let user = agent_user(cluster);
         let name = format!("system:karmada:{cluster}:agent");
         let cluster_role = ClusterRole {
             metadata: meta(None, &name),
             rules: Some(vec![
-                rule(
-                    &["cluster.karmada.io"],
-                    &["clusters"],
-                    &[cluster],
-                    &["get", "delete"],
-                ),
+                // Registration lists Clusters (a name or ID in use) and creates its own.
                 rule(
                     &["cluster.karmada.io"],
                     &["clusters"],
                     &[],
-                    &["create", "list", "watch"],
+                    &["list", "create"],
+                ),
+                // Its own Cluster: read, watch (field selector on its name), patch its spec.
+                rule(
+                    &["cluster.karmada.io"],
+                    &["clusters"],
+                    &[cluster],
+                    &["get", "watch", "patch"],
                 ),
                 rule(
                     &["cluster.karmada.io"],
                     &["clusters/status"],
                     &[cluster],
-                    &["update", "patch"],
+                    &["patch"],
                 ),
                 rule(
                     &["config.karmada.io"],
@@ -127,23 +143,16 @@ impl RbacResources {
                         "resourceinterpretercustomizations",
                     ],
                     &[],
-                    &["get", "list", "watch"],
+                    &["list", "watch"],
                 ),
-                rule(&[""], &["namespaces"], &[], &["get"]),
-                rule(
-                    &["coordination.k8s.io"],
-                    &["leases"],
-                    &[],
-                    &["get", "create", "update", "patch"],
-                ),
+                rule(&[""], &["namespaces"], &[cluster_namespace], &["get"]),
+                // certRotation: its renewal CSRs (random names).
                 rule(
                     &["certificates.k8s.io"],
                     &["certificatesigningrequests"],
                     &[],
                     &["get", "create"],
                 ),
-                rule(&[""], &["services"], &[], &["list", "watch"]),
-                rule(&[""], &["events"], &[], &["patch", "create", "update"]),
             ]),
             ..ClusterRole::default()
         };
@@ -152,21 +161,18 @@ impl RbacResources {
             role_ref: role_ref("ClusterRole", &name),
             subjects: Some(user_subject(&user)),
         };
-        let secret = format!("system:karmada:{cluster}:agent-secret");
+        let lease = format!("system:karmada:{cluster}:agent-lease");
         let work = format!("system:karmada:{cluster}:agent-work");
+        let election = format!("system:karmada:{cluster}:agent-leader-election");
         let es = karmada_apis::names::execution_space_name(cluster);
-        let impersonator = format!("{cluster}-impersonator");
+        let leases = "coordination.k8s.io";
+        let election_lease = format!("karmada-agent-{cluster}");
         let roles = vec![
             Role {
-                metadata: meta(Some(cluster_namespace), &secret),
+                metadata: meta(Some(cluster_namespace), &lease),
                 rules: Some(vec![
-                    rule(
-                        &[""],
-                        &["secrets"],
-                        &[cluster, &impersonator],
-                        &["get", "patch"],
-                    ),
-                    rule(&[""], &["secrets"], &[], &["create"]),
+                    rule(&[leases], &["leases"], &[], &["create"]),
+                    rule(&[leases], &["leases"], &[cluster], &["get", "patch"]),
                 ]),
             },
             Role {
@@ -176,9 +182,7 @@ impl RbacResources {
                         &["work.karmada.io"],
                         &["works"],
                         &[],
-                        &[
-                            "get", "create", "list", "watch", "update", "patch", "delete",
-                        ],
+                        &["get", "list", "watch", "create", "patch", "delete"],
                     ),
                     rule(
                         &["work.karmada.io"],
@@ -186,21 +190,30 @@ impl RbacResources {
                         &[],
                         &["patch", "update"],
                     ),
+                    rule(&[""], &["events"], &[], &["create", "patch"]),
+                ]),
+            },
+            Role {
+                metadata: meta(Some(lease_namespace), &election),
+                rules: Some(vec![
+                    rule(&[leases], &["leases"], &[], &["create"]),
+                    rule(
+                        &[leases],
+                        &["leases"],
+                        &[&election_lease],
+                        &["get", "update"],
+                    ),
                 ]),
             },
         ];
-        let role_bindings = vec![
-            RoleBinding {
-                metadata: meta(Some(cluster_namespace), &secret),
-                role_ref: role_ref("Role", &secret),
+        let role_bindings = roles
+            .iter()
+            .map(|r| RoleBinding {
+                metadata: r.metadata.clone(),
+                role_ref: role_ref("Role", name_of(&r.metadata)),
                 subjects: Some(user_subject(&user)),
-            },
-            RoleBinding {
-                metadata: meta(Some(&es), &work),
-                role_ref: role_ref("Role", &work),
-                subjects: Some(user_subject(&user)),
-            },
-        ];
+            })
+            .collect();
         RbacResources {
             cluster_role,
             cluster_role_binding,
@@ -260,7 +273,7 @@ impl RbacResources {
             let ns = ns_of(&b.metadata);
             create_if_absent(&Api::namespaced(client.clone(), ns), b, "RoleBinding").await?;
         }
-        Ok(())
+        ensure_agent_restriction(client).await
     }
 
     /// Deletes them (absent ones are fine).
@@ -282,6 +295,35 @@ impl RbacResources {
         }
         Ok(())
     }
+}
+
+/// The policy and binding of [`AGENT_RESTRICTION`].
+pub fn agent_restriction()
+-> anyhow::Result<(ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)> {
+    let mut docs = AGENT_RESTRICTION.split("\n---\n");
+    let policy = docs.next().unwrap_or_default();
+    let binding = docs.next().unwrap_or_default();
+    Ok((
+        serde_saphyr::from_str(policy)
+            .context("parsing the karmada-agent-restriction ValidatingAdmissionPolicy")?,
+        serde_saphyr::from_str(binding)
+            .context("parsing the karmada-agent-restriction ValidatingAdmissionPolicyBinding")?,
+    ))
+}
+
+/// Creates or updates (server-side apply) the `karmada-agent-restriction` admission policy and its
+/// binding, shared by every agent (so `unregister` leaves them).
+pub async fn ensure_agent_restriction(client: &kube::Client) -> anyhow::Result<()> {
+    let (policy, binding) = agent_restriction()?;
+    let name = name_of(&policy.metadata).to_owned();
+    crate::bootstrap::apply(&Api::all(client.clone()), &name, &policy)
+        .await
+        .with_context(|| format!("applying ValidatingAdmissionPolicy {name}"))?;
+    let name = name_of(&binding.metadata).to_owned();
+    crate::bootstrap::apply(&Api::all(client.clone()), &name, &binding)
+        .await
+        .with_context(|| format!("applying ValidatingAdmissionPolicyBinding {name}"))?;
+    Ok(())
 }
 
 fn name_of(m: &ObjectMeta) -> &str {
@@ -645,7 +687,7 @@ pub async fn run(mut args: RegisterArgs) -> anyhow::Result<()> {
     .await?;
 
     // The RBAC generator: a short-lived identity that creates the agent's RBAC.
-    let rbac = RbacResources::new(&name, &args.cluster_namespace);
+    let rbac = RbacResources::new(&name, &args.cluster_namespace, &args.namespace);
     let generator_csr = format!("agent-rbac-generator-{name}{}", name_suffix()?);
     let (cert, key) = request_certificate(
         &bootstrap,
@@ -889,5 +931,44 @@ async fn wait_rollout(api: &Api<Deployment>, timeout: Duration) -> anyhow::Resul
             bail!("the karmada-agent Deployment did not roll out within {timeout:?}");
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_restriction_parses_and_both_charts_install_the_same() {
+        let (policy, binding) = agent_restriction().unwrap();
+        assert_eq!(
+            policy.metadata.name.as_deref(),
+            Some("karmada-agent-restriction")
+        );
+        assert_eq!(
+            binding.spec.policy_name.as_str(),
+            "karmada-agent-restriction"
+        );
+        assert_eq!(
+            AGENT_RESTRICTION,
+            include_str!("../../../charts/karmada-controller-manager/files/agent-restriction.yaml"),
+            "the two charts' copies differ"
+        );
+    }
+
+    #[test]
+    fn rbac_names_only_its_own_objects() {
+        let rbac = RbacResources::new("m1", "karmada-cluster", "karmada-system");
+        let text = serde_json::to_string(&(&rbac.cluster_role, &rbac.roles)).unwrap();
+        assert!(!text.contains("secrets"), "{text}");
+        assert!(text.contains("karmada-agent-m1"), "{text}");
+        for role in &rbac.roles {
+            for r in role.rules.iter().flatten() {
+                let names = r.resource_names.as_ref();
+                if r.resources.iter().flatten().any(|x| x == "leases") {
+                    assert!(names.is_some() || r.verbs == ["create"], "{r:?}");
+                }
+            }
+        }
     }
 }

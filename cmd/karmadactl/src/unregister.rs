@@ -150,7 +150,7 @@ pub async fn run(args: UnregisterArgs) -> anyhow::Result<()> {
     }
     println!("Successfully delete cluster object ({name}) from control plane.");
 
-    let rbac = RbacResources::new(&name, &args.cluster_namespace);
+    let rbac = RbacResources::new(&name, &args.cluster_namespace, &args.namespace);
     if args.karmada_config.is_some() {
         rbac.delete(&host)
             .await

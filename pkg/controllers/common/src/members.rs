@@ -74,6 +74,22 @@ pub enum ConnectError {
         /// What was wrong.
         message: String,
     },
+    /// The Secret was not made for this Cluster (see [`check_secret_owner`]): never used.
+    #[error(
+        "cluster {cluster}: secret {namespace}/{name} does not belong to it ({why}); its credentials \
+         are not used. A cluster's secret must have a controller ownerReference to the Cluster \
+         (kind Cluster, apiVersion cluster.karmada.io/v1alpha1, its name and uid), as karmadactl join sets"
+    )]
+    SecretNotOwned {
+        /// Cluster name.
+        cluster: String,
+        /// Secret namespace.
+        namespace: String,
+        /// Secret name.
+        name: String,
+        /// What is missing or different.
+        why: String,
+    },
     /// The framework refused the cluster.
     #[error("cluster {cluster}: {source}")]
     Framework {
@@ -83,6 +99,45 @@ pub enum ConnectError {
         #[source]
         source: Box<lariat::Error>,
     },
+}
+
+/// Whether `secret` was made for `cluster`: its controller ownerReference must name the Cluster
+/// (group `cluster.karmada.io`, kind `Cluster`) by name and uid. `karmadactl join` (ours and
+/// Karmada's) sets it right after creating the Cluster; a Cluster whose `secretRef` names another
+/// cluster's Secret (or any Secret nobody tied to it) therefore never gets those credentials used,
+/// whoever created or edited the Cluster.
+pub fn check_secret_owner(cluster: &Cluster, secret: &Secret) -> Result<(), ConnectError> {
+    let name = cluster.metadata.name.clone().unwrap_or_default();
+    let uid = cluster.metadata.uid.clone().unwrap_or_default();
+    let refused = |why: String| ConnectError::SecretNotOwned {
+        cluster: name.clone(),
+        namespace: secret.metadata.namespace.clone().unwrap_or_default(),
+        name: secret.metadata.name.clone().unwrap_or_default(),
+        why,
+    };
+    let controller = secret
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    let Some(owner) = controller else {
+        return Err(refused("it has no controller ownerReference".to_owned()));
+    };
+    let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);
+    if group != "cluster.karmada.io" || owner.kind != "Cluster" {
+        return Err(refused(format!(
+            "it is controlled by {} {}",
+            owner.kind, owner.name
+        )));
+    }
+    if owner.name != name || uid.is_empty() || owner.uid != uid {
+        return Err(refused(format!(
+            "it is controlled by Cluster {} (uid {})",
+            owner.name, owner.uid
+        )));
+    }
+    Ok(())
 }
 
 /// What a member connection was built from; a change means the member must be reconnected.
@@ -355,6 +410,11 @@ impl MemberClusters {
         secret: &Secret,
     ) -> Result<lariat::Cluster, ConnectError> {
         let name = cluster.metadata.name.clone().unwrap_or_default();
+        if let Err(e) = check_secret_owner(cluster, secret) {
+            // Credentials it no longer may use: drop a connection built from them.
+            self.disconnect(&name).await;
+            return Err(e);
+        }
         let creds = Credentials::from(cluster, secret)?;
         let existing = self.registry.get(&name);
         let same = self.lock_credentials().get(&name) == Some(&creds);
@@ -413,6 +473,46 @@ impl MemberClusters {
                     .send(MemberEvent::Disconnected(name.to_string()));
             }
             Err(e) => tracing::debug!(cluster = name, error = %e, "member already disconnected"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn secret_owned_by(kind: &str, name: &str, uid: &str, controller: bool) -> Secret {
+        let mut s = Secret::default();
+        s.metadata.namespace = Some("karmada-cluster".into());
+        s.metadata.name = Some("m2".into());
+        s.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "cluster.karmada.io/v1alpha1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            controller: Some(controller),
+            block_owner_deletion: Some(true),
+        }]);
+        s
+    }
+
+    #[test]
+    fn a_secret_serves_only_the_cluster_that_controls_it() {
+        let mut cluster = Cluster::new("m1", Default::default());
+        cluster.metadata.uid = Some("u1".into());
+        assert!(
+            check_secret_owner(&cluster, &secret_owned_by("Cluster", "m1", "u1", true)).is_ok()
+        );
+        for bad in [
+            Secret::default(),
+            secret_owned_by("Cluster", "m1", "u1", false),
+            secret_owned_by("Cluster", "m2", "u2", true),
+            secret_owned_by("Cluster", "m1", "u-old", true),
+            secret_owned_by("Deployment", "m1", "u1", true),
+        ] {
+            let err = check_secret_owner(&cluster, &bad).unwrap_err();
+            assert!(matches!(err, ConnectError::SecretNotOwned { .. }), "{err}");
         }
     }
 }

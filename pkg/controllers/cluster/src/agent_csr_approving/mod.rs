@@ -3,15 +3,20 @@
 //! so that `karmadactl register` (bootstrap token) and the agent's certificate rotation get a
 //! certificate signed by the control plane's `kubernetes.io/kube-apiserver-client` signer.
 //!
-//! A CSR is approved when it is an agent CSR (signer `kubernetes.io/kube-apiserver-client`, subject
-//! organization exactly `system:karmada:agents`, common name `system:karmada:agent:<…>`, no
-//! subject alternative names, usages digital signature + client auth, with or without key
-//! encipherment) and its requester may `create` `certificatesigningrequests/selfclusteragent` (the
+//! A CSR is approved when it is an agent CSR (signer `kubernetes.io/kube-apiserver-client`, a
+//! subject of exactly one organization `system:karmada:agents` and exactly one common name
+//! `system:karmada:agent:<…>` and no other attribute, no subject alternative names, usages digital
+//! signature + client auth, with or without key encipherment) and its requester may `create` `certificatesigningrequests/selfclusteragent` (the
 //! requester is the certificate's own subject: a renewal) or
 //! `certificatesigningrequests/clusteragent` (anyone else, e.g. a bootstrap token), checked by a
 //! SubjectAccessReview. Everything else is left alone, as in Karmada (neither approved nor denied:
 //! an administrator may still decide); a request that claims to be an agent's but is refused gets a
 //! Warning Event `AgentCSRNotApproved` saying why.
+//!
+//! Stricter than Karmada on the subject: the signer copies the whole subject into the certificate
+//! and the API server takes the user from its last common name, so a request with two common names
+//! (or any attribute we do not check) could pass as one identity here and authenticate as another.
+//! Only a subject with one `O` and one `CN` and nothing else is an agent's.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,6 +30,7 @@ use k8s_openapi::api::certificates::v1::{
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use lariat::{HandlerResult, ObjectKey, SharedController};
+use x509_parser::cri_attributes::ParsedCriAttribute;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
@@ -72,6 +78,15 @@ pub enum NotAgentCsr {
     /// Common name without the agent prefix.
     #[error("subject common name does not begin with system:karmada:agent: prefix")]
     CommonName,
+    /// Not exactly one common name.
+    #[error("subject must have exactly one common name, has {0}")]
+    CommonNameCount(usize),
+    /// A subject attribute other than one `O` and one `CN`.
+    #[error("subject attribute {0} is not allowed (only one O and one CN)")]
+    ExtraAttribute(String),
+    /// A subject alternative name of a kind the approver does not know.
+    #[error("subjectAltNames are not allowed")]
+    OtherSan,
     /// Wrong usages.
     #[error("usages did not match [client auth digital signature key encipherment]")]
     Usages,
@@ -82,10 +97,16 @@ pub enum NotAgentCsr {
 pub struct RequestSubject {
     /// Every `O`.
     pub organizations: Vec<String>,
-    /// The `CN` (empty when absent).
+    /// The `CN` (the last one, as the API server reads it; empty when absent).
     pub common_name: String,
+    /// How many `CN`s the subject has.
+    pub common_names: usize,
+    /// The OIDs of subject attributes other than `O` and `CN`.
+    pub other_attributes: Vec<String>,
     /// DNS, email, IP and URI SAN counts.
     pub sans: [usize; 4],
+    /// SANs of other kinds, and empty SAN extensions.
+    pub other_sans: usize,
 }
 
 /// Parses a PEM (or DER) PKCS#10 request.
@@ -106,26 +127,48 @@ pub fn parse_request(request: &[u8]) -> Result<RequestSubject, NotAgentCsr> {
     let text = |a: &x509_parser::x509::AttributeTypeAndValue<'_>| {
         a.as_str().map(str::to_owned).unwrap_or_default()
     };
+    let cn_oid = x509_parser::oid_registry::OID_X509_COMMON_NAME;
+    let o_oid = x509_parser::oid_registry::OID_X509_ORGANIZATION_NAME;
     let mut out = RequestSubject {
         organizations: subject.iter_organization().map(text).collect(),
         common_name: subject
             .iter_common_name()
-            .next()
+            .last()
             .map(text)
             .unwrap_or_default(),
-        sans: [0; 4],
+        common_names: subject.iter_common_name().count(),
+        ..RequestSubject::default()
     };
-    if let Some(exts) = csr.requested_extensions() {
-        for ext in exts {
-            if let ParsedExtension::SubjectAlternativeName(san) = ext {
-                for n in &san.general_names {
-                    match n {
-                        GeneralName::DNSName(_) => out.sans[0] += 1,
-                        GeneralName::RFC822Name(_) => out.sans[1] += 1,
-                        GeneralName::IPAddress(_) => out.sans[2] += 1,
-                        GeneralName::URI(_) => out.sans[3] += 1,
-                        _ => {}
-                    }
+    for attr in subject.iter_attributes() {
+        let oid = attr.attr_type();
+        if *oid != cn_oid && *oid != o_oid {
+            out.other_attributes.push(oid.to_id_string());
+        }
+    }
+    let san_oid = x509_parser::oid_registry::OID_X509_EXT_SUBJECT_ALT_NAME;
+    for attr in csr.certification_request_info.iter_attributes() {
+        let ParsedCriAttribute::ExtensionRequest(requested) = attr.parsed_attribute() else {
+            continue;
+        };
+        for ext in &requested.extensions {
+            if ext.oid != san_oid {
+                continue;
+            }
+            let ParsedExtension::SubjectAlternativeName(san) = ext.parsed_extension() else {
+                // A SAN extension the parser could not read is still one the signer may copy.
+                out.other_sans += 1;
+                continue;
+            };
+            if san.general_names.is_empty() {
+                out.other_sans += 1;
+            }
+            for n in &san.general_names {
+                match n {
+                    GeneralName::DNSName(_) => out.sans[0] += 1,
+                    GeneralName::RFC822Name(_) => out.sans[1] += 1,
+                    GeneralName::IPAddress(_) => out.sans[2] += 1,
+                    GeneralName::URI(_) => out.sans[3] += 1,
+                    _ => out.other_sans += 1,
                 }
             }
         }
@@ -151,6 +194,15 @@ pub fn validate_agent_request(
         if *count > 0 {
             return Err(err);
         }
+    }
+    if subject.other_sans > 0 {
+        return Err(NotAgentCsr::OtherSan);
+    }
+    if let Some(oid) = subject.other_attributes.first() {
+        return Err(NotAgentCsr::ExtraAttribute(oid.clone()));
+    }
+    if subject.common_names != 1 {
+        return Err(NotAgentCsr::CommonNameCount(subject.common_names));
     }
     if !subject.common_name.starts_with(AGENT_USER_PREFIX) {
         return Err(NotAgentCsr::CommonName);
@@ -452,8 +504,81 @@ mod tests {
         RequestSubject {
             organizations: o.iter().map(|s| (*s).to_owned()).collect(),
             common_name: cn.into(),
-            sans: [0; 4],
+            common_names: 1,
+            ..RequestSubject::default()
         }
+    }
+
+    /// A PEM request made by openssl for `subject` (`/O=…/CN=…`), which may repeat attributes.
+    fn openssl_request(subject: &str) -> Option<Vec<u8>> {
+        let dir =
+            std::env::temp_dir().join(format!("csr-{}-{}", std::process::id(), subject.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("key.pem");
+        let out = std::process::Command::new("openssl")
+            .args([
+                "req",
+                "-new",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ])
+            .args(["-nodes", "-multivalue-rdn", "-subj", subject, "-keyout"])
+            .arg(&key)
+            .output()
+            .ok()?;
+        let _ = std::fs::remove_dir_all(&dir);
+        out.status.success().then_some(out.stdout)
+    }
+
+    #[test]
+    fn refuses_subjects_the_api_server_reads_differently() {
+        let full = usages(&["digital signature", "key encipherment", "client auth"]);
+        let Some(own) = openssl_request("/O=system:karmada:agents/CN=system:karmada:agent:m1")
+        else {
+            eprintln!("openssl not available: skipped");
+            return;
+        };
+        let own = parse_request(&own).unwrap();
+        assert_eq!(validate_agent_request(&own, &full), Ok(()));
+        for (subject, err) in [
+            (
+                "/O=system:karmada:agents/CN=system:karmada:agent:m1/CN=system:karmada:agent:rbac-generator",
+                NotAgentCsr::CommonNameCount(2),
+            ),
+            (
+                "/O=system:karmada:agents/CN=system:karmada:agent:rbac-generator/CN=system:karmada:agent:m1",
+                NotAgentCsr::CommonNameCount(2),
+            ),
+            (
+                "/O=system:karmada:agents/CN=system:karmada:agent:m1+CN=admin",
+                NotAgentCsr::CommonNameCount(2),
+            ),
+            (
+                "/O=system:karmada:agents/OU=x/CN=system:karmada:agent:m1",
+                NotAgentCsr::ExtraAttribute("2.5.4.11".into()),
+            ),
+            (
+                "/O=system:karmada:agents/O=system:masters/CN=system:karmada:agent:m1",
+                NotAgentCsr::Organization,
+            ),
+        ] {
+            let parsed = parse_request(&openssl_request(subject).unwrap()).unwrap();
+            assert_eq!(
+                validate_agent_request(&parsed, &full),
+                Err(err),
+                "{subject}"
+            );
+        }
+        let two = parse_request(
+            &openssl_request(
+                "/O=system:karmada:agents/CN=system:karmada:agent:m1/CN=system:karmada:agent:m2",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(two.common_name, "system:karmada:agent:m2", "the last one");
     }
 
     fn usages(u: &[&str]) -> Vec<String> {

@@ -46,7 +46,7 @@ use lariat::{CacheScope, HandlerResult, ObjectKey};
 use conditions::ConditionCache;
 use karmada_controllers_common::conditions::{new_condition, set_condition};
 use karmada_controllers_common::handlers::{register, serve_when_synced};
-use karmada_controllers_common::members::MemberClusters;
+use karmada_controllers_common::members::{ConnectError, MemberClusters};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, Settings, StartFn,
@@ -67,6 +67,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Errors of one status sync.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
+    /// The Secret `spec.secretRef` names does not belong to the Cluster (reported in its Ready
+    /// condition; retried with backoff, as `karmadactl join` sets the owner just after creating it).
+    #[error("{0}")]
+    SecretNotOwned(String),
     /// Writing the Cluster status failed.
     #[error("cluster {cluster}: updating status: {source}")]
     UpdateStatus {
@@ -320,12 +324,12 @@ impl Controller {
             Some(_) => self
                 .members
                 .get(&name)
-                .ok_or_else(|| format!("cluster {name} is not connected")),
+                .ok_or_else(|| (format!("cluster {name} is not connected"), false)),
             None => self.connect(cluster, secret_ref).await,
         };
         let member = match member {
             Ok(m) => m,
-            Err(message) => {
+            Err((message, not_owned)) => {
                 tracing::warn!(cluster = %name, error = %message, "cannot build a client for the member");
                 let observed = new_condition(
                     CLUSTER_CONDITION_READY,
@@ -334,7 +338,11 @@ impl Controller {
                     &format!("failed to create a ClusterClient: {message}"),
                 );
                 let ready = self.conditions.threshold_adjusted(cluster, observed);
-                return self.update_status(cluster, None, vec![ready]).await;
+                let updated = self.update_status(cluster, None, vec![ready]).await?;
+                if not_owned {
+                    return Err(SyncError::SecretNotOwned(message));
+                }
+                return Ok(updated);
             }
         };
         let client = member.clients().client();
@@ -425,20 +433,22 @@ impl Controller {
         &self,
         cluster: &Cluster,
         secret_ref: Option<&karmada_apis::cluster::v1alpha1::LocalSecretReference>,
-    ) -> Result<lariat::Cluster, String> {
+    ) -> Result<lariat::Cluster, (String, bool)> {
         let Some(secret_ref) = secret_ref else {
-            return Err("spec.secretRef is empty".to_owned());
+            return Err(("spec.secretRef is empty".to_owned(), false));
         };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &secret_ref.namespace);
         match secrets.get(&secret_ref.name).await {
-            Ok(secret) => self
-                .members
-                .connect(cluster, &secret)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(format!(
-                "cannot get secret {}/{}: {e}",
-                secret_ref.namespace, secret_ref.name
+            Ok(secret) => self.members.connect(cluster, &secret).await.map_err(|e| {
+                let not_owned = matches!(e, ConnectError::SecretNotOwned { .. });
+                (e.to_string(), not_owned)
+            }),
+            Err(e) => Err((
+                format!(
+                    "cannot get secret {}/{}: {e}",
+                    secret_ref.namespace, secret_ref.name
+                ),
+                false,
             )),
         }
     }
