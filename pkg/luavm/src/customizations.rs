@@ -34,6 +34,16 @@ pub fn customization_of(error: &ScriptError) -> Option<&str> {
         .next()
 }
 
+/// The operation field (`retention`, `replicaResource`, ...) of the customization script that
+/// failed with `error`.
+pub fn operation_of(error: &ScriptError) -> Option<&str> {
+    error
+        .script()
+        .strip_prefix(SCRIPT_PREFIX)?
+        .split_whitespace()
+        .nth(1)
+}
+
 /// Where the customizations come from: the full current list, or `None` while not yet known.
 pub type Source = Box<dyn Fn() -> Option<Vec<Arc<ResourceInterpreterCustomization>>> + Send + Sync>;
 

@@ -68,7 +68,8 @@ pub enum ScriptError {
     /// suspended: calls fail at once until the customization changes (one call retries it
     /// at full cost now and then).
     #[error(
-        "{script}: suspended after {overruns} calls in a row stopped by the time or memory limit; calls fail at once until the customization changes (next retry in {retry_in:?})"
+        "{script}: suspended after {overruns} calls in a row stopped by the time or memory limit; calls fail at once until the customization changes (one call retries every {}s)",
+        crate::script::SUSPENDED_FOR.as_secs()
     )]
     Suspended {
         /// Which script.
