@@ -94,6 +94,9 @@ pub const SUSPEND_AFTER: u32 = 3;
 /// How long a suspended script fails fast before one call may try it again at full cost.
 pub const SUSPENDED_FOR: Duration = Duration::from_secs(60);
 
+/// A call waits for a Lua thread at most this many time limits before it is given up unrun.
+const QUEUE_WAIT_FACTOR: u32 = 2;
+
 /// How a binary (precompiled) chunk starts; only source text is loaded.
 const BINARY_SIGNATURE: &[u8] = b"\x1bLua";
 
@@ -215,11 +218,11 @@ impl Script {
         }
         let job = self.inner.clone();
         let time = inner.limits.time;
-        let result = match pool::run(time, time, move || f(&job)) {
+        let result = match pool::run(QUEUE_WAIT_FACTOR * time, time, move || f(&job)) {
             pool::Outcome::Done(r) => r,
             pool::Outcome::Busy => Err(ScriptError::Busy {
                 script: inner.name.clone(),
-                waited: time,
+                waited: QUEUE_WAIT_FACTOR * time,
             }),
             pool::Outcome::NoAnswer => Err(ScriptError::Timeout {
                 script: inner.name.clone(),
