@@ -401,10 +401,10 @@ async fn hostile_customizations_never_stall_the_controller_manager() {
     assert_eq!(holders.len(), 1, "one holder throughout: {holders:?}");
     let mut worst = Duration::ZERO;
     for w in seen.windows(2) {
-        worst = worst.max(w[1].0 - w[0].0);
+        worst = worst.max(w[1].0.saturating_duration_since(w[0].0));
     }
     assert!(
-        worst < RENEW_DEADLINE - RETRY,
+        worst < RENEW_DEADLINE.saturating_sub(RETRY),
         "a renewal gap of {worst:?} over {:?}",
         watch_from.elapsed()
     );

@@ -27,7 +27,7 @@ pub(crate) fn install(lua: &Lua) -> mlua::Result<()> {
 
 /// Wraps the Rust functions (`error` at level 3: the caller of the wrapper, which `check` was
 /// tail-called from).
-const WRAP: &str = r#"
+const WRAP: &str = r"
 local find, match, gmatch = ...
 local error = error
 local function check(ok, ...)
@@ -40,7 +40,7 @@ string.gmatch = function(...)
   local step = check(gmatch(...))
   return function() return check(step()) end
 end
-"#;
+";
 
 /// `true, values...` or `false, message` for a result.
 fn status(lua: &Lua, result: mlua::Result<MultiValue>) -> mlua::Result<MultiValue> {

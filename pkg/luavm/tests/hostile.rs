@@ -288,6 +288,8 @@ fn a_script_that_keeps_overrunning_is_suspended_until_it_changes() {
 
 /// Many hostile calls at once from async tasks: the runtime's other tasks keep ticking.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The guard only keeps the sync tests of this file out while this one runs.
+#[allow(clippy::await_holding_lock)]
 async fn hostile_calls_never_block_the_async_runtime() {
     let _serial = tokio::task::block_in_place(serial);
     let ticker = tokio::spawn(async {
