@@ -355,6 +355,13 @@ pub mod event_reasons {
     /// customization itself). karmada-rs's own: Karmada rejects bad scripts at admission and
     /// reports failures only on the objects interpreted.
     pub const INTERPRETER_SCRIPT_FAILED: &str = "InterpreterScriptFailed";
+    /// A ResourceInterpreterCustomization's script was stopped by its time or memory limit
+    /// (on the customization). karmada-rs's own.
+    pub const INTERPRETER_SCRIPT_LIMIT_EXCEEDED: &str = "InterpreterScriptLimitExceeded";
+    /// A ResourceInterpreterCustomization's script kept overrunning its limits and is
+    /// suspended: its calls fail at once until the customization changes (on the
+    /// customization). karmada-rs's own.
+    pub const INTERPRETER_SCRIPT_SUSPENDED: &str = "InterpreterScriptSuspended";
     /// A policy preempted a template.
     pub const PREEMPT_POLICY_SUCCEED: &str = "PreemptPolicySucceed";
     /// A policy failed to preempt a template.

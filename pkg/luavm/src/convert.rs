@@ -46,6 +46,9 @@ pub(crate) fn to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
     })
 }
 
+/// How deep returned tables may nest (Kubernetes objects are a few dozen levels deep).
+pub const MAX_DEPTH: usize = 512;
+
 /// Why a Lua value could not become JSON (the messages follow gopher-json's).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EncodeError {
@@ -64,6 +67,9 @@ pub enum EncodeError {
     /// NaN or an infinity.
     #[error("json: unsupported value: {0}")]
     UnsupportedNumber(String),
+    /// Tables nested deeper than [`MAX_DEPTH`] (the conversion recurses once per level).
+    #[error("tables nested more than {MAX_DEPTH} deep")]
+    TooDeep,
     /// The VM failed while reading the table (e.g. out of memory).
     #[error("{0}")]
     Lua(String),
@@ -72,10 +78,14 @@ pub enum EncodeError {
 /// Converts a Lua value into JSON (see the module docs).
 pub(crate) fn from_lua(value: &LuaValue) -> Result<Value, EncodeError> {
     let mut visited = HashSet::new();
-    encode(value, &mut visited)
+    encode(value, &mut visited, 0)
 }
 
-fn encode(value: &LuaValue, visited: &mut HashSet<usize>) -> Result<Value, EncodeError> {
+fn encode(
+    value: &LuaValue,
+    visited: &mut HashSet<usize>,
+    depth: usize,
+) -> Result<Value, EncodeError> {
     match value {
         LuaValue::Nil => Ok(Value::Null),
         LuaValue::Boolean(b) => Ok(Value::Bool(*b)),
@@ -83,7 +93,7 @@ fn encode(value: &LuaValue, visited: &mut HashSet<usize>) -> Result<Value, Encod
         LuaValue::Integer(i) => Ok(Value::from(*i)),
         LuaValue::Number(n) => number(*n),
         LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
-        LuaValue::Table(table) => encode_table(table, visited),
+        LuaValue::Table(table) => encode_table(table, visited, depth + 1),
         other => Err(EncodeError::InvalidType(other.type_name())),
     }
 }
@@ -107,7 +117,14 @@ pub(crate) fn number(n: f64) -> Result<Value, EncodeError> {
         .ok_or_else(|| EncodeError::UnsupportedNumber(n.to_string()))
 }
 
-fn encode_table(table: &Table, visited: &mut HashSet<usize>) -> Result<Value, EncodeError> {
+fn encode_table(
+    table: &Table,
+    visited: &mut HashSet<usize>,
+    depth: usize,
+) -> Result<Value, EncodeError> {
+    if depth > MAX_DEPTH {
+        return Err(EncodeError::TooDeep);
+    }
     if !visited.insert(table.to_pointer() as usize) {
         return Err(EncodeError::Nested);
     }
@@ -128,7 +145,7 @@ fn encode_table(table: &Table, visited: &mut HashSet<usize>) -> Result<Value, En
         (false, true) => {
             let mut object = Map::new();
             for (key, value) in strings {
-                object.insert(key, encode(&value, visited)?);
+                object.insert(key, encode(&value, visited, depth)?);
             }
             Ok(Value::Object(object))
         }
@@ -139,7 +156,7 @@ fn encode_table(table: &Table, visited: &mut HashSet<usize>) -> Result<Value, En
                 if key != f64::from(expected) {
                     return Err(EncodeError::SparseArray);
                 }
-                array.push(encode(&value, visited)?);
+                array.push(encode(&value, visited, depth)?);
             }
             Ok(Value::Array(array))
         }

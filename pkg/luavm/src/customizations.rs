@@ -34,6 +34,16 @@ pub fn customization_of(error: &ScriptError) -> Option<&str> {
         .next()
 }
 
+/// The operation field (`retention`, `replicaResource`, ...) of the customization script that
+/// failed with `error`.
+pub fn operation_of(error: &ScriptError) -> Option<&str> {
+    error
+        .script()
+        .strip_prefix(SCRIPT_PREFIX)?
+        .split_whitespace()
+        .nth(1)
+}
+
 /// Where the customizations come from: the full current list, or `None` while not yet known.
 pub type Source = Box<dyn Fn() -> Option<Vec<Arc<ResourceInterpreterCustomization>>> + Send + Sync>;
 
@@ -106,15 +116,25 @@ impl Customizations {
         Self::new(Box::new(move || Some(list.clone())), limits)
     }
 
-    /// Errors of the scripts that do not compile, by customization name (for events and
-    /// status).
+    /// Errors of the scripts that do not load (binary chunk, syntax, top level, missing
+    /// function), by customization name (for events and status). Loads every script.
     pub fn compile_errors(&self) -> Vec<(String, ScriptError)> {
         self.refresh();
-        let loaded = self.loaded.read().unwrap_or_else(PoisonError::into_inner);
-        let mut errors: Vec<_> = loaded
-            .cache
-            .iter()
-            .filter_map(|((name, _, _), c)| c.as_ref().err().map(|e| (name.clone(), e.clone())))
+        let scripts: Vec<(String, Compiled)> = {
+            let loaded = self.loaded.read().unwrap_or_else(PoisonError::into_inner);
+            loaded
+                .cache
+                .iter()
+                .map(|((name, _, _), c)| (name.clone(), c.clone()))
+                .collect()
+        };
+        let mut errors: Vec<_> = scripts
+            .into_iter()
+            .filter_map(|(name, c)| {
+                c.and_then(|s| s.check().map(|()| s))
+                    .err()
+                    .map(|e| (name, e))
+            })
             .collect();
         errors.sort_by(|a, b| a.0.cmp(&b.0));
         errors
@@ -159,7 +179,9 @@ impl Customizations {
                 };
                 let id = (name.clone(), rv.clone(), op);
                 let compiled = loaded.cache.remove(&id).unwrap_or_else(|| {
-                    Script::compile(
+                    // Loaded on first use, on the Lua threads: a hostile top level never runs
+                    // here, under the lock every caller takes.
+                    Script::lazy(
                         format!("{SCRIPT_PREFIX}{name} {}", op.field()),
                         op,
                         script.lua_script.clone(),

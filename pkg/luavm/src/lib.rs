@@ -23,10 +23,13 @@
 pub mod convert;
 mod customizations;
 mod error;
+mod lstring;
+mod pattern;
+pub mod pool;
 mod sandbox;
 mod script;
 
-pub use customizations::{Customizations, Source, customization_of};
+pub use customizations::{Customizations, Source, customization_of, operation_of};
 pub use error::ScriptError;
 pub use sandbox::Limits;
-pub use script::{LuaOperation, Script};
+pub use script::{LuaOperation, SUSPEND_AFTER, SUSPENDED_FOR, Script};

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use apimachinery::{Format, Quantity};
 use karmada_interpreter::InterpreterOptions;
+use mlua::chunk::ChunkMode;
 use mlua::{HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::Value;
 
@@ -42,12 +43,20 @@ pub(crate) fn set_deadline(lua: &Lua, deadline: Option<Instant>) {
     lua.set_app_data(Deadline(deadline));
 }
 
+/// The deadline of the call in progress, if any.
+pub(crate) fn deadline(lua: &Lua) -> Option<Instant> {
+    lua.app_data_ref::<Deadline>().and_then(|d| d.0)
+}
+
 /// Whether the call in progress is past its deadline.
 pub(crate) fn expired(lua: &Lua) -> bool {
-    lua.app_data_ref::<Deadline>()
-        .and_then(|d| d.0)
-        .is_some_and(|d| Instant::now() >= d)
+    deadline(lua).is_some_and(|d| Instant::now() >= d)
 }
+
+/// Instructions between two looks at the deadline. Small enough that a loop of C calls that
+/// each do bounded work (a concatenation of strings up to the memory limit) cannot overrun
+/// the deadline by much; large enough to stay cheap (one hook call per 128 instructions).
+const HOOK_EVERY: u32 = 128;
 
 /// Lua run once per state, with `expired`, the kube loader and `print` as arguments: removes
 /// what Karmada removes and keeps `pcall` from swallowing the time limit.
@@ -82,6 +91,11 @@ for _, name in ipairs({"byte", "find", "format", "len", "lower", "match", "gmatc
   end
 end
 string.gfind = string.gmatch
+-- The default order runs in C without the instruction hook (and Lua 5.1's quicksort is
+-- quadratic on hostile input): sort with a Lua comparator so the time limit applies.
+local rawsort = table.sort
+local function less(a, b) return a < b end
+table.sort = function(t, f) return rawsort(t, f or less) end
 local rawpcall, rawxpcall = pcall, xpcall
 local function check(ok, ...)
   if not ok and expired() then error(timeout, 0) end
@@ -103,6 +117,7 @@ pub(crate) fn new_state(limits: &Limits) -> mlua::Result<Lua> {
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS | StdLib::PACKAGE,
         LuaOptions::new(),
     )?;
+    crate::lstring::install(&lua)?;
     let expired_fn = lua.create_function(|lua, ()| Ok(expired(lua)))?;
     let kube = kube_library(&lua, limits.options.clone())?;
     let loader = lua.create_function(move |_, ()| Ok(kube.clone()))?;
@@ -111,14 +126,12 @@ pub(crate) fn new_state(limits: &Limits) -> mlua::Result<Lua> {
         tracing::debug!(target: "karmada_luavm::print", "{}", text.join("\t"));
         Ok(())
     })?;
-    lua.load(SANDBOX).set_name("=sandbox").call::<()>((
-        expired_fn,
-        loader,
-        print,
-        TIMEOUT_MESSAGE,
-    ))?;
+    lua.load(SANDBOX)
+        .set_name("=sandbox")
+        .set_mode(ChunkMode::Text)
+        .call::<()>((expired_fn, loader, print, TIMEOUT_MESSAGE))?;
     lua.set_hook(
-        HookTriggers::new().every_nth_instruction(1000),
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
         |lua, _debug| {
             if expired(lua) {
                 Err(mlua::Error::runtime(TIMEOUT_MESSAGE))

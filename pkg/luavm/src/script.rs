@@ -2,17 +2,19 @@
 //! once (so its function is defined), and the operations that call it with Karmada's argument
 //! and result conversions.
 
-use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use karmada_apis::config::v1alpha1::DependentObjectReference;
 use karmada_apis::work::v1alpha2::{AggregatedStatusItem, Component, ReplicaRequirements};
+use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, MultiValue, Value as LuaValue};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::convert;
 use crate::error::ScriptError;
+use crate::pool;
 use crate::sandbox::{self, Limits};
 
 /// The operations a customization can define: their field in `spec.customizations` and the
@@ -82,49 +84,313 @@ impl LuaOperation {
 /// States kept idle per script; more are made when calls overlap, and dropped after.
 const MAX_IDLE: usize = 4;
 
-/// A compiled script for one operation. Calls may run concurrently (each on its own state);
-/// a state whose call failed is discarded, so a failure never leaks into the next call.
-#[derive(Debug)]
+/// A state holding more than this after a call (what the script left in its globals) is
+/// collected, and dropped rather than kept idle when it still does.
+const IDLE_MEMORY: usize = 4 << 20;
+
+/// Consecutive calls stopped by the time or memory limit after which a script is suspended.
+pub const SUSPEND_AFTER: u32 = 3;
+
+/// How long a suspended script fails fast before one call may try it again at full cost.
+pub const SUSPENDED_FOR: Duration = Duration::from_secs(60);
+
+/// A call waits for a Lua thread at most this many time limits before it is given up unrun.
+const QUEUE_WAIT_FACTOR: u32 = 2;
+
+/// How a binary (precompiled) chunk starts; only source text is loaded.
+const BINARY_SIGNATURE: &[u8] = b"\x1bLua";
+
+/// A compiled script for one operation. Calls may run concurrently (each on its own state, on
+/// the Lua threads of [`crate::pool`]); a state whose call failed is discarded, so a failure
+/// never leaks into the next call. Cheap to clone.
+#[derive(Debug, Clone)]
 pub struct Script {
+    inner: Arc<Inner>,
+}
+
+/// The circuit breaker of one script: consecutive limit overruns, and until when it is open.
+#[derive(Debug, Default)]
+struct Breaker {
+    overruns: u32,
+    open_until: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Inner {
     name: String,
     operation: LuaOperation,
     source: String,
     limits: Limits,
     idle: Mutex<Vec<Lua>>,
+    breaker: Mutex<Breaker>,
 }
 
 impl Script {
     /// Compiles `source` for `operation`; `name` says whose script it is in errors (e.g.
-    /// `ResourceInterpreterCustomization my-rule retention`). Fails on a syntax error, an error
-    /// while the script's top level runs, or a missing function.
+    /// `ResourceInterpreterCustomization my-rule retention`). Fails on a binary chunk, a
+    /// syntax error, an error while the script's top level runs, or a missing function.
     pub fn compile(
         name: impl Into<String>,
         operation: LuaOperation,
         source: impl Into<String>,
         limits: Limits,
     ) -> Result<Self, ScriptError> {
-        let script = Self {
-            name: name.into(),
-            operation,
-            source: source.into(),
-            limits,
-            idle: Mutex::new(Vec::new()),
-        };
-        let state = script.new_state()?;
-        script.give_back(state);
+        let script = Self::lazy(name, operation, source, limits)?;
+        script.check()?;
         Ok(script)
+    }
+
+    /// Like [`Script::compile`] but runs nothing yet (only a binary chunk is refused): the
+    /// first call (or [`Script::check`]) loads the script, on the Lua threads.
+    pub fn lazy(
+        name: impl Into<String>,
+        operation: LuaOperation,
+        source: impl Into<String>,
+        limits: Limits,
+    ) -> Result<Self, ScriptError> {
+        let name = name.into();
+        let source = source.into();
+        if source.as_bytes().starts_with(BINARY_SIGNATURE) {
+            return Err(ScriptError::BinaryChunk { script: name });
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name,
+                operation,
+                source,
+                limits,
+                idle: Mutex::new(Vec::new()),
+                breaker: Mutex::new(Breaker::default()),
+            }),
+        })
+    }
+
+    /// Loads the script on a fresh state (syntax, top level, the function): the error a call
+    /// would give before running the function, if any.
+    pub fn check(&self) -> Result<(), ScriptError> {
+        self.on_pool(|inner| {
+            let state = inner.new_state()?;
+            inner.give_back(state);
+            Ok(())
+        })
     }
 
     /// Whose script this is (for errors and events).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
 
     /// The operation.
     pub fn operation(&self) -> LuaOperation {
-        self.operation
+        self.inner.operation
     }
 
+    /// Whether the circuit breaker has suspended the script (it keeps overrunning its limits).
+    pub fn suspended(&self) -> bool {
+        let breaker = self
+            .inner
+            .breaker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        breaker.open_until.is_some_and(|t| Instant::now() < t)
+    }
+
+    /// Runs `f` on a Lua thread through the circuit breaker, within the time limit.
+    fn on_pool<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, ScriptError> + Send + 'static,
+    ) -> Result<T, ScriptError> {
+        let inner = &self.inner;
+        {
+            let mut breaker = inner.breaker.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(until) = breaker.open_until {
+                let now = Instant::now();
+                if now < until {
+                    return Err(ScriptError::Suspended {
+                        script: inner.name.clone(),
+                        overruns: breaker.overruns,
+                        retry_in: until - now,
+                    });
+                }
+                // Half open: this call tries; the others keep failing fast meanwhile.
+                breaker.open_until = Some(now + SUSPENDED_FOR);
+            }
+        }
+        let job = self.inner.clone();
+        let time = inner.limits.time;
+        let result = match pool::run(QUEUE_WAIT_FACTOR * time, time, move || f(&job)) {
+            pool::Outcome::Done(r) => r,
+            pool::Outcome::Busy => Err(ScriptError::Busy {
+                script: inner.name.clone(),
+                waited: QUEUE_WAIT_FACTOR * time,
+            }),
+            pool::Outcome::NoAnswer => Err(ScriptError::Timeout {
+                script: inner.name.clone(),
+                limit: time,
+            }),
+        };
+        let mut breaker = inner.breaker.lock().unwrap_or_else(PoisonError::into_inner);
+        match &result {
+            Err(ScriptError::Timeout { .. } | ScriptError::Memory { .. }) => {
+                breaker.overruns += 1;
+                if breaker.overruns >= SUSPEND_AFTER {
+                    breaker.open_until = Some(Instant::now() + SUSPENDED_FOR);
+                }
+            }
+            Err(ScriptError::Busy { .. }) => {
+                if breaker.overruns >= SUSPEND_AFTER {
+                    breaker.open_until = Some(Instant::now() + SUSPENDED_FOR);
+                }
+            }
+            _ => *breaker = Breaker::default(),
+        }
+        result
+    }
+
+    /// Calls the function with `args` converted to Lua and hands its results (and the
+    /// arguments) to `read`, on a Lua thread.
+    fn call<T: Send + 'static>(
+        &self,
+        args: Vec<Value>,
+        extra: Option<f64>,
+        read: impl FnOnce(&Inner, MultiValue, &[Value]) -> Result<T, ScriptError> + Send + 'static,
+    ) -> Result<T, ScriptError> {
+        self.on_pool(move |inner| inner.call(&args, extra, read))
+    }
+    /// `GetReplicas(desiredObj)`: the replica count (a number, truncated to an integer) and the
+    /// requirements (a table, or nil for none).
+    pub fn get_replicas(
+        &self,
+        object: &Value,
+    ) -> Result<(i32, Option<ReplicaRequirements>), ScriptError> {
+        self.call(vec![object.clone()], None, |s, results, _| {
+            let replicas = match results.front() {
+                Some(LuaValue::Number(n)) => s.replica_count(*n)?,
+                #[allow(unreachable_patterns)]
+                Some(LuaValue::Integer(n)) => s.replica_count(*n as f64)?,
+                other => {
+                    return Err(s.result_error(format!(
+                        "replicas of type {}, not a number",
+                        type_of(other)
+                    )));
+                }
+            };
+            let requirements = match results.get(1) {
+                None | Some(LuaValue::Nil) => None,
+                Some(table @ LuaValue::Table(_)) => {
+                    let mut value = s.table_value(table, true, &[])?;
+                    quantities_as_strings(value.get_mut("resourceRequest"));
+                    Some(s.typed::<ReplicaRequirements>(value, "requirements")?)
+                }
+                Some(other) => {
+                    return Err(s.result_error(format!(
+                        "requirements of type {}, not a table",
+                        other.type_name()
+                    )));
+                }
+            };
+            Ok((replicas, requirements))
+        })
+    }
+
+    /// `GetComponents(desiredObj)`: the components (a list, or nil for none).
+    pub fn get_components(&self, object: &Value) -> Result<Vec<Component>, ScriptError> {
+        self.call(vec![object.clone()], None, |s, results, _| {
+            match results.front() {
+                None | Some(LuaValue::Nil) => Ok(Vec::new()),
+                Some(table @ LuaValue::Table(_)) => {
+                    let mut value = s.table_value(table, false, &[])?;
+                    if let Some(items) = value.as_array_mut() {
+                        for item in items {
+                            if let Some(r) = item.get_mut("replicaRequirements") {
+                                quantities_as_strings(r.get_mut("resourceRequest"));
+                            }
+                        }
+                    }
+                    s.typed(value, "components")
+                }
+                Some(other) => Err(s.result_error(format!(
+                    "components of type {}, not a table",
+                    other.type_name()
+                ))),
+            }
+        })
+    }
+
+    /// `ReviseReplica(desiredObj, desiredReplica)`: the revised object.
+    pub fn revise_replica(&self, object: &Value, replicas: i64) -> Result<Value, ScriptError> {
+        self.call(
+            vec![object.clone()],
+            Some(replicas as f64),
+            |s, results, args| s.whole_object(results.front(), &args.iter().collect::<Vec<_>>()),
+        )
+    }
+
+    /// `Retain(desiredObj, observedObj)`: the object to apply.
+    pub fn retain(&self, desired: &Value, observed: &Value) -> Result<Value, ScriptError> {
+        self.call(
+            vec![desired.clone(), observed.clone()],
+            None,
+            |s, results, args| s.whole_object(results.front(), &args.iter().collect::<Vec<_>>()),
+        )
+    }
+
+    /// `AggregateStatus(desiredObj, statusItems)`: the template with its status aggregated.
+    pub fn aggregate_status(
+        &self,
+        object: &Value,
+        items: &[AggregatedStatusItem],
+    ) -> Result<Value, ScriptError> {
+        let items =
+            serde_json::to_value(items).map_err(|e| self.inner.result_error(e.to_string()))?;
+        self.call(vec![object.clone(), items], None, |s, results, _| {
+            s.whole_object(results.front(), &[])
+        })
+    }
+
+    /// `ReflectStatus(observedObj)`: the status to report (a table).
+    pub fn reflect_status(&self, object: &Value) -> Result<Value, ScriptError> {
+        self.call(vec![object.clone()], None, |s, results, _| {
+            match results.front() {
+                Some(table @ LuaValue::Table(_)) => s.table_value(table, true, &[]),
+                other => {
+                    Err(s.result_error(format!("a status of type {}, not a table", type_of(other))))
+                }
+            }
+        })
+    }
+
+    /// `InterpretHealth(observedObj)`: a boolean.
+    pub fn interpret_health(&self, object: &Value) -> Result<bool, ScriptError> {
+        self.call(vec![object.clone()], None, |s, results, _| {
+            match results.front() {
+                Some(LuaValue::Boolean(b)) => Ok(*b),
+                other => Err(s.result_error(format!("{}, not a boolean", type_of(other)))),
+            }
+        })
+    }
+
+    /// `GetDependencies(desiredObj)`: the dependencies (a list).
+    pub fn get_dependencies(
+        &self,
+        object: &Value,
+    ) -> Result<Vec<DependentObjectReference>, ScriptError> {
+        self.call(vec![object.clone()], None, |s, results, _| {
+            match results.front() {
+                Some(table @ LuaValue::Table(_)) => {
+                    let value = s.table_value(table, false, &[])?;
+                    s.typed(value, "dependencies")
+                }
+                other => Err(s.result_error(format!(
+                    "dependencies of type {}, not a table",
+                    type_of(other)
+                ))),
+            }
+        })
+    }
+}
+
+impl Inner {
     fn new_state(&self) -> Result<Lua, ScriptError> {
         let lua = sandbox::new_state(&self.limits).map_err(|e| ScriptError::Vm {
             script: self.name.clone(),
@@ -133,6 +399,7 @@ impl Script {
         let chunk = lua
             .load(self.source.as_str())
             .set_name(format!("={}", self.name))
+            .set_mode(ChunkMode::Text)
             .into_function()
             .map_err(|e| ScriptError::Syntax {
                 script: self.name.clone(),
@@ -170,7 +437,14 @@ impl Script {
         }
     }
 
+    /// Keeps `lua` for the next call, unless enough are kept or it holds what the script
+    /// stashed in its globals beyond [`IDLE_MEMORY`].
     fn give_back(&self, lua: Lua) {
+        if lua.used_memory() > IDLE_MEMORY
+            && (lua.gc_collect().is_err() || lua.used_memory() > IDLE_MEMORY)
+        {
+            return;
+        }
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < MAX_IDLE {
             idle.push(lua);
@@ -205,12 +479,13 @@ impl Script {
         }
     }
 
-    /// Calls the function with `args` converted to Lua and hands its results to `read`.
+    /// Calls the function with `args` converted to Lua and hands its results to `read`; runs
+    /// on the calling thread (a Lua thread).
     fn call<T>(
         &self,
-        args: &[&Value],
+        args: &[Value],
         extra: Option<f64>,
-        read: impl FnOnce(&Self, MultiValue) -> Result<T, ScriptError>,
+        read: impl FnOnce(&Self, MultiValue, &[Value]) -> Result<T, ScriptError>,
     ) -> Result<T, ScriptError> {
         let lua = self.take()?;
         let started = Instant::now();
@@ -230,7 +505,7 @@ impl Script {
         })();
         match outcome {
             Ok(results) => {
-                let read = read(self, results);
+                let read = read(self, results, args);
                 if read.is_ok() {
                     self.give_back(lua);
                 }
@@ -238,125 +513,6 @@ impl Script {
             }
             Err(e) => Err(self.run_error(&lua, &e, started)),
         }
-    }
-
-    /// `GetReplicas(desiredObj)`: the replica count (a number, truncated to an integer) and the
-    /// requirements (a table, or nil for none).
-    pub fn get_replicas(
-        &self,
-        object: &Value,
-    ) -> Result<(i32, Option<ReplicaRequirements>), ScriptError> {
-        self.call(&[object], None, |s, results| {
-            let replicas = match results.front() {
-                Some(LuaValue::Number(n)) => s.replica_count(*n)?,
-                #[allow(unreachable_patterns)]
-                Some(LuaValue::Integer(n)) => s.replica_count(*n as f64)?,
-                other => {
-                    return Err(s.result_error(format!(
-                        "replicas of type {}, not a number",
-                        type_of(other)
-                    )));
-                }
-            };
-            let requirements = match results.get(1) {
-                None | Some(LuaValue::Nil) => None,
-                Some(table @ LuaValue::Table(_)) => {
-                    let mut value = s.table_value(table, true, &[])?;
-                    quantities_as_strings(value.get_mut("resourceRequest"));
-                    Some(s.typed::<ReplicaRequirements>(value, "requirements")?)
-                }
-                Some(other) => {
-                    return Err(s.result_error(format!(
-                        "requirements of type {}, not a table",
-                        other.type_name()
-                    )));
-                }
-            };
-            Ok((replicas, requirements))
-        })
-    }
-
-    /// `GetComponents(desiredObj)`: the components (a list, or nil for none).
-    pub fn get_components(&self, object: &Value) -> Result<Vec<Component>, ScriptError> {
-        self.call(&[object], None, |s, results| match results.front() {
-            None | Some(LuaValue::Nil) => Ok(Vec::new()),
-            Some(table @ LuaValue::Table(_)) => {
-                let mut value = s.table_value(table, false, &[])?;
-                if let Some(items) = value.as_array_mut() {
-                    for item in items {
-                        if let Some(r) = item.get_mut("replicaRequirements") {
-                            quantities_as_strings(r.get_mut("resourceRequest"));
-                        }
-                    }
-                }
-                s.typed(value, "components")
-            }
-            Some(other) => Err(s.result_error(format!(
-                "components of type {}, not a table",
-                other.type_name()
-            ))),
-        })
-    }
-
-    /// `ReviseReplica(desiredObj, desiredReplica)`: the revised object.
-    pub fn revise_replica(&self, object: &Value, replicas: i64) -> Result<Value, ScriptError> {
-        self.call(&[object], Some(replicas as f64), |s, results| {
-            s.whole_object(results.front(), &[object])
-        })
-    }
-
-    /// `Retain(desiredObj, observedObj)`: the object to apply.
-    pub fn retain(&self, desired: &Value, observed: &Value) -> Result<Value, ScriptError> {
-        self.call(&[desired, observed], None, |s, results| {
-            s.whole_object(results.front(), &[desired, observed])
-        })
-    }
-
-    /// `AggregateStatus(desiredObj, statusItems)`: the template with its status aggregated.
-    pub fn aggregate_status(
-        &self,
-        object: &Value,
-        items: &[AggregatedStatusItem],
-    ) -> Result<Value, ScriptError> {
-        let items = serde_json::to_value(items).map_err(|e| self.result_error(e.to_string()))?;
-        self.call(&[object, &items], None, |s, results| {
-            s.whole_object(results.front(), &[])
-        })
-    }
-
-    /// `ReflectStatus(observedObj)`: the status to report (a table).
-    pub fn reflect_status(&self, object: &Value) -> Result<Value, ScriptError> {
-        self.call(&[object], None, |s, results| match results.front() {
-            Some(table @ LuaValue::Table(_)) => s.table_value(table, true, &[]),
-            other => {
-                Err(s.result_error(format!("a status of type {}, not a table", type_of(other))))
-            }
-        })
-    }
-
-    /// `InterpretHealth(observedObj)`: a boolean.
-    pub fn interpret_health(&self, object: &Value) -> Result<bool, ScriptError> {
-        self.call(&[object], None, |s, results| match results.front() {
-            Some(LuaValue::Boolean(b)) => Ok(*b),
-            other => Err(s.result_error(format!("{}, not a boolean", type_of(other)))),
-        })
-    }
-
-    /// `GetDependencies(desiredObj)`: the dependencies (a list).
-    pub fn get_dependencies(
-        &self,
-        object: &Value,
-    ) -> Result<Vec<DependentObjectReference>, ScriptError> {
-        self.call(&[object], None, |s, results| match results.front() {
-            Some(table @ LuaValue::Table(_)) => {
-                let value = s.table_value(table, false, &[])?;
-                s.typed(value, "dependencies")
-            }
-            other => Err(s.result_error(format!(
-                "dependencies of type {}, not a table",
-                type_of(other)
-            ))),
-        })
     }
 
     /// Go's `int32(float64)` for the values that have one; NaN and out-of-range are errors.

@@ -76,6 +76,32 @@ pub fn interpreter(
     customized.with_layer(Arc::new(webhook::Webhooks::new(source, Some(config))))
 }
 
+/// `resource_interpreter_script_failures_total{customization,operation,reason}`: failed calls
+/// of ResourceInterpreterCustomization scripts, by customization, operation field
+/// (`replicaResource`, ...) and reason (`timeout`, `memory`, `suspended`, `syntax`,
+/// `binary_chunk`, `runtime`, `result`, `missing_function`, `busy`, `vm`). karmada-rs's own.
+fn script_failures() -> Option<&'static prometheus::IntCounterVec> {
+    static COUNTER: std::sync::OnceLock<Option<prometheus::IntCounterVec>> =
+        std::sync::OnceLock::new();
+    COUNTER
+        .get_or_init(|| {
+            let counter = prometheus::IntCounterVec::new(
+                prometheus::Opts::new(
+                    "resource_interpreter_script_failures_total",
+                    "Number of failed calls of ResourceInterpreterCustomization scripts. 'reason' is timeout or memory when a limit stopped the script, suspended when the call failed at once because the script kept overrunning its limits, else the kind of error.",
+                ),
+                &["customization", "operation", "reason"],
+            )
+            .map_err(|e| tracing::error!(error = %e, "invalid interpreter metric definition"))
+            .ok()?;
+            if let Err(e) = lariat::metrics::registry().register(Box::new(counter.clone())) {
+                tracing::warn!(error = %e, "interpreter metric not registered");
+            }
+            Some(counter)
+        })
+        .as_ref()
+}
+
 /// The customizations layer, reporting each script failure with a Warning Event on the
 /// ResourceInterpreterCustomization itself (besides the error the interpreted object's
 /// controller reports). The recorder's writer ends with the layer.
@@ -117,10 +143,22 @@ impl Reported {
             ..Default::default()
         };
         let object = error.object();
+        let operation = karmada_luavm::operation_of(script).unwrap_or_default();
+        if let Some(m) = script_failures() {
+            m.with_label_values(&[name, operation, script.kind()]).inc();
+        }
+        use karmada_apis::well_known::event_reasons as reasons;
+        let reason = match script {
+            ScriptError::Suspended { .. } => reasons::INTERPRETER_SCRIPT_SUSPENDED,
+            ScriptError::Timeout { .. } | ScriptError::Memory { .. } => {
+                reasons::INTERPRETER_SCRIPT_LIMIT_EXCEEDED
+            }
+            _ => reasons::INTERPRETER_SCRIPT_FAILED,
+        };
         self.events.record_now(
             &target,
             EventType::Warning,
-            karmada_apis::well_known::event_reasons::INTERPRETER_SCRIPT_FAILED,
+            reason,
             format!(
                 "interpreting {} {}/{}: {script}",
                 object.kind, object.namespace, object.name
