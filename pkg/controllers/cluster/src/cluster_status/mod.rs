@@ -371,13 +371,19 @@ impl Controller {
             }
         }
         let (enablements, partial) = discovery::api_enablements(&client).await;
+        // Karmada's messages, followed by the cause when there is one (a member answering
+        // garbage, or past the response limits, says so on its Cluster).
+        let cause = partial
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
         let api_condition = if enablements.is_empty() {
             tracing::warn!(cluster = %name, error = ?partial, "collected no API enablements");
             new_condition(
                 CLUSTER_CONDITION_COMPLETE_API_ENABLEMENTS,
                 "False",
                 API_ENABLEMENTS_EMPTY,
-                "collected empty APIEnablements from the cluster",
+                &format!("collected empty APIEnablements from the cluster{cause}"),
             )
         } else if let Some(e) = partial {
             tracing::warn!(cluster = %name, error = %e, count = enablements.len(), "collected partial API enablements");
@@ -386,7 +392,7 @@ impl Controller {
                 "False",
                 API_ENABLEMENTS_PARTIAL,
                 &format!(
-                    "might collect partial APIEnablements({}) from the cluster",
+                    "might collect partial APIEnablements({}) from the cluster{cause}",
                     enablements.len()
                 ),
             )
