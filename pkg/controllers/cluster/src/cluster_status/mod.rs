@@ -407,7 +407,24 @@ impl Controller {
         collected.api_enablements = enablements;
 
         if self.settings.enable_cluster_resource_modeling {
-            let (nodes, pods) = self.node_and_pod_stores(&name, &member).await?;
+            let (nodes, pods) = match self.node_and_pod_stores(&name, &member).await {
+                Ok(stores) => stores,
+                Err(e) => {
+                    // Karmada returns here without a status; the version and API enablements
+                    // (whose condition names what went wrong with a member answering garbage or
+                    // past the response limits) are written first, the summaries kept.
+                    let previous = cluster.status.clone().unwrap_or_default();
+                    collected.node_summary = previous.node_summary;
+                    collected.resource_summary = previous.resource_summary;
+                    if let Err(write) = self
+                        .update_status(cluster, Some(collected), vec![api_condition, ready])
+                        .await
+                    {
+                        tracing::warn!(cluster = %name, error = %write, "cannot write the collected status");
+                    }
+                    return Err(e);
+                }
+            };
             let nodes = nodes.list();
             let pods = pods.list();
             collected.node_summary = Some(summary::node_summary(&nodes));
