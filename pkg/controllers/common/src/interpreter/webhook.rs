@@ -933,3 +933,143 @@ mod tests {
         );
     }
 }
+
+/// Property tests: whatever a webhook answers, decoding and checking it never panics, holds no
+/// more than the cap, and fails with a message.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Arbitrary JSON, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A response with Karmada's field names, each absent or holding arbitrary JSON (or a
+    /// plausible value), so decoding gets past the envelope and the checks see odd contents.
+    fn adversarial_response() -> impl Strategy<Value = Value> {
+        let fields = [
+            "uid",
+            "successful",
+            "status",
+            "patch",
+            "patchType",
+            "replicas",
+            "replicaRequirements",
+            "dependencies",
+            "rawStatus",
+            "healthy",
+            "components",
+        ];
+        let plausible = prop_oneof![
+            any_json(),
+            Just(json!("u")),
+            Just(json!(true)),
+            Just(json!("JSONPatch")),
+            prop::collection::vec(any::<u8>(), 0..64)
+                .prop_map(|b| { json!(base64::engine::general_purpose::STANDARD.encode(b)) }),
+            Just(json!(
+                base64::engine::general_purpose::STANDARD
+                    .encode(r#"[{"op":"add","path":"/spec/x","value":1}]"#)
+            )),
+        ];
+        prop::collection::vec(prop::option::of(plausible), fields.len()).prop_map(move |values| {
+            let mut response = serde_json::Map::new();
+            for (name, value) in fields.iter().zip(values) {
+                if let Some(v) = value {
+                    response.insert((*name).to_owned(), v);
+                }
+            }
+            json!({"apiVersion": "config.karmada.io/v1alpha1",
+                "kind": "ResourceInterpreterContext", "response": response})
+        })
+    }
+
+    const OPERATIONS: [&str; 8] = [
+        operations::INTERPRET_REPLICA,
+        operations::REVISE_REPLICA,
+        operations::RETAIN,
+        operations::AGGREGATE_STATUS,
+        operations::INTERPRET_STATUS,
+        operations::INTERPRET_HEALTH,
+        operations::INTERPRET_DEPENDENCY,
+        operations::INTERPRET_COMPONENT,
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_bytes_fail_with_a_message(body in prop::collection::vec(any::<u8>(), 0..4096)) {
+            if let Err(e) = decode_response(&body) {
+                prop_assert!(e.starts_with("decoding the response: "), "{e}");
+            }
+        }
+
+        #[test]
+        fn any_json_is_decoded_or_refused(value in any_json()) {
+            let body = serde_json::to_vec(&value).unwrap();
+            if let Ok(context) = decode_response(&body) {
+                for op in OPERATIONS {
+                    if let Err(e) = verify("u", op, context.clone()) {
+                        prop_assert!(!e.is_empty());
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn adversarial_responses_are_checked_and_patches_applied_safely(
+            value in adversarial_response()
+        ) {
+            let body = serde_json::to_vec(&value).unwrap();
+            let object = json!({"apiVersion": "example.io/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 1}});
+            if let Ok(context) = decode_response(&body) {
+                for op in OPERATIONS {
+                    match verify("u", op, context.clone()) {
+                        Ok(response) => {
+                            if let Err(e) = apply_patch(&object, &response) {
+                                prop_assert!(e.starts_with("the webhook's patch"), "{e}");
+                            }
+                        }
+                        Err(e) => prop_assert!(!e.is_empty()),
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn deep_nesting_is_refused(depth in 129usize..20_000) {
+            let body = format!(
+                r#"{{"response":{{"uid":"u","successful":true,"rawStatus":{}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let e = decode_response(body.as_bytes()).unwrap_err();
+            prop_assert!(e.contains("recursion limit"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_body_past_the_cap_is_refused_before_decoding() {
+        let body = vec![b' '; MAX_RESPONSE_BYTES + 1];
+        let e = decode_response(&body).unwrap_err();
+        assert!(e.contains("larger than the 8388608-byte limit"), "{e}");
+    }
+}
