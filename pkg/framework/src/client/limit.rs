@@ -63,8 +63,7 @@ fn request_kind(method: &Method, uri: &Uri) -> RequestKind {
     let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
     // The resource part after `/api/<version>` or `/apis/<group>/<version>`.
     let rest = match segments.as_slice() {
-        ["api", _, rest @ ..] => rest,
-        ["apis", _, _, rest @ ..] => rest,
+        ["api", _, rest @ ..] | ["apis", _, _, rest @ ..] => rest,
         // Discovery and OpenAPI documents can be large; health and version answers are small.
         ["api" | "apis" | "openapi", ..] => return RequestKind::List,
         _ => return RequestKind::Object,
