@@ -18,9 +18,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 /// The lease name Karmada uses.
 pub const LEASE: &str = "karmada-controller-manager";
 
-/// The built binary. Built once per process with `cargo build -p karmada-controller-manager` (cheap
-/// when up to date), with `--release` when this crate itself is optimised (`cargo bench`), and located
-/// from cargo's own report, so it is never stale. `KARMADA_CONTROLLER_MANAGER_BIN` overrides it.
+/// The built binary. Built once per process with `cargo build -p karmada-controller-manager
+/// --features test-hooks` (cheap when up to date; the feature adds test hooks read from the
+/// environment, absent from release builds), with `--release` when this crate itself is optimised
+/// (`cargo bench`), and located from cargo's own report, so it is never stale. `KARMADA_CONTROLLER_MANAGER_BIN` overrides it.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -49,16 +50,15 @@ fn build(package: &str, env: &str) -> PathBuf {
     } else {
         cargo.arg("build");
     }
+    cargo.args(["-q", "-p", package, "--bin", package]);
+    // The controller-manager's test hooks (environment variables a test sets) exist only with
+    // this feature; every test builds with it, so the binary is built once for all tests.
+    if package == "karmada-controller-manager" {
+        cargo.args(["--features", "test-hooks"]);
+    }
     let out = cargo
         .current_dir(&workspace)
-        .args([
-            "-q",
-            "-p",
-            package,
-            "--bin",
-            package,
-            "--message-format=json",
-        ])
+        .arg("--message-format=json")
         .stderr(Stdio::inherit())
         .output()
         .expect("run cargo build");

@@ -13,10 +13,11 @@ use karmada_controllers::common::events::EventSink;
 use karmada_controllers::common::template::control_plane_cache_options;
 use karmada_controllers::{MemberClusters, Settings};
 use lariat::controller::WorkerOptions;
+#[cfg(feature = "test-hooks")]
+use lariat::runtime::GoDuration;
 use lariat::runtime::client::wait_for_api_server;
 use lariat::runtime::{
-    GoDuration, Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig,
-    SignalHandler,
+    Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,
 };
 use lariat::{ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
@@ -32,8 +33,10 @@ const NAME: &str = "karmada-controller-manager";
 /// How long controllers get to finish after the first signal (controller-runtime's default).
 const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Test hook: after the controllers stopped, wait this long (a Go duration) before releasing the lease,
-/// as if a handler were still finishing. Lets tests exercise "second signal during a slow shutdown".
+/// Test hook, compiled only with the `test-hooks` feature (never in a release or default build):
+/// after the controllers stopped, wait this long (a Go duration) before releasing the lease, as if
+/// a handler were still finishing. Lets tests exercise "second signal during a slow shutdown".
+#[cfg(feature = "test-hooks")]
 const SLOW_SHUTDOWN_ENV: &str = "KARMADA_RS_TEST_SLOW_SHUTDOWN";
 
 /// Parses the command line, runs the process and returns its exit code.
@@ -265,6 +268,7 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
         )
         .await
         .err();
+        #[cfg(feature = "test-hooks")]
         if ctx.cancel.is_cancelled()
             && let Ok(v) = std::env::var(SLOW_SHUTDOWN_ENV)
             && let Ok(d) = GoDuration::parse(&v)

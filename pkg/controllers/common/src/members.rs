@@ -31,9 +31,23 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Deadline of every request to a member (Karmada's member clients use client-go's 32 s
 /// `Timeout`): a member that accepts connections but never answers fails the request instead of
-/// holding the caller. Watches are bounded by the watcher's idle timeout instead (see
+/// holding the caller; the deadline covers reading the whole body, so a member trickling bytes
+/// fails too. A watch streams until its `timeoutSeconds` plus a margin (see
 /// [`lariat::client::timeout`]).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// Response size limits of member clients, so a member answering with an endless body, a
+/// multi-GiB list or an endless watch event costs bounded memory (Karmada has none):
+/// - one object: 16 MiB (etcd stores objects up to 1.5 MiB and the API server takes request
+///   bodies up to 3 MiB; five times that is no legitimate answer);
+/// - one list page, discovery or OpenAPI document: 64 MiB (member caches list in pages of 500
+///   objects, 128 KiB each at the limit; ordinary objects are a few KiB);
+/// - one watch event: 16 MiB (one object).
+pub const RESPONSE_LIMITS: lariat::client::ResponseLimits = lariat::client::ResponseLimits {
+    object_bytes: Some(16 << 20),
+    list_bytes: Some(64 << 20),
+    watch_event_bytes: Some(16 << 20),
+};
 
 /// The label selector of member caches unless a controller asks otherwise: only the objects Karmada
 /// manages (`karmada.io/managed=true`).
@@ -394,6 +408,7 @@ impl MemberClusters {
             qps: self.options.qps,
             burst: self.options.burst,
             request_timeout: Some(REQUEST_TIMEOUT),
+            response_limits: RESPONSE_LIMITS,
             ..o.clients
         };
         o.controllers = self.options.controllers.clone();

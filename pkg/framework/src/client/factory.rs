@@ -17,6 +17,7 @@ use kube::{Api, Client, Config, Resource};
 use parking_lot::Mutex;
 
 use super::fence::{FenceLayer, FencedConnector, WriteFence};
+use super::limit::{ResponseLimitLayer, ResponseLimits};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
 use super::ratelimit::{Priority, RateLimitLayer};
@@ -43,6 +44,9 @@ pub struct ClientOptions {
     /// Deadline of every request, counted from when it is sent (after the QPS wait); a watch's
     /// deadline covers only its response head. `None`: no deadline (default).
     pub request_timeout: Option<Duration>,
+    /// Response body size limits by request kind (default: none), so a hostile or broken server
+    /// costs bounded memory (see [`super::limit`]).
+    pub response_limits: ResponseLimits,
 }
 
 impl Default for ClientOptions {
@@ -52,6 +56,7 @@ impl Default for ClientOptions {
             burst: 60,
             user_agent: DEFAULT_USER_AGENT.to_string(),
             request_timeout: None,
+            response_limits: ResponseLimits::default(),
         }
     }
 }
@@ -106,7 +111,9 @@ impl Base {
             })?;
         // Innermost first: the deadline starts when the request leaves the QPS limiter, and the
         // fence is checked after the limiter's wait, as late as a layer can.
+        // The size limit sits under the deadline, so a body cut at its limit fails at once.
         Ok(builder
+            .with_layer(&ResponseLimitLayer::new(self.options.response_limits))
             .with_layer(&RequestTimeoutLayer::new(self.options.request_timeout))
             .with_layer(&FenceLayer::new(WriteFence::process().clone()))
             .with_layer(&RateLimitLayer::with_priority(

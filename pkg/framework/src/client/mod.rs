@@ -1,8 +1,9 @@
 //! Clients: the per-cluster client factory, its REST mapper, and the tower layers every client is
-//! built with (write fence, QPS/burst limit, request deadline, request metrics).
+//! built with (write fence, QPS/burst limit, request deadline, response size limits, request metrics).
 
 pub mod factory;
 pub mod fence;
+pub mod limit;
 pub mod mapper;
 pub mod metrics_layer;
 pub mod ratelimit;
@@ -10,6 +11,7 @@ pub mod timeout;
 
 pub use factory::{ClientFactory, ClientOptions};
 pub use fence::{FenceLayer, FencedConnector, FencedIo, WriteFence};
+pub use limit::{ResponseLimitLayer, ResponseLimits, ResponseTooLarge};
 pub use mapper::RestMapper;
 pub use metrics_layer::RequestMetricsLayer;
 pub use ratelimit::{Priority, RateLimitLayer};

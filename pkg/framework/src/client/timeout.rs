@@ -4,8 +4,10 @@
 //!
 //! The deadline covers the response head, and for ordinary requests the whole body too. A watch
 //! (`?watch=true`) streams for as long as the server keeps it open, so only its response head has
-//! the deadline; a watch that goes quiet is ended by kube-rs' watcher idle timeout (the server-side
-//! `timeoutSeconds` plus a margin) and re-established, and that new request has the deadline again.
+//! the deadline; its body may stream until its own `timeoutSeconds` plus
+//! [`WATCH_TIMEOUT_MARGIN`] (the server ends it at `timeoutSeconds`; one that trickles on past
+//! that fails). A watch that goes quiet is ended by the connection's read timeout and
+//! re-established, and that new request has the deadline again.
 //! The deadline starts when the request is sent, after any client-side rate-limit wait.
 
 use std::future::Future;
@@ -58,8 +60,22 @@ pub struct RequestTimeout<S> {
     timeout: Option<Duration>,
 }
 
+/// How long past its `timeoutSeconds` a watch may stream before it fails: the server ends a watch
+/// at that time, so one still streaming well after it is broken or hostile (e.g. a trickle of bytes
+/// that keeps the connection's read timeout from firing).
+pub const WATCH_TIMEOUT_MARGIN: Duration = Duration::from_secs(30);
+
+/// A watch's `timeoutSeconds`, when its query sets one.
+fn watch_timeout(uri: &Uri) -> Option<Duration> {
+    uri.query()?
+        .split('&')
+        .find_map(|p| p.strip_prefix("timeoutSeconds="))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
 /// Whether the request is a watch (`watch=true` or `watch=1` in the query).
-fn is_watch(uri: &Uri) -> bool {
+pub(super) fn is_watch(uri: &Uri) -> bool {
     uri.query()
         .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"))
 }
@@ -96,7 +112,18 @@ where
             });
         };
         let watch = is_watch(req.uri());
-        let error = move |method: http::Method, path: String| -> BoxError {
+        // A watch streams until its own timeoutSeconds (plus a margin), not the request deadline.
+        let watch_limit = watch
+            .then(|| watch_timeout(req.uri()))
+            .flatten()
+            .map(|t| t + WATCH_TIMEOUT_MARGIN);
+        let body_deadline = if watch {
+            watch_limit.and_then(|t| Instant::now().checked_add(t))
+        } else {
+            Some(deadline)
+        };
+        let body_timeout = watch_limit.unwrap_or(timeout);
+        let error = move |method: http::Method, path: String, timeout: Duration| -> BoxError {
             Box::new(RequestTimedOut {
                 method,
                 path,
@@ -108,12 +135,12 @@ where
         let fut = self.inner.call(req);
         Box::pin(async move {
             match tokio::time::timeout_at(deadline, fut).await {
-                Err(_) => Err(error(method, path)),
+                Err(_) => Err(error(method, path, timeout)),
                 Ok(Err(e)) => Err(e.into()),
                 Ok(Ok(resp)) => Ok(resp.map(|body| DeadlineBody {
                     inner: body,
-                    deadline: (!watch).then(|| Box::pin(tokio::time::sleep_until(deadline))),
-                    error: Some(error(method, path)),
+                    deadline: body_deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
+                    error: Some(error(method, path, body_timeout)),
                 })),
             }
         })
@@ -207,12 +234,21 @@ mod tests {
         let req = Request::get("/api/v1/pods?watch=true&timeoutSeconds=290")
             .body(())
             .unwrap();
-        let mut body = svc.oneshot(req).await.unwrap().into_body();
+        let mut body = svc.clone().oneshot(req).await.unwrap().into_body();
         let waited = tokio::time::timeout(Duration::from_secs(60), body.frame()).await;
         assert!(
             waited.is_err(),
             "a quiet watch must not end at the deadline"
         );
+        // ... but not past its own timeoutSeconds and the margin.
+        let started = Instant::now();
+        let req = Request::get("/api/v1/pods?watch=true&timeoutSeconds=290")
+            .body(())
+            .unwrap();
+        let body = svc.oneshot(req).await.unwrap().into_body();
+        let err = body.collect().await.err().unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(320));
+        assert!(err.to_string().contains("timed out after 320s"), "{err}");
     }
 
     #[test]

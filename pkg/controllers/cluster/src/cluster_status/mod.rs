@@ -379,13 +379,19 @@ impl Controller {
             }
         }
         let (enablements, partial) = discovery::api_enablements(&client).await;
+        // Karmada's messages, followed by the cause when there is one (a member answering
+        // garbage, or past the response limits, says so on its Cluster).
+        let cause = partial
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
         let api_condition = if enablements.is_empty() {
             tracing::warn!(cluster = %name, error = ?partial, "collected no API enablements");
             new_condition(
                 CLUSTER_CONDITION_COMPLETE_API_ENABLEMENTS,
                 "False",
                 API_ENABLEMENTS_EMPTY,
-                "collected empty APIEnablements from the cluster",
+                &format!("collected empty APIEnablements from the cluster{cause}"),
             )
         } else if let Some(e) = partial {
             tracing::warn!(cluster = %name, error = %e, count = enablements.len(), "collected partial API enablements");
@@ -394,7 +400,7 @@ impl Controller {
                 "False",
                 API_ENABLEMENTS_PARTIAL,
                 &format!(
-                    "might collect partial APIEnablements({}) from the cluster",
+                    "might collect partial APIEnablements({}) from the cluster{cause}",
                     enablements.len()
                 ),
             )
@@ -409,7 +415,24 @@ impl Controller {
         collected.api_enablements = enablements;
 
         if self.settings.enable_cluster_resource_modeling {
-            let (nodes, pods) = self.node_and_pod_stores(&name, &member).await?;
+            let (nodes, pods) = match self.node_and_pod_stores(&name, &member).await {
+                Ok(stores) => stores,
+                Err(e) => {
+                    // Karmada returns here without a status; the version and API enablements
+                    // (whose condition names what went wrong with a member answering garbage or
+                    // past the response limits) are written first, the summaries kept.
+                    let previous = cluster.status.clone().unwrap_or_default();
+                    collected.node_summary = previous.node_summary;
+                    collected.resource_summary = previous.resource_summary;
+                    if let Err(write) = self
+                        .update_status(cluster, Some(collected), vec![api_condition, ready])
+                        .await
+                    {
+                        tracing::warn!(cluster = %name, error = %write, "cannot write the collected status");
+                    }
+                    return Err(e);
+                }
+            };
             let nodes = nodes.list();
             let pods = pods.list();
             collected.node_summary = Some(summary::node_summary(&nodes));

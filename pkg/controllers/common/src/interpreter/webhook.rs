@@ -10,6 +10,12 @@
 //! configuration has no failure policy: a failed, slow or unreachable webhook fails the
 //! operation (the controller reports it and retries), which is what we do.
 //!
+//! Only `https://` URLs are called (Karmada's validating webhook refuses any other scheme; a
+//! configuration that slipped past it, e.g. without the webhook installed, is refused here with
+//! the same message before any connection is made). A response is read up to
+//! [`MAX_RESPONSE_BYTES`]; a longer one fails the call at that size, so a hostile or broken
+//! webhook costs bounded memory.
+//!
 //! The interpreter is synchronous while HTTPS is not: calls run on one thread with its own
 //! small runtime, started at the first call and owned by the layer (it ends when the layer is
 //! dropped and its last call has finished); the caller waits at most the deadline.
@@ -39,6 +45,12 @@ pub type Source =
 
 /// The deadline when a webhook sets no `timeoutSeconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest webhook response read. An answer carries at most about one object: the API
+/// server takes request bodies up to 3 MiB (etcd stores objects up to 1.5 MiB), and a JSON patch
+/// travels base64-encoded (+33 %), so a legitimate answer stays under 4 MiB; twice that leaves
+/// room while bounding what one call can hold (calls run at most one per worker).
+pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 
 /// A webhook call that failed (Karmada's `ErrCallingWebhook`).
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +89,8 @@ impl<'a> Attributes<'a> {
 #[derive(Clone)]
 struct Hook {
     uid: String,
+    /// The webhook's index in its configuration (for field paths in errors).
+    index: usize,
     webhook: ResourceInterpreterWebhook,
 }
 
@@ -115,8 +129,9 @@ impl Webhooks {
             .iter()
             .flat_map(|c| {
                 let config = c.metadata.name.clone().unwrap_or_default();
-                c.webhooks.iter().map(move |w| Hook {
+                c.webhooks.iter().enumerate().map(move |(index, w)| Hook {
                     uid: format!("{config}/{}", w.name),
+                    index,
                     webhook: w.clone(),
                 })
             })
@@ -163,6 +178,14 @@ impl Webhooks {
             return Some(Err(fail(
                 "could not create ResourceInterpreterContext objects: webhook does not accept known ResourceInterpreterContext versions (v1alpha1)".into(),
             )));
+        }
+        if let Some(url) = &hook.webhook.client_config.url
+            && hook.webhook.client_config.service.is_none()
+            && let Err(e) = validate_url(hook.index, url)
+        {
+            let (configuration, webhook) = hook.uid.split_once('/').unwrap_or_default();
+            tracing::warn!(configuration, webhook, error = %e, "interpreter webhook refused: its URL is not allowed");
+            return Some(Err(fail(e)));
         }
         let (group, version) = apimachinery::split_api_version(api_version);
         let uid = uuid::Uuid::new_v4().to_string();
@@ -231,7 +254,8 @@ impl Webhooks {
                 }
             });
         if let Err(e) = &answer {
-            tracing::warn!(error = %e, "interpreter webhook failed");
+            let (configuration, webhook) = hook.uid.split_once('/').unwrap_or_default();
+            tracing::warn!(configuration, webhook, error = %e, "interpreter webhook failed");
         }
         Some(answer)
     }
@@ -343,6 +367,77 @@ fn apply_patch(
     Ok(patched)
 }
 
+/// Karmada's check of `webhooks[index].clientConfig.url` (the API server's `ValidateWebhookURL`
+/// with https forced), with its messages: an https URL with a host, without user information,
+/// query or fragment.
+fn validate_url(index: usize, url: &str) -> std::result::Result<http::Uri, String> {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let field = format!("webhooks[{index}].clientConfig.url");
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("{field}: Required value: url must be a valid URL: {e}{FORM}"))?;
+    let mut problems = Vec::new();
+    let scheme = uri.scheme_str().unwrap_or_default();
+    if scheme != "https" {
+        problems.push(format!(
+            "{field}: Invalid value: {scheme:?}: 'https' is the only allowed URL scheme{FORM}"
+        ));
+    }
+    let authority = uri.authority().map(http::uri::Authority::as_str);
+    if uri.host().is_none_or(str::is_empty) {
+        problems.push(format!(
+            "{field}: Invalid value: \"\": host must be specified{FORM}"
+        ));
+    }
+    if let Some((user, _)) = authority.and_then(|a| a.rsplit_once('@')) {
+        problems.push(format!(
+            "{field}: Invalid value: {user:?}: user information is not permitted in the URL"
+        ));
+    }
+    if let Some(query) = uri.query().filter(|q| !q.is_empty()) {
+        problems.push(format!(
+            "{field}: Invalid value: {query:?}: query parameters are not permitted in the URL"
+        ));
+    }
+    if problems.is_empty() {
+        Ok(uri)
+    } else {
+        Err(problems.join(", "))
+    }
+}
+
+/// Reads `body` whole, failing once it passes `limit` bytes (at once when its declared length
+/// does) or when it fails.
+pub async fn read_limited<B>(body: B, limit: usize) -> std::result::Result<Vec<u8>, String>
+where
+    B: http_body::Body,
+    B::Error: fmt::Display,
+{
+    use bytes::Buf as _;
+    use http_body_util::BodyExt;
+    let too_large = || format!("the response is larger than the {limit}-byte limit");
+    if !usize::try_from(body.size_hint().lower()).is_ok_and(|declared| declared <= limit) {
+        return Err(too_large());
+    }
+    let mut body = std::pin::pin!(body);
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the response: {e}"))?;
+        if let Ok(mut data) = frame.into_data() {
+            if out.len().saturating_add(data.remaining()) > limit {
+                return Err(too_large());
+            }
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                out.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The PEM certificates of a CA bundle, DER-encoded.
 fn pem_certificates(bundle: &[u8]) -> std::result::Result<Vec<Vec<u8>>, String> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
@@ -401,10 +496,8 @@ async fn endpoint(
     let Some(url) = &config.url else {
         return Err("clientConfig has neither url nor service".into());
     };
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("invalid url {url:?}: {e}"))?;
-    Ok((uri, None))
+    // Checked before the call too (with the webhook's index); never connect elsewhere than https.
+    Ok((validate_url(0, url)?, None))
 }
 
 /// Karmada's Service resolution: ClusterIP, LoadBalancer and NodePort Services by cluster IP
@@ -484,11 +577,28 @@ async fn post(
         .header(http::header::ACCEPT, "application/json")
         .body(body)
         .map_err(|e| e.to_string())?;
-    let text = client
-        .request_text(request)
+    let response = client
+        .send(request.map(kube::client::Body::from))
         .await
         .map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| format!("decoding the response: {e}"))
+    let status = response.status();
+    let body = read_limited(response.into_body(), MAX_RESPONSE_BYTES).await?;
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&body[..body.len().min(1024)]).into_owned();
+        return Err(format!("the webhook answered {status}: {}", text.trim()));
+    }
+    decode_response(&body)
+}
+
+/// Decodes a webhook's answer (a `ResourceInterpreterContext`), at most [`MAX_RESPONSE_BYTES`]
+/// long, into an error naming the cause for anything else.
+pub fn decode_response(body: &[u8]) -> std::result::Result<ResourceInterpreterContext, String> {
+    if body.len() > MAX_RESPONSE_BYTES {
+        return Err(format!(
+            "the response is larger than the {MAX_RESPONSE_BYTES}-byte limit"
+        ));
+    }
+    serde_json::from_slice(body).map_err(|e| format!("decoding the response: {e}"))
 }
 
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -821,5 +931,145 @@ mod tests {
             pem_certificates(pem.as_bytes()).unwrap(),
             vec![vec![0u8, 1, 2]]
         );
+    }
+}
+
+/// Property tests: whatever a webhook answers, decoding and checking it never panics, holds no
+/// more than the cap, and fails with a message.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Arbitrary JSON, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A response with Karmada's field names, each absent or holding arbitrary JSON (or a
+    /// plausible value), so decoding gets past the envelope and the checks see odd contents.
+    fn adversarial_response() -> impl Strategy<Value = Value> {
+        let fields = [
+            "uid",
+            "successful",
+            "status",
+            "patch",
+            "patchType",
+            "replicas",
+            "replicaRequirements",
+            "dependencies",
+            "rawStatus",
+            "healthy",
+            "components",
+        ];
+        let plausible = prop_oneof![
+            any_json(),
+            Just(json!("u")),
+            Just(json!(true)),
+            Just(json!("JSONPatch")),
+            prop::collection::vec(any::<u8>(), 0..64)
+                .prop_map(|b| { json!(base64::engine::general_purpose::STANDARD.encode(b)) }),
+            Just(json!(
+                base64::engine::general_purpose::STANDARD
+                    .encode(r#"[{"op":"add","path":"/spec/x","value":1}]"#)
+            )),
+        ];
+        prop::collection::vec(prop::option::of(plausible), fields.len()).prop_map(move |values| {
+            let mut response = serde_json::Map::new();
+            for (name, value) in fields.iter().zip(values) {
+                if let Some(v) = value {
+                    response.insert((*name).to_owned(), v);
+                }
+            }
+            json!({"apiVersion": "config.karmada.io/v1alpha1",
+                "kind": "ResourceInterpreterContext", "response": response})
+        })
+    }
+
+    const OPERATIONS: [&str; 8] = [
+        operations::INTERPRET_REPLICA,
+        operations::REVISE_REPLICA,
+        operations::RETAIN,
+        operations::AGGREGATE_STATUS,
+        operations::INTERPRET_STATUS,
+        operations::INTERPRET_HEALTH,
+        operations::INTERPRET_DEPENDENCY,
+        operations::INTERPRET_COMPONENT,
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_bytes_fail_with_a_message(body in prop::collection::vec(any::<u8>(), 0..4096)) {
+            if let Err(e) = decode_response(&body) {
+                prop_assert!(e.starts_with("decoding the response: "), "{e}");
+            }
+        }
+
+        #[test]
+        fn any_json_is_decoded_or_refused(value in any_json()) {
+            let body = serde_json::to_vec(&value).unwrap();
+            if let Ok(context) = decode_response(&body) {
+                for op in OPERATIONS {
+                    if let Err(e) = verify("u", op, context.clone()) {
+                        prop_assert!(!e.is_empty());
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn adversarial_responses_are_checked_and_patches_applied_safely(
+            value in adversarial_response()
+        ) {
+            let body = serde_json::to_vec(&value).unwrap();
+            let object = json!({"apiVersion": "example.io/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 1}});
+            if let Ok(context) = decode_response(&body) {
+                for op in OPERATIONS {
+                    match verify("u", op, context.clone()) {
+                        Ok(response) => {
+                            if let Err(e) = apply_patch(&object, &response) {
+                                prop_assert!(e.starts_with("the webhook's patch"), "{e}");
+                            }
+                        }
+                        Err(e) => prop_assert!(!e.is_empty()),
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn deep_nesting_is_refused(depth in 129usize..20_000) {
+            let body = format!(
+                r#"{{"response":{{"uid":"u","successful":true,"rawStatus":{}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let e = decode_response(body.as_bytes()).unwrap_err();
+            prop_assert!(e.contains("recursion limit"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_body_past_the_cap_is_refused_before_decoding() {
+        let body = vec![b' '; MAX_RESPONSE_BYTES + 1];
+        let e = decode_response(&body).unwrap_err();
+        assert!(e.contains("larger than the 8388608-byte limit"), "{e}");
     }
 }
