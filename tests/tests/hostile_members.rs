@@ -179,19 +179,11 @@ async fn hostile(mode: Mode) -> (String, String) {
     (url, ca_pem)
 }
 
-/// Registers the hostile member `name` at `url` as a Push Cluster with a Secret of its own.
+/// Registers the hostile member `name` at `url` as a Push Cluster with a Secret of its own (owned by
+/// the Cluster, as `karmadactl join` writes it: the controller-manager uses no other).
 async fn register(host: &Client, name: &str, url: &str, ca_pem: &str) {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": "karmada-cluster"},
-        "data": {"token": b64("hostile-token"), "caBundle": b64(ca_pem)},
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(host.clone(), "karmada-cluster")
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
     let cluster: Cluster = serde_json::from_value(json!({
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
         "metadata": {"name": name},
@@ -199,8 +191,19 @@ async fn register(host: &Client, name: &str, url: &str, ca_pem: &str) {
             "secretRef": {"namespace": "karmada-cluster", "name": name}},
     }))
     .unwrap();
-    Api::<Cluster>::all(host.clone())
+    let cluster = Api::<Cluster>::all(host.clone())
         .create(&PostParams::default(), &cluster)
+        .await
+        .unwrap();
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "karmada-cluster", "ownerReferences": [{
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "name": name,
+            "uid": cluster.metadata.uid, "controller": true}]},
+        "data": {"token": b64("hostile-token"), "caBundle": b64(ca_pem)},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(host.clone(), "karmada-cluster")
+        .create(&PostParams::default(), &secret)
         .await
         .unwrap();
 }

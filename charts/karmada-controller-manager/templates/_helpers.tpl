@@ -100,3 +100,24 @@ The controller-manager's arguments. The chart tests run the binary with exactly 
 - {{ . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+"true" when this release renders the karmada-agent-restriction policy: it is enabled and no other
+installer owns it yet. The policy is cluster-scoped and shared by every agent (this chart, the other
+Karmada chart and karmadactl register install the same file), so whoever installed it first keeps it
+and a later release leaves it alone instead of failing on Helm's ownership check. helm template (no
+cluster to look up) always renders it.
+*/}}
+{{- define "kcm.renderAgentRestriction" -}}
+{{- if .Values.agentRestriction.install -}}
+{{- $existing := lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" "karmada-agent-restriction" -}}
+{{- if not $existing -}}
+true
+{{- else -}}
+{{- $annotations := ($existing.metadata).annotations | default dict -}}
+{{- if and (eq (get $annotations "meta.helm.sh/release-name") .Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") .Release.Namespace) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
