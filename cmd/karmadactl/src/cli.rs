@@ -61,11 +61,7 @@ pub struct CordonArgs {
 #[derive(Debug, Args, Clone)]
 pub struct TaintArgs {
     /// `cluster` (or `clusters`), the cluster names, then the taint changes.
-    #[arg(
-        required = true,
-        allow_hyphen_values = true,
-        value_name = "CLUSTER NAME... KEY=VAL:EFFECT"
-    )]
+    #[arg(required = true, value_name = "CLUSTER NAME... KEY=VAL:EFFECT")]
     pub args: Vec<String>,
     /// Control-plane connection.
     #[command(flatten)]
