@@ -121,7 +121,7 @@ pub async fn run(args: UnregisterArgs) -> anyhow::Result<()> {
             );
         }
         println!("would delete cluster {name} (control plane)");
-        let rbac = RbacResources::new(&name, &args.cluster_namespace);
+        let rbac = RbacResources::new(&name, &args.cluster_namespace, &args.namespace);
         println!(
             "would delete karmada-agent RBAC resources (control plane{}):\n{}",
             if args.karmada_config.is_some() {
