@@ -28,6 +28,76 @@ pub enum Command {
     /// Manage bootstrap tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Mark cluster as unschedulable.
+    Cordon(CordonArgs),
+    /// Mark cluster as schedulable.
+    Uncordon(CordonArgs),
+    /// Update the taints on one or more clusters.
+    ///
+    /// A taint is `key=value:effect` (the value is optional); the effect must be NoSchedule,
+    /// PreferNoSchedule or NoExecute. `key:effect-` removes the taint with that key and effect,
+    /// `key-` every taint with that key. Example: `karmadactl taint clusters foo
+    /// dedicated=special-user:NoSchedule`.
+    Taint(TaintArgs),
+    /// Output shell completion code for the specified shell (bash, zsh, fish, elvish or
+    /// powershell).
+    Completion(CompletionArgs),
+}
+
+/// `karmadactl cordon CLUSTER` / `karmadactl uncordon CLUSTER`.
+#[derive(Debug, Args, Clone)]
+pub struct CordonArgs {
+    /// Name of the cluster.
+    pub cluster_name: String,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// Run the command in dry-run mode, without making any server requests.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `karmadactl taint clusters NAME... KEY_1=VAL_1:TAINT_EFFECT_1 ...`.
+#[derive(Debug, Args, Clone)]
+pub struct TaintArgs {
+    /// `cluster` (or `clusters`), the cluster names, then the taint changes.
+    #[arg(required = true, value_name = "CLUSTER NAME... KEY=VAL:EFFECT")]
+    pub args: Vec<String>,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// If true, allow taints to be overwritten, otherwise reject taint updates that overwrite
+    /// existing taints.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Run the command in dry-run mode, without making any server requests.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `karmadactl completion SHELL`.
+#[derive(Debug, Args, Clone)]
+pub struct CompletionArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `karmadactl token list`.
+#[derive(Debug, Args, Clone)]
+pub struct TokenListArgs {
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+}
+
+/// `karmadactl token delete [token-value] ...`.
+#[derive(Debug, Args, Clone)]
+pub struct TokenDeleteArgs {
+    /// Tokens (`[a-z0-9]{6}.[a-z0-9]{16}`) or token IDs (`[a-z0-9]{6}`) to delete.
+    pub tokens: Vec<String>,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
 }
 
 /// `karmadactl token …`.
@@ -35,6 +105,10 @@ pub enum Command {
 pub enum TokenCommand {
     /// Create bootstrap tokens on the server.
     Create(TokenCreateArgs),
+    /// List bootstrap tokens on the server.
+    List(TokenListArgs),
+    /// Delete bootstrap tokens on the server.
+    Delete(TokenDeleteArgs),
 }
 
 /// `karmadactl token create`.

@@ -19,16 +19,18 @@ pub mod bootstrap;
 mod cli;
 mod join;
 mod register;
+mod taint;
 mod token;
 mod unjoin;
 mod unregister;
 mod util;
 
 pub use cli::{
-    Cli, Command, ControlPlaneArgs, JoinArgs, RegisterArgs, TokenCommand, TokenCreateArgs,
-    UnjoinArgs, UnregisterArgs,
+    Cli, Command, CompletionArgs, ControlPlaneArgs, CordonArgs, JoinArgs, RegisterArgs, TaintArgs,
+    TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs, UnjoinArgs, UnregisterArgs,
 };
 pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
+pub use taint::UNSCHEDULABLE_TAINT_KEY;
 
 use std::ffi::OsString;
 
@@ -79,18 +81,45 @@ pub async fn create_token(args: TokenCreateArgs) -> anyhow::Result<String> {
     token::create(args).await
 }
 
+/// Runs an already parsed command line, returning what it prints on stdout (the commands that
+/// print progress while they run, like join, print it themselves).
+pub async fn output(cli: Cli) -> anyhow::Result<String> {
+    Ok(match cli.command {
+        Command::Token(TokenCommand::Create(a)) => token::create(a).await?,
+        Command::Token(TokenCommand::List(a)) => token::list(a).await?,
+        Command::Token(TokenCommand::Delete(a)) => token::delete(a).await?.join("\n"),
+        Command::Cordon(a) => taint::cordon(a, true).await?,
+        Command::Uncordon(a) => taint::cordon(a, false).await?,
+        Command::Taint(a) => taint::taint(a).await?.join("\n"),
+        Command::Completion(a) => {
+            use clap::CommandFactory;
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "karmadactl", &mut buf);
+            String::from_utf8(buf)?
+        }
+        Command::Join(a) => join::run(a).await.map(|()| String::new())?,
+        Command::Unjoin(a) => unjoin::run(a).await.map(|()| String::new())?,
+        Command::Register(a) => register::run(a).await.map(|()| String::new())?,
+        Command::Unregister(a) => unregister::run(a).await.map(|()| String::new())?,
+    })
+}
+
+/// [`output`] for `args` (the program name first).
+pub async fn run_output<I, T>(args: I) -> anyhow::Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    output(Cli::try_parse_from(args)?).await
+}
+
 /// Runs an already parsed command line.
 pub async fn execute(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Join(a) => join::run(a).await,
-        Command::Unjoin(a) => unjoin::run(a).await,
-        Command::Register(a) => register::run(a).await,
-        Command::Unregister(a) => unregister::run(a).await,
-        Command::Token(TokenCommand::Create(a)) => {
-            println!("{}", token::create(a).await?);
-            Ok(())
-        }
+    let out = output(cli).await?;
+    if !out.is_empty() {
+        println!("{}", out.trim_end_matches('\n'));
     }
+    Ok(())
 }
 
 #[cfg(test)]

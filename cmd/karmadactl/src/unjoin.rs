@@ -26,6 +26,98 @@ where
     }
 }
 
+/// Whether `name` exists (read only).
+async fn exists<K>(api: &Api<K>, name: &str, what: &str, target: &Target) -> anyhow::Result<bool>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.get_opt(name)
+        .await
+        .map(|o| o.is_some())
+        .map_err(|e| explain(e, &format!("getting {what}"), target))
+}
+
+/// What `unjoin` would delete, one `would delete <what>` line per object that exists, reading
+/// only: the Works in the execution namespace, the Cluster, its Secrets and (with a member
+/// kubeconfig) the member objects join created.
+async fn dry_run_plan(
+    host: &Target,
+    member: Option<&Target>,
+    args: &UnjoinArgs,
+) -> anyhow::Result<Vec<String>> {
+    let name = &args.cluster_name;
+    let mut out = Vec::new();
+    let es = execution_space_name(name);
+    let works: Api<Work> = Api::namespaced(host.client.clone(), &es);
+    let list = works
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| explain(e, &format!("listing works in {es}"), host))?;
+    for w in &list.items {
+        out.push(format!(
+            "would delete work {es}/{} (control plane, via the cluster's cleanup)",
+            w.metadata.name.as_deref().unwrap_or_default()
+        ));
+    }
+    out.push(format!("would delete cluster {name} (control plane)"));
+    let secrets: Api<Secret> = Api::namespaced(host.client.clone(), &args.cluster_namespace);
+    for s in [name.clone(), impersonation_secret_name(name)] {
+        let what = format!("secret {}/{s}", args.cluster_namespace);
+        if exists(&secrets, &s, &what, host).await? {
+            out.push(format!("would delete {what} (control plane)"));
+        }
+    }
+    if let Some(m) = member {
+        let sa = service_account_name(name);
+        let role = role_name(&sa);
+        let what = format!("cluster role binding {role}");
+        if exists(
+            &Api::<ClusterRoleBinding>::all(m.client.clone()),
+            &role,
+            &what,
+            m,
+        )
+        .await?
+        {
+            out.push(format!("would delete {what} (member)"));
+        }
+        let what = format!("cluster role {role}");
+        if exists(&Api::<ClusterRole>::all(m.client.clone()), &role, &what, m).await? {
+            out.push(format!("would delete {what} (member)"));
+        }
+        let sas: Api<ServiceAccount> = Api::namespaced(m.client.clone(), &args.cluster_namespace);
+        let what = format!("service account {}/{sa}", args.cluster_namespace);
+        if exists(&sas, &sa, &what, m).await? {
+            out.push(format!("would delete {what} (member)"));
+        }
+        let ns = Api::<Namespace>::all(m.client.clone())
+            .get_opt(&args.cluster_namespace)
+            .await
+            .map_err(|e| {
+                explain(
+                    e,
+                    &format!("getting namespace {}", args.cluster_namespace),
+                    m,
+                )
+            })?;
+        if let Some(ns) = ns {
+            let joined = ns
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CREATED_BY_JOIN.0))
+                .is_some_and(|v| v == CREATED_BY_JOIN.1);
+            if joined {
+                out.push(format!(
+                    "would delete namespace {} (member)",
+                    args.cluster_namespace
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Deletes the member namespace `name` only if `join` created it (it carries [`CREATED_BY_JOIN`]);
 /// a namespace that existed before the join is left, with a note.
 async fn delete_namespace_if_joined(
@@ -140,6 +232,9 @@ pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
         );
     }
     if args.dry_run {
+        for line in dry_run_plan(&host, member.as_ref(), &args).await? {
+            println!("{line}");
+        }
         println!("cluster({name}) can be unjoined (dry run: nothing was changed)");
         return Ok(());
     }

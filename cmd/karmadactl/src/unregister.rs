@@ -107,6 +107,52 @@ pub async fn run(args: UnregisterArgs) -> anyhow::Result<()> {
         );
     }
     if args.dry_run {
+        // Read only: list what the run below would delete.
+        let es = execution_space_name(&name);
+        let works: Api<Work> = Api::namespaced(host.clone(), &es);
+        let list = works
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| anyhow!("failed to list works in {es}: {e}"))?;
+        for w in &list.items {
+            println!(
+                "would delete work {es}/{} (control plane)",
+                w.metadata.name.as_deref().unwrap_or_default()
+            );
+        }
+        println!("would delete cluster {name} (control plane)");
+        let rbac = RbacResources::new(&name, &args.cluster_namespace, &args.namespace);
+        println!(
+            "would delete karmada-agent RBAC resources (control plane{}):\n{}",
+            if args.karmada_config.is_some() {
+                ""
+            } else {
+                ", left for manual cleanup without --karmada-config"
+            },
+            rbac.describe()
+        );
+        let cns = args.cluster_namespace.as_str();
+        let ans = args.namespace.as_str();
+        let sa = service_account_name(&name);
+        let imp = service_account_name("impersonator");
+        let role = role_name(&sa);
+        for what in [
+            format!("service account {cns}/{sa}"),
+            format!("cluster role {role}"),
+            format!("cluster role binding {role}"),
+            format!("secret {cns}/{sa}"),
+            format!("service account {cns}/{imp}"),
+            format!("secret {cns}/{imp}"),
+            format!("namespace {cns}"),
+            format!("deployment {ans}/{}", args.agent_name),
+            format!("service account {ans}/{AGENT_SERVICE_ACCOUNT}"),
+            "cluster role karmada-agent".to_owned(),
+            "cluster role binding karmada-agent".to_owned(),
+            format!("secret {ans}/{KARMADA_KUBECONFIG}"),
+        ] {
+            println!("would delete {what} (member, if present)");
+        }
+        println!("cluster({name}) can be unregistered (dry run: nothing was changed)");
         return Ok(());
     }
     let deadline = Instant::now() + args.wait;
