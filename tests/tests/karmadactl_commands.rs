@@ -2,6 +2,9 @@
 //! of `unjoin`/`unregister`, run through the real command (library entry point) against a real
 //! kube-apiserver with Karmada's CRDs.
 
+// Test helpers fail their test by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount, Taint};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use karmada_apis::Cluster;
