@@ -9,4 +9,5 @@ pub mod controller_manager;
 pub mod in_process;
 pub mod karmadactl;
 pub mod quiet;
+pub mod tls;
 pub mod tools;

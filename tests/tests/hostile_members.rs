@@ -16,12 +16,12 @@
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use karmada_apis::{Cluster, PropagationPolicy};
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::tls::localhost as tls;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -48,33 +48,6 @@ enum Mode {
     Endless,
     Huge,
     Slowloris,
-}
-
-/// A CA and a serving certificate for 127.0.0.1 signed by it: the server's TLS config and the
-/// CA's PEM.
-fn tls() -> (Arc<rustls::ServerConfig>, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&ca, &ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-    (Arc::new(config), ca_cert.pem())
 }
 
 /// Answers one request (one per connection) as `mode` misbehaves.

@@ -28,6 +28,7 @@ use karmada_apis::well_known::event_reasons;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, names};
 use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{self, Controllers, Harness, ensure_namespace, serial};
+use karmada_e2e::tls::localhost as tls;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
@@ -428,33 +429,6 @@ struct WebhookServer {
     ca_pem: String,
     asked: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
-}
-
-/// A CA and a serving certificate for 127.0.0.1 signed by it; the server's TLS config and the
-/// CA's PEM.
-fn tls() -> (Arc<rustls::ServerConfig>, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::from_params(&ca, &ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-    (Arc::new(config), ca_cert.pem())
 }
 
 /// Reads one HTTP/1.1 request's body (Content-Length framed, as kube's client sends).
