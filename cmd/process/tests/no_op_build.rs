@@ -10,7 +10,8 @@
 
 use std::process::Command;
 
-/// `cargo build -p karmada-controller-manager --message-format=json`; returns its stdout.
+/// The integration tests' build of the controller-manager (`tests/src/controller_manager.rs`: the
+/// `test-hooks` feature, so the binary they run is not swapped for another variant); returns stdout.
 fn build() -> String {
     let out = Command::new(env!("CARGO"))
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -21,6 +22,8 @@ fn build() -> String {
             "karmada-controller-manager",
             "--bin",
             "karmada-controller-manager",
+            "--features",
+            "test-hooks",
             "--message-format=json",
         ])
         .output()
