@@ -248,6 +248,19 @@ pub struct ControlPlaneArgs {
     pub karmada_context: Option<String>,
 }
 
+impl ControlPlaneArgs {
+    /// The control plane these flags name, without impersonation.
+    pub async fn load(&self) -> anyhow::Result<crate::util::Target> {
+        crate::util::load(
+            "control plane",
+            self.kubeconfig.as_deref(),
+            self.karmada_context.as_deref(),
+            None,
+        )
+        .await
+    }
+}
+
 /// `karmadactl join CLUSTER_NAME --cluster-kubeconfig=<KUBECONFIG>`.
 #[derive(Debug, Args, Clone)]
 pub struct JoinArgs {

@@ -8,7 +8,7 @@ use karmada_apis::cluster::v1alpha1::Cluster;
 use kube::api::{Api, Patch, PatchParams};
 
 use crate::cli::{CordonArgs, TaintArgs};
-use crate::util::{Target, code, explain, load};
+use crate::util::{Target, code, explain};
 
 /// The taint `cordon` adds, Karmada's `TaintClusterUnscheduler`.
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.karmada.io/unschedulable";
@@ -17,13 +17,7 @@ const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 /// Runs `cordon` (`cordon == true`) or `uncordon`; returns the line printed.
 pub async fn cordon(args: CordonArgs, cordon: bool) -> anyhow::Result<String> {
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let name = &args.cluster_name;
     let cluster = get(&host, name).await?;
     let is_cordon = |t: &Taint| t.key == UNSCHEDULABLE_TAINT_KEY && t.effect == "NoSchedule";
@@ -265,13 +259,7 @@ pub fn apply(
 /// Runs `karmadactl taint`; returns the lines printed (`cluster/<name> <operation>`).
 pub async fn taint(args: TaintArgs) -> anyhow::Result<Vec<String>> {
     let (names, changes) = parse_args(&args.args)?;
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let mut out = Vec::new();
     for name in names {
         let cluster = get(&host, &name).await?;

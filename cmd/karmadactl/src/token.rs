@@ -9,7 +9,7 @@ use crate::bootstrap::{
     TOKEN_NAMESPACE, TOKEN_SECRET_TYPE, Token, pem_certificates, public_key_pin,
 };
 use crate::cli::{TokenCreateArgs, TokenDeleteArgs, TokenListArgs};
-use crate::util::{code, explain, load};
+use crate::util::{code, explain};
 
 /// Runs `karmadactl token create`: creates the token and returns what the command prints (the
 /// token, or the register command with `--print-register-command`).
@@ -28,13 +28,7 @@ pub async fn create(args: TokenCreateArgs) -> anyhow::Result<String> {
             );
         }
     }
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let token = Token::generate()?;
     let expiration = if args.ttl.is_zero() {
         None
@@ -90,13 +84,7 @@ pub async fn create(args: TokenCreateArgs) -> anyhow::Result<String> {
 /// Runs `karmadactl token list`: the bootstrap tokens in `kube-system` as a table with kubeadm's
 /// columns; Secrets that are not valid tokens are reported on stderr and skipped, as Karmada does.
 pub async fn list(args: TokenListArgs) -> anyhow::Result<String> {
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let secrets: Api<Secret> = Api::namespaced(host.client.clone(), TOKEN_NAMESPACE);
     let lp = ListParams::default().fields(&format!("type={TOKEN_SECRET_TYPE}"));
     let list = secrets
@@ -239,13 +227,7 @@ pub async fn delete(args: TokenDeleteArgs) -> anyhow::Result<Vec<String>> {
             }
         }
     }
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let secrets: Api<Secret> = Api::namespaced(host.client.clone(), TOKEN_NAMESPACE);
     let mut out = Vec::new();
     for id in ids {

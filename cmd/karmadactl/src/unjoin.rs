@@ -197,13 +197,7 @@ pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
             args.wait
         );
     }
-    let host = load(
-        "control plane",
-        args.control_plane.kubeconfig.as_deref(),
-        args.control_plane.karmada_context.as_deref(),
-        None,
-    )
-    .await?;
+    let host = args.control_plane.load().await?;
     let member = match &args.cluster_kubeconfig {
         Some(path) => Some(
             load(
