@@ -21,7 +21,7 @@ die() { echo "build-test-binaries: $*" >&2; exit 1; }
 
 # The versions in test-binaries.env name the cache folder; the go.mod files are what gets built. Keep them equal.
 check_pin() { # module-dir module version
-  grep -qE "^require $2 $3\$" "$root/hack/tools/$1/go.mod" ||
+  grep -qE "^(require |[[:space:]]+)$2 $3\$" "$root/hack/tools/$1/go.mod" ||
     die "hack/tools/$1/go.mod does not require $2 $3 (as hack/test-binaries.env says); update one to match the other"
 }
 check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
