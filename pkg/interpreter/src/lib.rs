@@ -71,6 +71,7 @@ mod replicas;
 mod resources;
 mod retain;
 mod rules;
+pub mod thirdparty;
 
 pub use dependencies::{DependentObjectReference, native_dependencies};
 pub use division::{
@@ -87,3 +88,4 @@ pub use rules::{
     AggregateStatusFn, Clock, GroupKind, HealthFn, InterpreterOptions, KindRules, Operation,
     PruneFn, ReflectStatusFn, Replicas, ReplicasFn, RetainFn, ReviseReplicaFn, RuleContext,
 };
+pub use thirdparty::ThirdParty;
