@@ -32,13 +32,9 @@ const TREE: &str = "pkg/resourceinterpreter/default/thirdparty/resourcecustomiza
 const NOT_NATIVE: &[&str] = &[
     "FlinkDeployment",
     "Job",
-    "MPIJob",
-    "Notebook",
-    "PyTorchJob",
     "RayCluster",
     "RayJob",
     "SparkApplication",
-    "TFJob",
 ];
 
 fn module_dir() -> PathBuf {
@@ -165,8 +161,11 @@ fn compare(
         }
         "AggregateStatus" => check(
             "aggregated",
-            native.aggregate_status(subject, items),
-            lua.aggregate_status(subject, items),
+            native
+                .aggregate_status(subject, items)
+                .map(|r| r.map(comparable)),
+            lua.aggregate_status(subject, items)
+                .map(|r| r.map(comparable)),
             must_succeed,
         ),
         "InterpretStatus" => check(
@@ -181,6 +180,12 @@ fn compare(
             lua.interpret_health(subject),
             must_succeed,
         ),
+        "InterpretComponent" => check(
+            "components",
+            native.get_components(subject).map(|r| r.map(by_name)),
+            lua.get_components(subject).map(|r| r.map(by_name)),
+            must_succeed,
+        ),
         "InterpretDependency" => check(
             "dependencies",
             native.get_dependencies(subject).map(|r| r.map(sorted)),
@@ -189,6 +194,53 @@ fn compare(
         ),
         other => Err(format!("unknown operation {other}")),
     }
+}
+
+/// Components by name (MPIJob's script lists them in Lua's table order).
+fn by_name(mut list: Vec<karmada_apis::work::v1alpha2::Component>) -> Vec<String> {
+    list.sort_by(|a, b| a.name.cmp(&b.name));
+    list.iter()
+        .map(|c| serde_json::to_string(c).unwrap())
+        .collect()
+}
+
+/// An aggregated object made comparable: condition times the aggregation stamps with the
+/// current time (`os.date` in the scripts) are replaced by a marker when within a minute of now,
+/// and `status.conditions` is sorted where the scripts build it in Lua's table order.
+fn comparable(mut object: Value) -> Value {
+    fn mask(v: &mut Value) {
+        match v {
+            Value::Object(fields) => {
+                for (k, child) in fields.iter_mut() {
+                    let recent = matches!(k.as_str(), "lastProbeTime" | "lastTransitionTime")
+                        && child
+                            .as_str()
+                            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                            .is_some_and(|t| {
+                                (k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second())
+                                    .abs()
+                                    < 60
+                            });
+                    if recent {
+                        *child = Value::from("<now>");
+                    } else {
+                        mask(child);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(mask),
+            _ => {}
+        }
+    }
+    mask(&mut object);
+    let unordered = matches!(
+        object.get("kind").and_then(Value::as_str),
+        Some("MPIJob" | "Job" | "UnitedDeployment")
+    );
+    if unordered && let Some(Value::Array(conditions)) = object.pointer_mut("/status/conditions") {
+        conditions.sort_by_key(std::string::ToString::to_string);
+    }
+    object
 }
 
 /// Variations of a case's inputs: without the object's status, without each member's status.

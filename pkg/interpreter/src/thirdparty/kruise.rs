@@ -80,6 +80,7 @@ pub(super) fn register(table: &mut HashMap<(&'static str, &'static str), KindInt
             reflect: Some(broadcast_job_reflect),
             health: Some(broadcast_job_health),
             dependencies: Some(template_dependencies),
+            ..Default::default()
         },
     );
     table.insert(

@@ -33,6 +33,7 @@
 mod argo;
 mod flux;
 mod kruise;
+mod kubeflow;
 mod kyverno;
 pub(crate) mod value;
 
@@ -40,7 +41,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use karmada_apis::config::v1alpha1::DependentObjectReference;
-use karmada_apis::work::v1alpha2::AggregatedStatusItem;
+use karmada_apis::work::v1alpha2::{AggregatedStatusItem, Component};
 use serde_json::Value;
 
 use crate::error::{ObjectRef, Result};
@@ -60,6 +61,7 @@ type AggregateRule = fn(&Value, &[Value], &Ctx<'_>) -> Result<Value>;
 type ReflectRule = fn(&Value, &Ctx<'_>) -> Result<Value>;
 type HealthRule = fn(&Value, &Ctx<'_>) -> Result<bool>;
 type DependenciesRule = fn(&Value, &Ctx<'_>) -> Result<Vec<DependentObjectReference>>;
+type ComponentsRule = fn(&Value, &Ctx<'_>) -> Result<Vec<Component>>;
 
 /// The interpretation of one third-party kind: the operations it defines.
 #[derive(Clone, Copy, Default)]
@@ -71,6 +73,7 @@ pub struct KindInterpretation {
     pub(crate) reflect: Option<ReflectRule>,
     pub(crate) health: Option<HealthRule>,
     pub(crate) dependencies: Option<DependenciesRule>,
+    pub(crate) components: Option<ComponentsRule>,
 }
 
 impl KindInterpretation {
@@ -91,6 +94,11 @@ impl KindInterpretation {
     pub fn has_dependencies(&self) -> bool {
         self.dependencies.is_some()
     }
+
+    /// Whether the kind has components (InterpretComponent).
+    pub fn has_components(&self) -> bool {
+        self.components.is_some()
+    }
 }
 
 /// Every third-party kind: (apiVersion, kind) → its interpretation.
@@ -100,6 +108,7 @@ pub fn kinds() -> HashMap<(&'static str, &'static str), KindInterpretation> {
     flux::register(&mut table);
     kyverno::register(&mut table);
     argo::register(&mut table);
+    kubeflow::register(&mut table);
     table
 }
 
@@ -200,6 +209,11 @@ impl InterpreterLayer for ThirdParty {
         Some(value::items_value(items, &ctx.id).and_then(|items| rule(template, &items, &ctx)))
     }
 
+    fn get_components(&self, object: &Value) -> Option<Result<Vec<Component>>> {
+        let (k, ctx) = self.find(object)?;
+        Some((k.components?)(object, &ctx))
+    }
+
     fn get_dependencies(&self, object: &Value) -> Option<Result<Vec<DependentObjectReference>>> {
         let (k, ctx) = self.find(object)?;
         // Each object once, in the order first named (as Karmada merges dependency answers).
@@ -287,4 +301,31 @@ pub(crate) fn replica_count(n: f64, ctx: &Ctx<'_>) -> Result<i32> {
         ));
     }
     Ok(t as i32)
+}
+
+/// Components from their JSON form (name, replicas, replicaRequirements), shaped as a script's
+/// list is: empty requirements left out, quantities given as numbers read as quantities.
+pub(crate) fn components(list: Vec<Value>, ctx: &Ctx<'_>) -> Result<Vec<Component>> {
+    let mut shaped = value::shape(Value::Array(list), false, &[]);
+    if let Some(items) = shaped.as_array_mut() {
+        for item in items {
+            if let Some(Value::Object(requests)) = item
+                .get_mut("replicaRequirements")
+                .and_then(|r| r.get_mut("resourceRequest"))
+            {
+                for q in requests.values_mut() {
+                    if let Value::Number(n) = q {
+                        *q = Value::String(n.to_string());
+                    }
+                }
+            }
+        }
+    }
+    serde_json::from_value(shaped).map_err(|e| {
+        crate::error::Cause::Decode {
+            path: "components".into(),
+            source: e,
+        }
+        .at(&ctx.id)
+    })
 }

@@ -153,6 +153,90 @@ pub(crate) fn less(
     Ok(a < b)
 }
 
+/// `a < b` as Lua orders two values: numbers by value, strings byte-wise; anything else is an
+/// error.
+pub(crate) fn lua_lt(a: &Value, b: &Value, path: &[&str], id: &ObjectRef) -> Result<bool> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => Ok(x.as_f64() < y.as_f64()),
+        (Value::String(x), Value::String(y)) => Ok(x.as_bytes() < y.as_bytes()),
+        _ => Err(wrong(path, "two strings or two numbers to compare", id)),
+    }
+}
+
+/// The scripts' `to_num(v, default)`: absent or `''` gives `default`, else `tonumber(v)`, else
+/// `default`.
+pub(crate) fn to_num(value: Option<&Value>, default: Option<f64>) -> Option<f64> {
+    match value {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) if !s.is_empty() => to_number(s).or(default),
+        _ => default,
+    }
+}
+
+/// The current time as the scripts write it (`os.date("!%Y-%m-%dT%H:%M:%SZ")`).
+pub(crate) fn now_utc() -> Value {
+    Value::from(
+        k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string(),
+    )
+}
+
+/// Which scalars the scripts' `omitEmpty` drops besides `nil`.
+#[derive(Clone, Copy)]
+pub(crate) enum Omit {
+    /// Only empty tables go.
+    EmptyTables,
+    /// `0`, `''` and `'0s'` go too.
+    ZeroValues,
+}
+
+/// The scripts' `omitEmpty`: drops what [`Omit`] says, and tables left empty; `None` when
+/// nothing is left. A list that loses an element other than at its end cannot be written back
+/// (a sparse Lua array): an error.
+pub(crate) fn omit_empty(value: &Value, omit: Omit, id: &ObjectRef) -> Result<Option<Value>> {
+    let keep_scalar = |v: &Value| match (omit, v) {
+        (_, Value::Null) => false,
+        (Omit::ZeroValues, Value::Number(n)) => n.as_f64() != Some(0.0),
+        (Omit::ZeroValues, Value::String(s)) => !(s.is_empty() || s == "0s"),
+        _ => true,
+    };
+    let keep = |v: &Value| -> Result<Option<Value>> {
+        match v {
+            Value::Object(_) | Value::Array(_) => omit_empty(v, omit, id),
+            other => Ok(keep_scalar(other).then(|| other.clone())),
+        }
+    };
+    match value {
+        Value::Object(fields) => {
+            let mut out = Map::new();
+            for (k, v) in fields {
+                if let Some(kept) = keep(v)? {
+                    out.insert(k.clone(), kept);
+                }
+            }
+            Ok((!out.is_empty()).then_some(Value::Object(out)))
+        }
+        Value::Array(items) => {
+            let items: Vec<&Value> = items.iter().filter(|v| !v.is_null()).collect();
+            let mut out = Vec::new();
+            let mut gap = false;
+            for v in items {
+                match keep(v)? {
+                    Some(kept) if gap => {
+                        let _ = kept;
+                        return Err(wrong(&["status"], "a list without dropped elements", id));
+                    }
+                    Some(kept) => out.push(kept),
+                    None => gap = true,
+                }
+            }
+            Ok((!out.is_empty()).then_some(Value::Array(out)))
+        }
+        other => Ok(keep_scalar(other).then(|| other.clone())),
+    }
+}
+
 /// The string at `path` when present and not empty (`x ~= nil and x ~= ''`).
 pub(crate) fn non_empty<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     get(value, path).filter(|v| v.as_str() != Some(""))
