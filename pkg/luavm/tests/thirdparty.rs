@@ -29,13 +29,7 @@ const MODULE: &str = "github.com/karmada-io/karmada@v1.16.0";
 const TREE: &str = "pkg/resourceinterpreter/default/thirdparty/resourcecustomizations";
 
 /// Kinds Karmada ships that have no native interpretation yet (docs/compatibility.md says why).
-const NOT_NATIVE: &[&str] = &[
-    "FlinkDeployment",
-    "Job",
-    "RayCluster",
-    "RayJob",
-    "SparkApplication",
-];
+const NOT_NATIVE: &[&str] = &["FlinkDeployment", "Job", "SparkApplication"];
 
 fn module_dir() -> PathBuf {
     let cache = std::env::var("GOMODCACHE")

@@ -75,7 +75,7 @@ fn retain(desired: &Value, observed: &Value, ctx: &Ctx<'_>) -> Result<Value> {
 }
 
 /// The string at `path` when present and not empty.
-fn name_at(value: &Value, path: &[&str]) -> Option<String> {
+pub(super) fn name_at(value: &Value, path: &[&str]) -> Option<String> {
     match get(value, path)? {
         Value::String(s) if s.is_empty() => None,
         Value::String(s) => Some(s.clone()),
@@ -84,7 +84,7 @@ fn name_at(value: &Value, path: &[&str]) -> Option<String> {
 }
 
 /// Volume plugins whose `secretRef.name` names a Secret.
-const SECRET_REF_PLUGINS: [&str; 7] = [
+pub(super) const SECRET_REF_PLUGINS: [&str; 7] = [
     "cephfs",
     "cinder",
     "flexVolume",

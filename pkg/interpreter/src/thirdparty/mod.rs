@@ -35,6 +35,7 @@ mod flux;
 mod kruise;
 mod kubeflow;
 mod kyverno;
+mod ray;
 pub(crate) mod value;
 
 use std::collections::HashMap;
@@ -109,6 +110,7 @@ pub fn kinds() -> HashMap<(&'static str, &'static str), KindInterpretation> {
     kyverno::register(&mut table);
     argo::register(&mut table);
     kubeflow::register(&mut table);
+    ray::register(&mut table);
     table
 }
 
