@@ -31,12 +31,15 @@
 //! kind, by name: the scripts' order comes from Lua's table iteration and is not stable.
 
 mod argo;
+mod flink;
 mod flux;
 mod kruise;
 mod kubeflow;
 mod kyverno;
 mod ray;
+mod spark;
 pub(crate) mod value;
+mod volcano;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -111,6 +114,9 @@ pub fn kinds() -> HashMap<(&'static str, &'static str), KindInterpretation> {
     argo::register(&mut table);
     kubeflow::register(&mut table);
     ray::register(&mut table);
+    flink::register(&mut table);
+    spark::register(&mut table);
+    volcano::register(&mut table);
     table
 }
 
