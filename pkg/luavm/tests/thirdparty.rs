@@ -8,9 +8,11 @@
 //! counts) and no expected results: Karmada's Go test checks that every script runs without an
 //! error. The expected answer here is therefore what Karmada's script answers for the case.
 //!
-//! Compared: replicas and requirements; revised, retained and aggregated objects whole; the
-//! reflected status; health; dependencies as a set (the scripts list them in Lua's table order,
-//! which is not stable). Each case also runs with every member status and with the object's
+//! Compared: replicas and requirements; revised and retained objects whole; the aggregated
+//! status (what the binding-status controller writes back; the script's whole answer also drops
+//! the template's empty fields, the native one leaves the rest of the template as it was); the
+//! reflected status; health; dependencies and components as sets (the scripts list some in Lua's
+//! table order, which is not stable); and that each kind defines the same operations. Each case also runs with every member status and with the object's
 //! `status` removed, and with other replica counts, so the comparison covers more than the
 //! files' happy paths: there both sides must fail, or succeed with equal answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -161,9 +163,9 @@ fn compare(
             "aggregated",
             native
                 .aggregate_status(subject, items)
-                .map(|r| r.map(comparable)),
+                .map(|r| r.map(aggregated_status)),
             lua.aggregate_status(subject, items)
-                .map(|r| r.map(comparable)),
+                .map(|r| r.map(aggregated_status)),
             must_succeed,
         ),
         "InterpretStatus" => check(
@@ -241,6 +243,11 @@ fn comparable(mut object: Value) -> Value {
     object
 }
 
+/// What the controllers take from an aggregation: the status (made comparable).
+fn aggregated_status(object: Value) -> Option<Value> {
+    comparable(object).get("status").cloned()
+}
+
 /// Variations of a case's inputs: without the object's status, without each member's status.
 fn variants(
     subject: &Value,
@@ -299,6 +306,32 @@ fn every_karmada_case_matches_karmadas_scripts() {
         )
         .unwrap();
         let is_native = native.kind(&api_version, &kind).is_some();
+        // The native kind defines exactly the operations Karmada's customization defines.
+        if let Some(k) = native.kind(&api_version, &kind) {
+            use karmada_interpreter::Operation as Op;
+            for op in [
+                Op::InterpretReplica,
+                Op::ReviseReplica,
+                Op::Retain,
+                Op::ReflectStatus,
+                Op::InterpretHealth,
+                Op::AggregateStatus,
+            ] {
+                if native.hook_enabled(&api_version, &kind, op)
+                    != lua.hook_enabled(&api_version, &kind, op)
+                {
+                    failures.push(format!("{name}: {op:?} defined on one side only"));
+                }
+            }
+            let rules = &customizations_rules(dir);
+            if k.has_dependencies() != rules.contains("dependencyInterpretation")
+                || k.has_components() != rules.contains("componentResource")
+            {
+                failures.push(format!(
+                    "{name}: dependencies/components defined on one side only"
+                ));
+            }
+        }
         if is_native {
             native_kinds += 1;
         } else {
@@ -393,6 +426,15 @@ fn every_karmada_case_matches_karmadas_scripts() {
     expected.sort();
     assert_eq!(lua_only, expected, "kinds without a native interpretation");
     assert_eq!(cases, 114, "Karmada v1.16's third-party test cases");
+}
+
+/// The customization fields Karmada's file defines for a kind.
+fn customizations_rules(dir: &Path) -> std::collections::BTreeSet<String> {
+    yaml_docs(&dir.join("customizations.yaml"))
+        .iter()
+        .filter_map(|d| d.pointer("/spec/customizations")?.as_object())
+        .flat_map(|rules| rules.keys().cloned())
+        .collect()
 }
 
 fn compare_lua_only(

@@ -308,5 +308,5 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
             None => status.remove(field),
         };
     }
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }

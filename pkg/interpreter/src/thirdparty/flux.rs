@@ -395,7 +395,7 @@ fn aggregate(desired: &Value, items: &[Value], flux: &Flux, ctx: &Ctx<'_>) -> Re
         };
     }
     status.insert("conditions".into(), Value::Array(conditions));
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 /// The name of the reference at `path` when the reference is there and its name is not `''`;

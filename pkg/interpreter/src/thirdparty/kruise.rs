@@ -391,7 +391,7 @@ fn aggregate_workload(
     for (v, (field, _)) in last.into_iter().zip(workload.last) {
         status.insert((*field).to_owned(), v);
     }
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn replicated_health(object: &Value, ctx: &Ctx<'_>) -> Result<bool> {
@@ -503,7 +503,7 @@ fn united_deployment_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) 
             Value::Array(conditions.into_values().collect()),
         );
     }
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn broadcast_job_replicas(object: &Value, ctx: &Ctx<'_>) -> Result<Replicas> {
@@ -653,7 +653,7 @@ fn broadcast_job_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> R
     }
     status.insert("phase".into(), phase);
     status.insert("conditions".into(), Value::Array(conditions));
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn advanced_cron_job_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
@@ -679,7 +679,7 @@ fn advanced_cron_job_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) 
     status.insert("active".into(), Value::Array(active));
     status.insert("type".into(), kind);
     status.insert("lastScheduleTime".into(), last_schedule);
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn advanced_cron_job_dependencies(
@@ -765,7 +765,7 @@ fn sidecar_set_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Res
     if let Some(metadata) = get(desired, &["metadata"]) {
         result["metadata"] = metadata.clone();
     }
-    Ok(shape(result, true, &[]))
+    Ok(value::shaped_status(result))
 }
 
 fn sidecar_set_health(object: &Value, ctx: &Ctx<'_>) -> Result<bool> {

@@ -248,7 +248,7 @@ fn training_aggregate(
     status.insert("conditions".into(), Value::Array(conditions));
     let status = omit_empty(&Value::Object(status), Omit::ZeroValues, &ctx.id)?;
     set_status(&mut object, status, ctx)?;
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn cluster_name(item: &Value) -> String {
@@ -316,11 +316,11 @@ fn changed_at(condition: &Value) -> Option<&Value> {
 fn mpi_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     let mut object = desired.clone();
     if items.is_empty() {
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     if items.len() == 1 {
         set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     let mut replica_statuses: BTreeMap<String, [f64; 3]> = BTreeMap::new();
     let (mut start, mut completion, mut reconcile) = (None, None, None);
@@ -390,7 +390,7 @@ fn mpi_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Valu
     set_opt(&mut status, "lastReconcileTime", reconcile);
     let status = omit_empty(&Value::Object(status), Omit::EmptyTables, &ctx.id)?;
     set_status(&mut object, Some(status.unwrap_or_else(|| json!({}))), ctx)?;
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn mpi_reflect(object: &Value) -> Value {
@@ -457,7 +457,7 @@ fn notebook_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result
     let mut object = desired.clone();
     if items.len() == 1 {
         set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     let mut ready = 0.0;
     let mut successful = 0usize;
@@ -529,7 +529,7 @@ fn notebook_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result
         status["containerState"] = state;
     }
     set_status(&mut object, Some(status), ctx)?;
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn notebook_reflect(object: &Value) -> Value {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::flux::merge_conditions;
 use super::kruise::{list, reflect_workload_plain};
-use super::value::{self, get, number, shape};
+use super::value::{self, get, number};
 use super::{Ctx, KindInterpretation};
 use crate::error::Result;
 
@@ -78,5 +78,5 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
         .as_object_mut()
         .ok_or_else(|| crate::error::Cause::NotAnObject.at(&ctx.id))?;
     fields.insert("status".into(), Value::Object(status));
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }

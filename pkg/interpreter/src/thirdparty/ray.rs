@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::argo::{SECRET_REF_PLUGINS, name_at};
 use super::kruise::list;
 use super::kubeflow::{set_status, template_requirements};
-use super::value::{self, get, lua_lt, number, shape, status_mut};
+use super::value::{self, get, lua_lt, number, status_mut};
 use super::{Ctx, KindInterpretation, components, named_dependencies};
 use crate::error::Result;
 
@@ -120,7 +120,7 @@ fn cluster_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<
     let mut object = desired.clone();
     if items.len() == 1 {
         set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     const COUNTERS: [&str; 5] = [
         "readyWorkerReplicas",
@@ -223,7 +223,7 @@ fn cluster_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<
             None => status.remove(field),
         };
     }
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn job_health(object: &Value) -> bool {
@@ -264,7 +264,7 @@ fn job_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Valu
     let mut object = desired.clone();
     if items.len() == 1 {
         set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     let (mut worst_deployment, mut worst_job) = (-1, -1);
     let (mut deployment, mut job, mut reason, mut message) = (None, None, None, None);
@@ -301,7 +301,7 @@ fn job_aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Valu
             None => status.remove(field),
         };
     }
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 #[derive(Default)]

@@ -10,7 +10,7 @@ use karmada_apis::work::v1alpha2::Component;
 use serde_json::{Map, Value, json};
 
 use super::flink::apply_pod_template;
-use super::value::{self, get, lua_lt, number, number_or, shape, status_mut, to_num};
+use super::value::{self, get, lua_lt, number, number_or, status_mut, to_num};
 use super::{Ctx, KindInterpretation, components};
 use crate::error::{ObjectRef, Result};
 
@@ -253,7 +253,7 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     let mut object = desired.clone();
     if items.len() == 1 {
         super::kubeflow::set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     let mut application_state = json!({});
     let mut worst = -1;
@@ -303,7 +303,7 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     status.insert("submissionAttempts".into(), number(submissions));
     status.insert("lastSubmissionAttemptTime".into(), last_submission);
     status.insert("terminationTime".into(), termination);
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 #[cfg(test)]

@@ -324,6 +324,21 @@ pub(crate) fn shape(result: Value, root_is_object: bool, references: &[&Value]) 
     result
 }
 
+/// An aggregated object with its `status` shaped as [`shape`] shapes a script's answer (an
+/// empty status is left out). The rest of the object is returned as given: the controllers read
+/// only the status of an aggregation, and shaping the whole template would cost a walk of it.
+pub(crate) fn shaped_status(mut object: Value) -> Value {
+    if let Some(fields) = object.as_object_mut()
+        && let Some(status) = fields.remove("status")
+    {
+        let status = shape(status, true, &[]);
+        if !is_empty(&status) {
+            fields.insert("status".into(), status);
+        }
+    }
+    object
+}
+
 fn is_empty(value: &Value) -> bool {
     match value {
         Value::Array(a) => a.is_empty(),

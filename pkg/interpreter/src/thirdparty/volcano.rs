@@ -120,7 +120,7 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     let mut object = desired.clone();
     if items.len() == 1 {
         set_status(&mut object, get(&items[0], &["status"]).cloned(), ctx)?;
-        return Ok(shape(object, true, &[]));
+        return Ok(value::shaped_status(object));
     }
     let mut sums = [0.0; 8];
     let mut version = 0.0f64;
@@ -267,7 +267,7 @@ fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     status.insert("conditions".into(), Value::Array(conditions));
     let status = omit_empty(&Value::Object(status), Omit::ZeroValues, &ctx.id)?;
     set_status(&mut object, Some(status.unwrap_or_else(|| json!({}))), ctx)?;
-    Ok(shape(object, true, &[]))
+    Ok(value::shaped_status(object))
 }
 
 fn reflect(object: &Value) -> Value {
