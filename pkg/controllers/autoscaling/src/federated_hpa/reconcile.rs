@@ -1,0 +1,375 @@
+//! One FederatedHPA's sync: when it is due (a spec change or the sync period), then the target,
+//! its binding and members ([`super::members`]), the replicas the metrics call for
+//! ([`super::replicas`]), the scale written and the status recorded ([`super::status`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use apimachinery::gvk::gvk_of;
+use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
+use karmada_controllers_common::events::EventType;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use lariat::{HandlerResult, ObjectKey};
+
+use super::FederatedHpaController;
+use super::error::FhpaError;
+use super::normalize::Proposal;
+use super::replicas::{effective_behavior, metric_specs};
+use super::status::{set_condition, set_current_replicas};
+
+impl FederatedHpaController {
+    pub(super) async fn handle(
+        &self,
+        key: ObjectKey,
+        obj: Option<Arc<FederatedHPA>>,
+    ) -> HandlerResult<FederatedHPA> {
+        let inner = &self.inner;
+        let Some(hpa) = obj else {
+            tracing::info!(fhpa = %key, "FederatedHPA has been deleted");
+            if let Ok(mut h) = inner.histories.lock() {
+                h.forget(key.as_str());
+            }
+            if let Ok(mut d) = inner.due.lock() {
+                d.remove(key.as_str());
+            }
+            if let Ok(mut p) = inner.pods_of.lock() {
+                p.remove(key.as_str());
+            }
+            return HandlerResult::Success;
+        };
+        if hpa.metadata.deletion_timestamp.is_some() {
+            return HandlerResult::Success;
+        }
+        // Only a spec change or the sync period makes a sync (not the controller's status writes).
+        let generation = hpa.metadata.generation;
+        let now = Instant::now();
+        if let Ok(d) = inner.due.lock()
+            && let Some((seen, at)) = d.get(key.as_str())
+            && *seen == generation
+            && *at > now
+        {
+            return HandlerResult::RequeueAfter(*at - now);
+        }
+        let period = inner.settings.sync_period;
+        match self.reconcile(&key, &hpa).await {
+            Ok(()) => {
+                if let Ok(mut d) = inner.due.lock() {
+                    d.insert(key.to_string(), (generation, Instant::now() + period));
+                }
+                HandlerResult::RequeueAfter(period)
+            }
+            Err(e) => {
+                tracing::warn!(fhpa = %key, error = %e, "FederatedHPA sync failed");
+                if let Ok(mut d) = inner.due.lock() {
+                    d.remove(key.as_str());
+                }
+                HandlerResult::error(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_lines)]
+    pub(super) async fn reconcile(
+        &self,
+        key: &ObjectKey,
+        read: &FederatedHPA,
+    ) -> Result<(), FhpaError> {
+        let inner = &self.inner;
+        let mut hpa = read.clone();
+        let namespace = read.namespace().unwrap_or_default();
+        let target = read.spec.scale_target_ref.clone();
+        let reference = format!("{}/{namespace}/{}", target.kind, target.name);
+        let api_version = target.api_version.clone().unwrap_or_default();
+
+        if api_version.matches('/').count() > 1 {
+            let e = format!("unexpected GroupVersion string: {api_version}");
+            return Err(self
+                .fail_able_to_scale(
+                    read,
+                    &mut hpa,
+                    (
+                        "FailedGetScale",
+                        "FailedGetScale",
+                        format!(
+                            "the HPA controller was unable to get the target's current scale: {e}"
+                        ),
+                    ),
+                    e.clone(),
+                    format!("invalid API version in scale target reference: {e}"),
+                )
+                .await);
+        }
+        let gvk = gvk_of(&api_version, &target.kind);
+
+        // The template on the control plane.
+        let template_api = match inner.ctx.control_plane.clients().resolve(&gvk).await {
+            Ok((ar, _)) => Ok(Api::<DynamicObject>::namespaced_with(
+                inner.client.clone(),
+                &namespace,
+                &ar,
+            )),
+            Err(e) => Err(format!(
+                "no matches for kind {:?} in version {api_version:?}: {e}",
+                target.kind
+            )),
+        };
+        let template = match &template_api {
+            Ok(api) => api.get(&target.name).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        let (template_api, template) = match (template_api, template) {
+            (Ok(api), Ok(t)) => (api, t),
+            (_, Err(e)) => {
+                return Err(self
+                    .fail_able_to_scale(
+                        read,
+                        &mut hpa,
+                        (
+                            "FailedGetScaleTargetRef",
+                            "FailedGetScaleTargetRef",
+                            format!("the HPA controller was unable to get the target reference object: {e}"),
+                        ),
+                        e.clone(),
+                        format!("failed to get scale target reference: {e} "),
+                    )
+                    .await);
+            }
+            (Err(e), Ok(_)) => return Err(FhpaError::Sync(e)),
+        };
+
+        let clusters = match self.binding_of(&template, &target, &namespace) {
+            Ok(b) => match self.target_clusters(&b) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Err(self
+                        .fail_able_to_scale(
+                            read,
+                            &mut hpa,
+                            (
+                                "FailedGetTargetClusters",
+                                "FailedGetTargetClusters",
+                                format!("the HPA controller was unable to get the target clusters from binding: {e}"),
+                            ),
+                            e.clone(),
+                            e,
+                        )
+                        .await);
+                }
+            },
+            Err(e) => {
+                return Err(self
+                    .fail_able_to_scale(
+                        read,
+                        &mut hpa,
+                        (
+                            "FailedGetBindings",
+                            "FailedGetBinding",
+                            format!("the HPA controller was unable to get the binding by scaleTargetRef: {e}"),
+                        ),
+                        e.clone(),
+                        e,
+                    )
+                    .await);
+            }
+        };
+
+        let scale = match self
+            .scale_of_members(&clusters, &mut hpa, &gvk, &namespace)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                return Err(self
+                    .fail_able_to_scale(
+                        read,
+                        &mut hpa,
+                        (
+                            "FailedGetScale",
+                            "FailedGetScale",
+                            format!("the HPA controller was unable to get the target's current scale: {e}"),
+                        ),
+                        e.clone(),
+                        format!("failed to query scale subresource for {reference}: {e}"),
+                    )
+                    .await);
+            }
+        };
+
+        let template_scale: Scale = template_api.get_scale(&target.name).await.map_err(|e| {
+            FhpaError::Sync(format!(
+                "failed to get scale subresource for resource template {reference}: {e}"
+            ))
+        })?;
+        set_condition(
+            &mut hpa,
+            "AbleToScale",
+            "True",
+            "SucceededGetScale",
+            "the HPA controller was able to get the target's current scale".to_owned(),
+        );
+        let current = template_scale.spec.and_then(|s| s.replicas).unwrap_or(0);
+        let now = Timestamp::now();
+        if let Ok(mut h) = inner.histories.lock() {
+            h.record_initial(key.as_str(), current, now);
+        }
+
+        let min_replicas = read.spec.min_replicas.unwrap_or(1);
+        let max_replicas = read.spec.max_replicas;
+        let mut metric_statuses = Vec::new();
+        let mut desired = 0;
+        let mut rescale_reason = String::new();
+        let mut sync_error = None;
+        let rescale;
+        if scale.spec_replicas == 0 && min_replicas != 0 {
+            rescale = false;
+            set_condition(
+                &mut hpa,
+                "ScalingActive",
+                "False",
+                "ScalingDisabled",
+                "scaling is disabled since the replica count of the target is zero".to_owned(),
+            );
+        } else if current > max_replicas {
+            rescale_reason = "Current number of replicas above Spec.MaxReplicas".to_owned();
+            desired = max_replicas;
+            rescale = desired != current;
+        } else if current < min_replicas {
+            rescale_reason = "Current number of replicas below Spec.MinReplicas".to_owned();
+            desired = min_replicas;
+            rescale = desired != current;
+        } else {
+            let specs = metric_specs(read);
+            match self
+                .compute_replicas(key, read, &mut hpa, &specs, &scale, current)
+                .await
+            {
+                Err(e) => {
+                    set_current_replicas(&mut hpa, current);
+                    if let Err(e) = self.update_status(read, &hpa).await {
+                        tracing::warn!(error = %e, "FederatedHPA status not written");
+                    }
+                    self.event(
+                        read,
+                        EventType::Warning,
+                        "FailedComputeMetricsReplicas",
+                        e.clone(),
+                    )
+                    .await;
+                    return Err(FhpaError::Sync(format!(
+                        "failed to compute desired number of replicas based on listed metrics for {reference}: {e}"
+                    )));
+                }
+                Ok((proposal, metric, statuses, partial_error)) => {
+                    sync_error = partial_error;
+                    metric_statuses = statuses;
+                    let mut rescale_metric = String::new();
+                    if proposal > desired {
+                        desired = proposal;
+                        rescale_metric = metric;
+                    }
+                    if desired > current {
+                        rescale_reason = format!("{rescale_metric} above target");
+                    }
+                    if desired < current {
+                        rescale_reason = "All metrics below target".to_owned();
+                    }
+                    let p = Proposal {
+                        current,
+                        desired,
+                        min: min_replicas,
+                        max: max_replicas,
+                    };
+                    let (normalized, conditions) = match inner.histories.lock() {
+                        Ok(mut h) => match effective_behavior(read, &inner.settings) {
+                            Some(b) => h.normalize_with_behavior(key.as_str(), p, &b, now),
+                            None => h.normalize(
+                                key.as_str(),
+                                p,
+                                inner.settings.downscale_stabilization_window,
+                                now,
+                            ),
+                        },
+                        Err(_) => (current, Vec::new()),
+                    };
+                    for (t, s, r, m) in conditions {
+                        set_condition(&mut hpa, t, s, r, m.to_owned());
+                    }
+                    desired = normalized;
+                    rescale = desired != current;
+                }
+            }
+        }
+
+        let mut last_scale_time = hpa.status.as_ref().and_then(|s| s.last_scale_time.clone());
+        if rescale {
+            let patch = serde_json::json!({"spec": {"replicas": desired}});
+            if let Err(e) = template_api
+                .patch_scale(&target.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                self.event(
+                    read,
+                    EventType::Warning,
+                    "FailedRescale",
+                    format!("New size: {desired}; reason: {rescale_reason}; error: {e}"),
+                )
+                .await;
+                set_condition(
+                    &mut hpa,
+                    "AbleToScale",
+                    "False",
+                    "FailedUpdateScale",
+                    format!("the HPA controller was unable to update the target scale: {e}"),
+                );
+                set_current_replicas(&mut hpa, current);
+                if let Err(e) = self.update_status(read, &hpa).await {
+                    tracing::warn!(error = %e, "FederatedHPA status not written");
+                }
+                return Err(FhpaError::Sync(format!(
+                    "failed to rescale {reference}: {e}"
+                )));
+            }
+            set_condition(
+                &mut hpa,
+                "AbleToScale",
+                "True",
+                "SucceededRescale",
+                format!("the HPA controller was able to update the target scale to {desired}"),
+            );
+            self.event(
+                read,
+                EventType::Normal,
+                "SuccessfulRescale",
+                format!("New size: {desired}; reason: {rescale_reason}"),
+            )
+            .await;
+            if let Ok(mut h) = inner.histories.lock() {
+                let behavior = effective_behavior(read, &inner.settings);
+                h.store_scale_event(key.as_str(), behavior.as_ref(), current, desired, now);
+            }
+            tracing::info!(fhpa = %key, current, desired, reason = %rescale_reason, "Successfully rescaled FederatedHPA");
+            last_scale_time = Some(Time(now));
+        } else {
+            desired = current;
+        }
+        let conditions = hpa.status.as_ref().and_then(|s| s.conditions.clone());
+        hpa.status = Some(HorizontalPodAutoscalerStatus {
+            current_replicas: Some(current),
+            desired_replicas: desired,
+            last_scale_time,
+            current_metrics: Some(metric_statuses).filter(|m| !m.is_empty()),
+            conditions,
+            observed_generation: None,
+        });
+        self.update_status(read, &hpa).await?;
+        match sync_error {
+            Some(e) => Err(FhpaError::Sync(e)),
+            None => Ok(()),
+        }
+    }
+}
