@@ -14,6 +14,8 @@ use kube::ResourceExt;
 use kube::api::PostParams;
 use serde_json::json;
 
+use super::sync::Synced;
+use super::works::WorksSynced;
 use super::{
     BindingController, CONDITION_OVERRIDE_APPLIED, CONDITION_WORKS_SYNCED, REASON_WORK_TOO_LARGE,
 };
@@ -65,6 +67,59 @@ impl BindingController {
             .recorder
             .record(&template_reference(b.binding_spec()), t, reason, msg)
             .await;
+    }
+
+    /// Records what a sync refused (overrides that do not apply, Works too large to store) as
+    /// Events and conditions, and clears the conditions of failures that are gone.
+    pub(super) async fn record_refusals<B: BindingObject>(
+        &self,
+        b: &B,
+        synced: &WorksSynced,
+    ) -> Synced {
+        let mut refused = Vec::new();
+        if synced.override_failures.is_empty() {
+            self.set_failure_condition(b, &OVERRIDE_CONDITION, None)
+                .await;
+        } else {
+            let msg = synced.override_failures.join("; ");
+            self.event_both(
+                b,
+                EventType::Warning,
+                event_reasons::SYNC_WORK_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.event_binding(
+                b,
+                EventType::Warning,
+                event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.set_failure_condition(b, &OVERRIDE_CONDITION, Some(&msg))
+                .await;
+            refused.push(msg);
+        }
+        if synced.too_large.is_empty() {
+            self.set_failure_condition(b, &SIZE_CONDITION, None).await;
+        } else {
+            let msg = synced.too_large.join("; ");
+            self.event_both(
+                b,
+                EventType::Warning,
+                event_reasons::SYNC_WORK_FAILED,
+                msg.clone(),
+            )
+            .await;
+            self.set_failure_condition(b, &SIZE_CONDITION, Some(&msg))
+                .await;
+            refused.push(msg);
+        }
+        if refused.is_empty() {
+            Synced::Done
+        } else {
+            Synced::Refused(refused.join("; "))
+        }
     }
 
     /// Sets the condition `c` to False with `failure`, or to True when it exists and the failure
@@ -159,14 +214,14 @@ pub(super) struct FailureCondition {
     pub(super) recovered_message: &'static str,
 }
 
-pub(super) const OVERRIDE_CONDITION: FailureCondition = FailureCondition {
+const OVERRIDE_CONDITION: FailureCondition = FailureCondition {
     type_: CONDITION_OVERRIDE_APPLIED,
     failed: event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
     recovered: event_reasons::APPLY_OVERRIDE_POLICY_SUCCEED,
     recovered_message: "Override policies have been applied to every target cluster.",
 };
 
-pub(super) const SIZE_CONDITION: FailureCondition = FailureCondition {
+const SIZE_CONDITION: FailureCondition = FailureCondition {
     type_: CONDITION_WORKS_SYNCED,
     failed: REASON_WORK_TOO_LARGE,
     recovered: event_reasons::SYNC_WORK_SUCCEED,

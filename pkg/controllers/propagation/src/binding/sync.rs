@@ -19,7 +19,6 @@ use serde_json::Value;
 
 use super::clusters::{directly_purged_clusters, existing_clusters, target_clusters};
 use super::error::{BindingError, api_err};
-use super::status::{OVERRIDE_CONDITION, SIZE_CONDITION};
 use super::works::WorksSynced;
 use super::{BindingController, DIRECT_PURGE_REQUEUE};
 
@@ -111,50 +110,7 @@ impl BindingController {
                     .await;
             }
         }
-        let mut refused = Vec::new();
-        if synced.override_failures.is_empty() {
-            self.set_failure_condition(b, &OVERRIDE_CONDITION, None)
-                .await;
-        } else {
-            let msg = synced.override_failures.join("; ");
-            self.event_both(
-                b,
-                EventType::Warning,
-                event_reasons::SYNC_WORK_FAILED,
-                msg.clone(),
-            )
-            .await;
-            self.event_binding(
-                b,
-                EventType::Warning,
-                event_reasons::APPLY_OVERRIDE_POLICY_FAILED,
-                msg.clone(),
-            )
-            .await;
-            self.set_failure_condition(b, &OVERRIDE_CONDITION, Some(&msg))
-                .await;
-            refused.push(msg);
-        }
-        if synced.too_large.is_empty() {
-            self.set_failure_condition(b, &SIZE_CONDITION, None).await;
-        } else {
-            let msg = synced.too_large.join("; ");
-            self.event_both(
-                b,
-                EventType::Warning,
-                event_reasons::SYNC_WORK_FAILED,
-                msg.clone(),
-            )
-            .await;
-            self.set_failure_condition(b, &SIZE_CONDITION, Some(&msg))
-                .await;
-            refused.push(msg);
-        }
-        if refused.is_empty() {
-            Ok(Synced::Done)
-        } else {
-            Ok(Synced::Refused(refused.join("; ")))
-        }
+        Ok(self.record_refusals(b, &synced).await)
     }
 
     /// The Works of a binding for a sync that keeps the Works of `keep` and waits for those of
