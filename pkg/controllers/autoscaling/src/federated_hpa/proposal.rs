@@ -18,6 +18,8 @@ use super::metrics::{self, MetricsError};
 use super::replicas::{Invalid, Proposed};
 
 impl FederatedHpaController {
+    /// One metric's proposal and status, by its source type; a failure sets the condition and
+    /// Event that say why (see `unable`).
     pub(super) async fn compute_metric(
         &self,
         hpa: &FederatedHPA,
@@ -26,155 +28,15 @@ impl FederatedHpaController {
         scale: &MultiClusterScale,
         calibration: f64,
     ) -> Result<Proposed, Invalid> {
-        let namespace = hpa.namespace().unwrap_or_default();
         let now = Timestamp::now();
-        let calc = &self.inner.calculator;
         match spec.type_.as_str() {
             "Resource" | "ContainerResource" => {
-                let (resource, target, container) = match (&spec.resource, &spec.container_resource)
-                {
-                    (Some(r), _) if spec.type_ == "Resource" => {
-                        (r.name.clone(), r.target.clone(), None)
-                    }
-                    (_, Some(c)) if spec.type_ == "ContainerResource" => {
-                        (c.name.clone(), c.target.clone(), Some(c.container.clone()))
-                    }
-                    _ => {
-                        let e = format!("unknown metric source type {:?}", spec.type_);
-                        return Err(self.unable(hpa, "InvalidMetricSourceType", e).await);
-                    }
-                };
-                let (event_reason, what) = match &container {
-                    None => (
-                        "FailedGetResourceMetric",
-                        format!("{resource} resource metric value"),
-                    ),
-                    Some(c) => (
-                        "FailedGetContainerResourceMetric",
-                        format!("{c} container metric value"),
-                    ),
-                };
-                let result = self
-                    .resource_status(
-                        &namespace,
-                        spec_replicas,
-                        &resource,
-                        &target,
-                        container.as_deref(),
-                        scale,
-                        calibration,
-                        now,
-                    )
-                    .await;
-                match result {
-                    Ok((replicas, name, current)) => {
-                        let status = match container {
-                            None => MetricStatus {
-                                type_: "Resource".to_owned(),
-                                resource: Some(ResourceMetricStatus {
-                                    name: resource,
-                                    current,
-                                }),
-                                ..Default::default()
-                            },
-                            Some(container) => MetricStatus {
-                                type_: "ContainerResource".to_owned(),
-                                container_resource: Some(ContainerResourceMetricStatus {
-                                    name: resource,
-                                    container,
-                                    current,
-                                }),
-                                ..Default::default()
-                            },
-                        };
-                        Ok(Proposed {
-                            replicas,
-                            name,
-                            status,
-                        })
-                    }
-                    Err(e) => {
-                        let mut invalid = self.unable(hpa, event_reason, e).await;
-                        invalid.error = format!("failed to get {what}: {}", invalid.error);
-                        Err(invalid)
-                    }
-                }
+                self.resource_metric(hpa, spec, spec_replicas, scale, calibration, now)
+                    .await
             }
             "Pods" => {
-                let Some(source) = &spec.pods else {
-                    let e = format!("unknown metric source type {:?}", spec.type_);
-                    return Err(self.unable(hpa, "InvalidMetricSourceType", e).await);
-                };
-                let metric_name = source.metric.name.clone();
-                let metric_selector = selector_string(source.metric.selector.as_ref());
-                let target = milli_of(source.target.average_value.as_ref());
-                let mut merged = PodMetricsInfo::new();
-                let mut first_error = None;
-                let mut any_ok = false;
-                for m in &scale.members {
-                    match metrics::pods_metrics(
-                        &m.client,
-                        &namespace,
-                        &m.selector,
-                        &metric_name,
-                        &metric_selector,
-                    )
+                self.pods_metric(hpa, spec, spec_replicas, scale, calibration, now)
                     .await
-                    {
-                        Ok(values) => {
-                            any_ok = true;
-                            merged.extend(values);
-                        }
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                        }
-                    }
-                }
-                let fetched = match (any_ok, first_error) {
-                    (false, Some(e)) => Err(e),
-                    _ if merged.is_empty() => Err(MetricsError::NoCustomMetrics),
-                    _ => Ok(merged),
-                };
-                let result = fetched
-                    .map_err(|e| format!("unable to get metric {metric_name}: {e}"))
-                    .and_then(|metrics| {
-                        calc.plain_replicas(
-                            spec_replicas,
-                            target,
-                            None,
-                            metrics,
-                            &scale.pods,
-                            calibration,
-                            now,
-                        )
-                        .map_err(|e| e.to_string())
-                    });
-                match result {
-                    Ok((replicas, usage)) => Ok(Proposed {
-                        replicas,
-                        name: format!("pods metric {metric_name}"),
-                        status: MetricStatus {
-                            type_: "Pods".to_owned(),
-                            pods: Some(PodsMetricStatus {
-                                metric: MetricIdentifier {
-                                    name: metric_name,
-                                    selector: source.metric.selector.clone(),
-                                },
-                                current: MetricValueStatus {
-                                    average_value: Some(milli_quantity(usage)),
-                                    ..Default::default()
-                                },
-                            }),
-                            ..Default::default()
-                        },
-                    }),
-                    Err(e) => {
-                        let mut invalid = self.unable(hpa, "FailedGetPodsMetric", e).await;
-                        invalid.error =
-                            format!("failed to get pods metric value: {}", invalid.error);
-                        Err(invalid)
-                    }
-                }
             }
             "Object" => {
                 let Some(source) = &spec.object else {
@@ -197,6 +59,145 @@ impl FederatedHpaController {
             other => {
                 let e = format!("unknown metric source type {other:?}");
                 Err(self.unable(hpa, "InvalidMetricSourceType", e).await)
+            }
+        }
+    }
+
+    /// A Resource or ContainerResource metric's proposal and status.
+    async fn resource_metric(
+        &self,
+        hpa: &FederatedHPA,
+        spec: &MetricSpec,
+        spec_replicas: i32,
+        scale: &MultiClusterScale,
+        calibration: f64,
+        now: Timestamp,
+    ) -> Result<Proposed, Invalid> {
+        let namespace = hpa.namespace().unwrap_or_default();
+        let (resource, target, container) = match (&spec.resource, &spec.container_resource) {
+            (Some(r), _) if spec.type_ == "Resource" => (r.name.clone(), r.target.clone(), None),
+            (_, Some(c)) if spec.type_ == "ContainerResource" => {
+                (c.name.clone(), c.target.clone(), Some(c.container.clone()))
+            }
+            _ => {
+                let e = format!("unknown metric source type {:?}", spec.type_);
+                return Err(self.unable(hpa, "InvalidMetricSourceType", e).await);
+            }
+        };
+        let (event_reason, what) = match &container {
+            None => (
+                "FailedGetResourceMetric",
+                format!("{resource} resource metric value"),
+            ),
+            Some(c) => (
+                "FailedGetContainerResourceMetric",
+                format!("{c} container metric value"),
+            ),
+        };
+        let result = self
+            .resource_status(
+                &namespace,
+                spec_replicas,
+                &resource,
+                &target,
+                container.as_deref(),
+                scale,
+                calibration,
+                now,
+            )
+            .await;
+        match result {
+            Ok((replicas, name, current)) => {
+                let status = match container {
+                    None => MetricStatus {
+                        type_: "Resource".to_owned(),
+                        resource: Some(ResourceMetricStatus {
+                            name: resource,
+                            current,
+                        }),
+                        ..Default::default()
+                    },
+                    Some(container) => MetricStatus {
+                        type_: "ContainerResource".to_owned(),
+                        container_resource: Some(ContainerResourceMetricStatus {
+                            name: resource,
+                            container,
+                            current,
+                        }),
+                        ..Default::default()
+                    },
+                };
+                Ok(Proposed {
+                    replicas,
+                    name,
+                    status,
+                })
+            }
+            Err(e) => {
+                let mut invalid = self.unable(hpa, event_reason, e).await;
+                invalid.error = format!("failed to get {what}: {}", invalid.error);
+                Err(invalid)
+            }
+        }
+    }
+
+    /// A Pods metric's proposal and status: the pods' custom metric from every member.
+    async fn pods_metric(
+        &self,
+        hpa: &FederatedHPA,
+        spec: &MetricSpec,
+        spec_replicas: i32,
+        scale: &MultiClusterScale,
+        calibration: f64,
+        now: Timestamp,
+    ) -> Result<Proposed, Invalid> {
+        let namespace = hpa.namespace().unwrap_or_default();
+        let calc = &self.inner.calculator;
+        let Some(source) = &spec.pods else {
+            let e = format!("unknown metric source type {:?}", spec.type_);
+            return Err(self.unable(hpa, "InvalidMetricSourceType", e).await);
+        };
+        let metric_name = source.metric.name.clone();
+        let metric_selector = selector_string(source.metric.selector.as_ref());
+        let target = milli_of(source.target.average_value.as_ref());
+        let fetched = pods_metric_values(scale, &namespace, &metric_name, &metric_selector).await;
+        let result = fetched
+            .map_err(|e| format!("unable to get metric {metric_name}: {e}"))
+            .and_then(|metrics| {
+                calc.plain_replicas(
+                    spec_replicas,
+                    target,
+                    None,
+                    metrics,
+                    &scale.pods,
+                    calibration,
+                    now,
+                )
+                .map_err(|e| e.to_string())
+            });
+        match result {
+            Ok((replicas, usage)) => Ok(Proposed {
+                replicas,
+                name: format!("pods metric {metric_name}"),
+                status: MetricStatus {
+                    type_: "Pods".to_owned(),
+                    pods: Some(PodsMetricStatus {
+                        metric: MetricIdentifier {
+                            name: metric_name,
+                            selector: source.metric.selector.clone(),
+                        },
+                        current: MetricValueStatus {
+                            average_value: Some(milli_quantity(usage)),
+                            ..Default::default()
+                        },
+                    }),
+                    ..Default::default()
+                },
+            }),
+            Err(e) => {
+                let mut invalid = self.unable(hpa, "FailedGetPodsMetric", e).await;
+                invalid.error = format!("failed to get pods metric value: {}", invalid.error);
+                Err(invalid)
             }
         }
     }
@@ -311,6 +312,7 @@ impl FederatedHpaController {
     }
 
     /// An Object metric: the object's value summed over the member clusters that answered.
+    // Over 80 lines: one branch per target type (Value, AverageValue), each building its status.
     pub(super) async fn object_status(
         &self,
         hpa: &FederatedHPA,
@@ -322,7 +324,6 @@ impl FederatedHpaController {
         let namespace = hpa.namespace().unwrap_or_default();
         let described = &source.described_object;
         let metric_name = source.metric.name.clone();
-        let metric_selector = selector_string(source.metric.selector.as_ref());
         let unable = |e: &dyn std::fmt::Display| {
             // Karmada's message puts the arguments in this order.
             format!(
@@ -330,52 +331,10 @@ impl FederatedHpaController {
                 described.kind, described.name
             )
         };
-        let gvk = gvk_of(
-            described.api_version.as_deref().unwrap_or_default(),
-            &described.kind,
-        );
-        let mut total = 0i64;
-        let mut any_ok = false;
-        let mut first_error: Option<String> = None;
-        for target in &scale.members {
-            let Some(member) = self.inner.ctx.members.get(&target.cluster) else {
-                continue;
-            };
-            let plural = if described.kind == "Namespace" && gvk.group.is_empty() {
-                "namespaces".to_owned()
-            } else {
-                match member.clients().resolve(&gvk).await {
-                    Ok((ar, _)) if ar.group.is_empty() => ar.plural,
-                    Ok((ar, _)) => format!("{}.{}", ar.plural, ar.group),
-                    Err(e) => {
-                        first_error.get_or_insert(e.to_string());
-                        continue;
-                    }
-                }
-            };
-            match metrics::object_metric(
-                &target.client,
-                &namespace,
-                &plural,
-                &described.name,
-                &metric_name,
-                &metric_selector,
-            )
+        let total = self
+            .object_metric_total(&namespace, source, scale)
             .await
-            {
-                Ok((value, _)) => {
-                    any_ok = true;
-                    total += value;
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e.to_string());
-                }
-            }
-        }
-        if !any_ok {
-            let e = first_error.unwrap_or_else(|| MetricsError::NoCustomMetrics.to_string());
-            return Err(unable(&e));
-        }
+            .map_err(|e| unable(&e))?;
         let target = &source.target;
         let calc = &self.inner.calculator;
         if target.type_ == "Value" && target.value.is_some() {
@@ -440,6 +399,65 @@ impl FederatedHpaController {
         }
         Err("invalid object metric source: neither a value target nor an average value target was set".to_owned())
     }
+
+    /// An Object metric's value summed over the members that answer; the first error when none
+    /// does.
+    async fn object_metric_total(
+        &self,
+        namespace: &str,
+        source: &k8s_openapi::api::autoscaling::v2::ObjectMetricSource,
+        scale: &MultiClusterScale,
+    ) -> Result<i64, String> {
+        let described = &source.described_object;
+        let metric_name = &source.metric.name;
+        let metric_selector = selector_string(source.metric.selector.as_ref());
+        let gvk = gvk_of(
+            described.api_version.as_deref().unwrap_or_default(),
+            &described.kind,
+        );
+        let mut total = 0i64;
+        let mut any_ok = false;
+        let mut first_error: Option<String> = None;
+        for target in &scale.members {
+            let Some(member) = self.inner.ctx.members.get(&target.cluster) else {
+                continue;
+            };
+            let plural = if described.kind == "Namespace" && gvk.group.is_empty() {
+                "namespaces".to_owned()
+            } else {
+                match member.clients().resolve(&gvk).await {
+                    Ok((ar, _)) if ar.group.is_empty() => ar.plural,
+                    Ok((ar, _)) => format!("{}.{}", ar.plural, ar.group),
+                    Err(e) => {
+                        first_error.get_or_insert(e.to_string());
+                        continue;
+                    }
+                }
+            };
+            match metrics::object_metric(
+                &target.client,
+                namespace,
+                &plural,
+                &described.name,
+                metric_name,
+                &metric_selector,
+            )
+            .await
+            {
+                Ok((value, _)) => {
+                    any_ok = true;
+                    total += value;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        if !any_ok {
+            return Err(first_error.unwrap_or_else(|| MetricsError::NoCustomMetrics.to_string()));
+        }
+        Ok(total)
+    }
 }
 
 pub(super) fn milli_of(q: Option<&K8sQuantity>) -> i64 {
@@ -454,6 +472,43 @@ pub(super) fn milli_quantity(milli: i64) -> K8sQuantity {
         apimachinery::quantity::Format::DecimalSi,
     )
     .to_k8s()
+}
+
+/// A Pods metric's values for the target's pods in every member; an error only when no member
+/// answered (or none has the metric).
+async fn pods_metric_values(
+    scale: &MultiClusterScale,
+    namespace: &str,
+    metric_name: &str,
+    metric_selector: &str,
+) -> Result<PodMetricsInfo, MetricsError> {
+    let mut merged = PodMetricsInfo::new();
+    let mut first_error = None;
+    let mut any_ok = false;
+    for m in &scale.members {
+        match metrics::pods_metrics(
+            &m.client,
+            namespace,
+            &m.selector,
+            metric_name,
+            metric_selector,
+        )
+        .await
+        {
+            Ok(values) => {
+                any_ok = true;
+                merged.extend(values);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match (any_ok, first_error) {
+        (false, Some(e)) => Err(e),
+        _ if merged.is_empty() => Err(MetricsError::NoCustomMetrics),
+        _ => Ok(merged),
+    }
 }
 
 #[cfg(test)]

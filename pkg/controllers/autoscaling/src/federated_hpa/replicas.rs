@@ -45,52 +45,8 @@ impl FederatedHpaController {
         scale: &MultiClusterScale,
         template_replicas: i32,
     ) -> Result<(i32, String, Vec<MetricStatus>, Option<String>), String> {
-        // Pods counted by another FederatedHPA too (Karmada's ambiguous selector check).
-        let pod_keys: BTreeSet<String> = scale
-            .pods
-            .iter()
-            .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
-            .collect();
-        let others: Vec<String> = match self.inner.pods_of.lock() {
-            Ok(mut map) => {
-                map.insert(key.to_string(), pod_keys.clone());
-                map.iter()
-                    .filter(|(k, pods)| k.as_str() != key.as_str() && !pods.is_disjoint(&pod_keys))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        if !others.is_empty() {
-            let mut all = others;
-            all.push(key.to_string());
-            all.sort();
-            let selector = scale
-                .members
-                .first()
-                .map(|m| m.selector.as_str())
-                .unwrap_or_default();
-            let message = format!(
-                "pods by selector {selector} are controlled by multiple HPAs: [{}]",
-                all.join(" ")
-            );
-            self.event(
-                read,
-                EventType::Warning,
-                "AmbiguousSelector",
-                message.clone(),
-            )
-            .await;
-            set_condition(
-                hpa,
-                "ScalingActive",
-                "False",
-                "AmbiguousSelector",
-                message.clone(),
-            );
-            return Err(message);
-        }
-
+        self.check_selector_unambiguous(key, read, hpa, scale)
+            .await?;
         let calibration = f64::from(scale.spec_replicas) / f64::from(template_replicas);
         let mut replicas = 0;
         let mut metric = String::new();
@@ -145,6 +101,62 @@ impl FederatedHpaController {
             format!("the HPA was able to successfully calculate a replica count from {metric}"),
         );
         Ok((replicas, metric, statuses, error))
+    }
+
+    /// Fails (Event and `ScalingActive=False`, reason `AmbiguousSelector`) when another
+    /// FederatedHPA counted one of the same pods (Karmada's ambiguous selector check).
+    async fn check_selector_unambiguous(
+        &self,
+        key: &ObjectKey,
+        read: &FederatedHPA,
+        hpa: &mut FederatedHPA,
+        scale: &MultiClusterScale,
+    ) -> Result<(), String> {
+        let pod_keys: BTreeSet<String> = scale
+            .pods
+            .iter()
+            .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+            .collect();
+        let others: Vec<String> = match self.inner.pods_of.lock() {
+            Ok(mut map) => {
+                map.insert(key.to_string(), pod_keys.clone());
+                map.iter()
+                    .filter(|(k, pods)| k.as_str() != key.as_str() && !pods.is_disjoint(&pod_keys))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        if !others.is_empty() {
+            let mut all = others;
+            all.push(key.to_string());
+            all.sort();
+            let selector = scale
+                .members
+                .first()
+                .map(|m| m.selector.as_str())
+                .unwrap_or_default();
+            let message = format!(
+                "pods by selector {selector} are controlled by multiple HPAs: [{}]",
+                all.join(" ")
+            );
+            self.event(
+                read,
+                EventType::Warning,
+                "AmbiguousSelector",
+                message.clone(),
+            )
+            .await;
+            set_condition(
+                hpa,
+                "ScalingActive",
+                "False",
+                "AmbiguousSelector",
+                message.clone(),
+            );
+            return Err(message);
+        }
+        Ok(())
     }
 
     pub(super) async fn unable(&self, hpa: &FederatedHPA, reason: &str, error: String) -> Invalid {
