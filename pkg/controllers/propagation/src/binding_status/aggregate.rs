@@ -149,7 +149,6 @@ pub(super) fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// `Kind namespace/name` of a template, for logs and errors.
 /// Whether the binding's status holds no aggregation yet: no `aggregatedStatus` item and no
 /// `FullyApplied` condition.
 pub(super) fn never_aggregated<B: StatusBinding>(binding: &B) -> bool {

@@ -224,6 +224,7 @@ pub(super) enum Attempt {
     Conflict,
 }
 
+/// `Kind namespace/name` of a template, for logs and errors.
 pub(super) fn template_name(r: &TemplateReference) -> String {
     format!(
         "{} {}",
