@@ -128,6 +128,10 @@ async fn binding(client: &Client, name: &str) -> Result<ResourceBinding, String>
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn clone_set_is_divided_judged_healthy_and_aggregated_by_the_builtin_interpretation() {
     let _serial = serial().lock().await;
     let host = env().host().client().await;

@@ -269,6 +269,10 @@ fn variants(
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one walk over every case of every kind, comparing each operation's answers in turn"
+)]
 fn every_karmada_case_matches_karmadas_scripts() {
     let root = module_dir().join(TREE);
     let native = ThirdParty::new(InterpreterOptions::default());

@@ -116,6 +116,10 @@ const SUMMED: [&str; 8] = [
     "retryCount",
 ];
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the members' statuses folding every field the aggregation keeps; split, the accumulators would travel as one struct"
+)]
 fn aggregate(desired: &Value, items: &[Value], ctx: &Ctx<'_>) -> Result<Value> {
     let mut object = desired.clone();
     if items.len() == 1 {
