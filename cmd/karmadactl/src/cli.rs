@@ -42,6 +42,26 @@ pub enum Command {
     /// Output shell completion code for the specified shell (bash, zsh, fish, elvish or
     /// powershell).
     Completion(CompletionArgs),
+    /// Print the version information.
+    Version(VersionArgs),
+}
+
+/// `karmadactl version [-o json|yaml]`.
+#[derive(Debug, Args, Clone)]
+pub struct VersionArgs {
+    /// Output format (karmada-rs extension; Karmada prints only the text form). One of:
+    /// json|yaml.
+    #[arg(long, short = 'o', value_enum)]
+    pub output: Option<VersionOutput>,
+}
+
+/// `karmadactl version -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VersionOutput {
+    /// Indented JSON.
+    Json,
+    /// YAML.
+    Yaml,
 }
 
 /// `karmadactl cordon CLUSTER` / `karmadactl uncordon CLUSTER`.

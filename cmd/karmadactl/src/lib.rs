@@ -24,13 +24,17 @@ mod token;
 mod unjoin;
 mod unregister;
 mod util;
+mod version;
+mod yaml;
 
 pub use cli::{
     Cli, Command, CompletionArgs, ControlPlaneArgs, CordonArgs, JoinArgs, RegisterArgs, TaintArgs,
     TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs, UnjoinArgs, UnregisterArgs,
+    VersionArgs, VersionOutput,
 };
 pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
 pub use taint::UNSCHEDULABLE_TAINT_KEY;
+pub use version::{INFO as VERSION_INFO, Info as VersionInfo};
 
 use std::ffi::OsString;
 
@@ -97,6 +101,7 @@ pub async fn output(cli: Cli) -> anyhow::Result<String> {
             clap_complete::generate(a.shell, &mut Cli::command(), "karmadactl", &mut buf);
             String::from_utf8(buf)?
         }
+        Command::Version(a) => version::run(&a)?,
         Command::Join(a) => join::run(a).await.map(|()| String::new())?,
         Command::Unjoin(a) => unjoin::run(a).await.map(|()| String::new())?,
         Command::Register(a) => register::run(a).await.map(|()| String::new())?,
