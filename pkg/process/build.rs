@@ -34,7 +34,8 @@ fn iso8601(secs: i64) -> String {
     )
 }
 
-fn main() {
+/// Prints the stamp as `cargo:rustc-env` lines (public: karmadactl's build script runs it too).
+pub fn main() {
     let pkg_version = std::env::var("CARGO_PKG_VERSION").unwrap_or_else(|_| "0.0.0".into());
     let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let short = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
@@ -81,10 +82,14 @@ fn main() {
     // Rebuild when the checked-out commit changes. Only files that exist are watched: cargo reruns a
     // build script on every build while a watched path is missing (a checkout need not have
     // `packed-refs`, and a packed branch has no loose ref file).
+    // In a linked worktree HEAD is in the worktree's git dir but refs and packed-refs are in the
+    // common dir.
     if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let mut watched = vec![format!("{git_dir}/HEAD"), format!("{git_dir}/packed-refs")];
+        let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .unwrap_or_else(|| git_dir.clone());
+        let mut watched = vec![format!("{git_dir}/HEAD"), format!("{common}/packed-refs")];
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            watched.push(format!("{git_dir}/{head_ref}"));
+            watched.push(format!("{common}/{head_ref}"));
         }
         for path in watched.iter().filter(|p| std::path::Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={path}");

@@ -42,6 +42,72 @@ pub enum Command {
     /// Output shell completion code for the specified shell (bash, zsh, fish, elvish or
     /// powershell).
     Completion(CompletionArgs),
+    /// Print the version information.
+    Version(VersionArgs),
+    /// Validate, test and edit interpreter customization before applying it to the control
+    /// plane.
+    ///
+    /// Examples: `karmadactl interpret -f customization.yml --check`; `karmadactl interpret -f
+    /// customization.yml --operation reviseReplica --observed-file observed.yml
+    /// --desired-replica 2`; `karmadactl interpret -f customization.yml --operation
+    /// aggregateStatus --observed-file observed.yml --status-file status.yml`.
+    Interpret(InterpretArgs),
+}
+
+/// `karmadactl interpret (-f FILENAME) (--operation OPERATION) [--ARGS VALUE]...`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct InterpretArgs {
+    /// Filename, directory, or `-` (stdin) of the customizations. Files need to be in either
+    /// YAML or JSON format.
+    #[arg(long, short = 'f')]
+    pub filename: Vec<PathBuf>,
+    /// Process the directory used in -f, --filename recursively.
+    #[arg(long, short = 'R')]
+    pub recursive: bool,
+    /// The interpret operation to use. One of: (Retain,InterpretReplica,InterpretComponent,
+    /// ReviseReplica,InterpretStatus,AggregateStatus,InterpretHealth,InterpretDependency)
+    #[arg(long)]
+    pub operation: Option<String>,
+    /// Validates the given ResourceInterpreterCustomization configuration(s).
+    #[arg(long)]
+    pub check: bool,
+    /// Edit customizations (not supported by this karmadactl).
+    #[arg(long)]
+    pub edit: bool,
+    /// Show document of rules when editing (with --edit).
+    #[arg(long)]
+    pub show_doc: bool,
+    /// Filename or directory of the resource to use as desiredObj argument in rule script.
+    #[arg(long)]
+    pub desired_file: Option<PathBuf>,
+    /// Filename or directory of the resource to use as observedObj argument in rule script.
+    #[arg(long)]
+    pub observed_file: Option<PathBuf>,
+    /// Filename, directory or `-` of the resources to use as statusItems argument in rule
+    /// script.
+    #[arg(long)]
+    pub status_file: Option<PathBuf>,
+    /// The desiredReplica argument in rule script.
+    #[arg(long, default_value_t = 0)]
+    pub desired_replica: i32,
+}
+
+/// `karmadactl version [-o json|yaml]`.
+#[derive(Debug, Args, Clone)]
+pub struct VersionArgs {
+    /// Output format (karmada-rs extension; Karmada prints only the text form). One of:
+    /// json|yaml.
+    #[arg(long, short = 'o', value_enum)]
+    pub output: Option<VersionOutput>,
+}
+
+/// `karmadactl version -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VersionOutput {
+    /// Indented JSON.
+    Json,
+    /// YAML.
+    Yaml,
 }
 
 /// `karmadactl cordon CLUSTER` / `karmadactl uncordon CLUSTER`.

@@ -17,20 +17,27 @@
 
 pub mod bootstrap;
 mod cli;
+pub mod interpret;
 mod join;
 mod register;
+mod tabwriter;
 mod taint;
 mod token;
 mod unjoin;
 mod unregister;
 mod util;
+mod version;
+mod yaml;
 
 pub use cli::{
-    Cli, Command, CompletionArgs, ControlPlaneArgs, CordonArgs, JoinArgs, RegisterArgs, TaintArgs,
-    TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs, UnjoinArgs, UnregisterArgs,
+    Cli, Command, CompletionArgs, ControlPlaneArgs, CordonArgs, InterpretArgs, JoinArgs,
+    RegisterArgs, TaintArgs, TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs,
+    UnjoinArgs, UnregisterArgs, VersionArgs, VersionOutput,
 };
 pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
 pub use taint::UNSCHEDULABLE_TAINT_KEY;
+pub use util::CommandFailed;
+pub use version::{INFO as VERSION_INFO, Info as VersionInfo};
 
 use std::ffi::OsString;
 
@@ -97,6 +104,8 @@ pub async fn output(cli: Cli) -> anyhow::Result<String> {
             clap_complete::generate(a.shell, &mut Cli::command(), "karmadactl", &mut buf);
             String::from_utf8(buf)?
         }
+        Command::Version(a) => version::run(&a)?,
+        Command::Interpret(a) => interpret::run(&a)?,
         Command::Join(a) => join::run(a).await.map(|()| String::new())?,
         Command::Unjoin(a) => unjoin::run(a).await.map(|()| String::new())?,
         Command::Register(a) => register::run(a).await.map(|()| String::new())?,
@@ -115,7 +124,15 @@ where
 
 /// Runs an already parsed command line.
 pub async fn execute(cli: Cli) -> anyhow::Result<()> {
-    let out = output(cli).await?;
+    let out = match output(cli).await {
+        Ok(out) => out,
+        Err(e) => {
+            if let Some(failed) = e.downcast_ref::<CommandFailed>() {
+                print!("{}", failed.stdout);
+            }
+            return Err(e);
+        }
+    };
     if !out.is_empty() {
         println!("{}", out.trim_end_matches('\n'));
     }

@@ -285,3 +285,36 @@ mod tests {
         }
     }
 }
+
+/// A command that failed after producing its output: `main` prints `stdout`, then `message` (if
+/// any) on stderr, and exits with status 1 (Karmada's `cmdutil.ErrExit` after `--check` printed
+/// its table).
+#[derive(Debug)]
+pub struct CommandFailed {
+    /// What the command printed before failing.
+    pub stdout: String,
+    /// The error to print on stderr; empty when the output says it all.
+    pub message: String,
+}
+
+impl CommandFailed {
+    /// A failure whose output says what failed.
+    pub fn stdout(stdout: String) -> Self {
+        Self {
+            stdout,
+            message: String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for CommandFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.message.is_empty() {
+            f.write_str(self.stdout.trim_end())
+        } else {
+            f.write_str(&self.message)
+        }
+    }
+}
+
+impl std::error::Error for CommandFailed {}

@@ -62,3 +62,39 @@ fn invalid_cluster_name_is_rejected_before_any_request() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("invalid cluster name(Not_Valid)"), "{err}");
 }
+
+/// `karmadactl version` prints Karmada's `version.Info` shape with the build script's stamp: the
+/// commit of this checkout when built from git.
+#[test]
+fn version_prints_the_build_stamp() {
+    let (code, out, err) = karmadactl(&["version"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("karmadactl version: version.Info{GitVersion:\""),
+        "{out}"
+    );
+    let commit = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git");
+    if commit.status.success() {
+        let commit = String::from_utf8_lossy(&commit.stdout).trim().to_owned();
+        // The build script reruns when HEAD moves, so the binary under test names this commit.
+        assert!(out.contains(&format!("GitCommit:\"{commit}\"")), "{out}");
+    } else {
+        assert!(out.contains("GitCommit:\"unknown\""), "{out}");
+    }
+    let (code, out, err) = karmadactl(&["version", "-o", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["compiler"], "rustc");
+    assert!(
+        json["gitVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with('v')),
+        "{out}"
+    );
+    let (code, _, err) = karmadactl(&["version", "-o", "wide"]);
+    assert_eq!(code, Some(2), "{err}");
+}

@@ -1,0 +1,358 @@
+//! YAML output in the shape Karmada's `karmadactl` prints (gopkg.in/yaml.v3 of a JSON value):
+//! 4-space indentation, sequences indented under their key, keys sorted, strings plain unless
+//! they would read back as another type (then double-quoted) or contain YAML indicators (then
+//! single-quoted), multi-line strings as literal blocks. Long lines are not folded.
+
+use serde_json::Value;
+
+const INDENT: usize = 4;
+
+/// `value` as a YAML document (ending in a newline).
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    match value {
+        Value::Object(m) if !m.is_empty() => mapping(&mut out, value, 0),
+        Value::Array(a) if !a.is_empty() => sequence(&mut out, a, 0),
+        _ => {
+            out.push_str(&scalar(value, INDENT));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn sorted(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = m.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
+/// The indentation of what a mapping at `indent` holds: the next multiple of 4 (yaml.v3 aligns
+/// everything but sequence items to the chosen indentation).
+fn nested(indent: usize) -> usize {
+    INDENT * ((indent + INDENT) / INDENT)
+}
+
+/// A mapping's entries, each line indented by `indent` (the first line's indentation is written by
+/// the caller when the mapping starts a sequence item).
+fn mapping(out: &mut String, value: &Value, indent: usize) {
+    let Value::Object(m) = value else { return };
+    let child = nested(indent);
+    for (i, (key, v)) in sorted(m).into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(&string(key, child));
+        out.push(':');
+        match v {
+            Value::Object(inner) if !inner.is_empty() => {
+                out.push('\n');
+                out.push_str(&" ".repeat(child));
+                mapping(out, v, child);
+            }
+            Value::Array(items) if !items.is_empty() => {
+                out.push('\n');
+                out.push_str(&" ".repeat(child));
+                sequence(out, items, child);
+            }
+            _ => {
+                out.push(' ');
+                out.push_str(&scalar(v, child));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// A sequence's items, `- ` at `indent` (the first item's indentation written by the caller);
+/// what an item holds starts right after the `- `.
+fn sequence(out: &mut String, items: &[Value], indent: usize) {
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str("- ");
+        match v {
+            Value::Object(inner) if !inner.is_empty() => mapping(out, v, indent + 2),
+            Value::Array(inner) if !inner.is_empty() => sequence(out, inner, indent + 2),
+            _ => {
+                out.push_str(&scalar(v, indent + 2));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+fn scalar(v: &Value, indent: usize) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number(n),
+        Value::String(s) => string(s, indent),
+        Value::Object(_) => "{}".to_owned(),
+        Value::Array(_) => "[]".to_owned(),
+    }
+}
+
+/// Numbers as Go's yaml.v3 prints the float64 `encoding/json` decodes them into
+/// (`strconv.FormatFloat(f, 'g', -1, 64)`: exponent form from 1e+06 on and below 1e-04).
+fn number(n: &serde_json::Number) -> String {
+    let f = n.as_f64().unwrap_or(0.0);
+    if f == 0.0 {
+        return "0".to_owned();
+    }
+    if !f.is_finite() {
+        return if f.is_nan() {
+            ".nan".to_owned()
+        } else if f > 0.0 {
+            ".inf".to_owned()
+        } else {
+            "-.inf".to_owned()
+        };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, like Go's precision -1.
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        f.to_string()
+    }
+}
+
+/// Whether a plain scalar `s` would read back as something other than a string (yaml.v3's
+/// resolver, plus its old YAML 1.1 booleans and base-60 numbers).
+fn resolves_to_other_type(s: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "y",
+        "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+        ".nan", ".NaN", ".NAN", "<<",
+    ];
+    if WORDS.contains(&s) {
+        return true;
+    }
+    let Some(first) = s.chars().next() else {
+        return true;
+    };
+    if !(first.is_ascii_digit() || matches!(first, '+' | '-' | '.')) {
+        return false;
+    }
+    let plain = s.replace('_', "");
+    let unsigned = plain.trim_start_matches(['+', '-']);
+    let is_int =
+        |digits: &str, radix: u32| !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
+    if is_int(unsigned, 10)
+        || unsigned.strip_prefix("0x").is_some_and(|d| is_int(d, 16))
+        || unsigned.strip_prefix("0o").is_some_and(|d| is_int(d, 8))
+        || unsigned.strip_prefix("0b").is_some_and(|d| is_int(d, 2))
+        || is_float(unsigned)
+    {
+        return true;
+    }
+    // Timestamps (2001-12-14, 2001-12-14t21:59:43.10-05:00, ...) and base-60 numbers (1:20).
+    let b = s.as_bytes();
+    let date = b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && (b[5..].iter().take_while(|c| c.is_ascii_digit()).count() > 0);
+    let base60 = s.contains(':')
+        && s.trim_start_matches(['+', '-']).split(':').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
+        });
+    date || base60
+}
+
+fn is_float(s: &str) -> bool {
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |p: &str| p.chars().all(|c| c.is_ascii_digit());
+    let mantissa_ok = digits(int) && digits(frac) && !(int.is_empty() && frac.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.trim_start_matches(['+', '-']);
+        !e.is_empty() && digits(e)
+    });
+    mantissa_ok && exponent_ok && (mantissa.contains('.') || exponent.is_some())
+}
+
+/// libyaml's check for a plain scalar: no leading indicator, no `: ` or ` #`, no leading or
+/// trailing space, printable characters only.
+fn plain_allowed(s: &str) -> bool {
+    let first = s.chars().next().unwrap_or(' ');
+    let second_blank = s.chars().nth(1).is_none_or(|c| c == ' ');
+    if matches!(
+        first,
+        '#' | ','
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '&'
+            | '*'
+            | '!'
+            | '|'
+            | '>'
+            | '\''
+            | '"'
+            | '%'
+            | '@'
+            | '`'
+    ) || (matches!(first, '-' | '?' | ':') && second_blank)
+        || s.starts_with("---")
+        || s.starts_with("...")
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.ends_with(':')
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.contains(['\t', '\r'])
+    {
+        return false;
+    }
+    !s.chars().any(special)
+}
+
+fn special(c: char) -> bool {
+    c.is_control() || c == '\u{feff}'
+}
+
+fn string(s: &str, indent: usize) -> String {
+    if s.contains('\n') {
+        if !s.chars().any(|c| special(c) && c != '\n') && !s.contains(" \n") {
+            return literal(s, indent);
+        }
+        return double_quoted(s);
+    }
+    if resolves_to_other_type(s) {
+        return double_quoted(s);
+    }
+    if plain_allowed(s) {
+        return s.to_owned();
+    }
+    if !s.chars().any(special) {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    double_quoted(s)
+}
+
+fn double_quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+fn literal(s: &str, indent: usize) -> String {
+    let chomp = if !s.ends_with('\n') {
+        "-"
+    } else if s.ends_with("\n\n") {
+        "+"
+    } else {
+        ""
+    };
+    let indicator = if s.starts_with(' ') {
+        INDENT.to_string()
+    } else {
+        String::new()
+    };
+    let pad = " ".repeat(indent);
+    let mut out = format!("|{indicator}{chomp}");
+    let body = s.strip_suffix('\n').unwrap_or(s);
+    for line in body.split('\n') {
+        out.push('\n');
+        if !line.is_empty() {
+            out.push_str(&pad);
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn yaml_v3_shape() {
+        let v = json!({
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [
+                {"name": "nginx", "image": "nginx:1.25", "args": ["a", "b"]}
+            ]}}},
+            "metadata": {"name": "web", "labels": {}, "creationTimestamp": "2024-01-02T03:04:05Z"},
+            "status": {"ok": true, "ratio": 0.5, "none": null, "list": []},
+        });
+        assert_eq!(
+            to_string(&v),
+            "metadata:\n    creationTimestamp: \"2024-01-02T03:04:05Z\"\n    labels: {}\n    name: web\n\
+             spec:\n    replicas: 3\n    template:\n        spec:\n            containers:\n\
+             \x20               - args:\n                    - a\n                    - b\n\
+             \x20                 image: nginx:1.25\n                  name: nginx\n\
+             status:\n    list: []\n    none: null\n    ok: true\n    ratio: 0.5\n"
+        );
+    }
+
+    #[test]
+    fn scalars_and_quoting() {
+        assert_eq!(to_string(&json!(true)), "true\n");
+        assert_eq!(to_string(&json!(2)), "2\n");
+        assert_eq!(to_string(&json!(null)), "null\n");
+        assert_eq!(to_string(&json!([])), "[]\n");
+        assert_eq!(to_string(&json!([1, "x"])), "- 1\n- x\n");
+        for (s, want) in [
+            ("", "\"\""),
+            ("true", "\"true\""),
+            ("yes", "\"yes\""),
+            ("123", "\"123\""),
+            ("1.5", "\"1.5\""),
+            ("1e3", "\"1e3\""),
+            ("0x1F", "\"0x1F\""),
+            ("null", "\"null\""),
+            ("plain text", "plain text"),
+            ("100m", "100m"),
+            ("1Gi", "1Gi"),
+            ("v1", "v1"),
+            ("*", "'*'"),
+            ("- x", "'- x'"),
+            ("a: b", "'a: b'"),
+            ("it's: x", "'it''s: x'"),
+            (" lead", "' lead'"),
+        ] {
+            assert_eq!(string(s, 0), want, "{s:?}");
+        }
+        assert_eq!(
+            to_string(&json!({"script": "line1\nline2\n"})),
+            "script: |\n    line1\n    line2\n"
+        );
+        assert_eq!(
+            to_string(&json!({"m": "a\n\nb"})),
+            "m: |-\n    a\n\n    b\n"
+        );
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    #[test]
+    fn go_g_format() {
+        for (v, want) in [
+            (serde_json::json!(3), "3"),
+            (serde_json::json!(-2), "-2"),
+            (serde_json::json!(100_000), "100000"),
+            (serde_json::json!(1_000_000), "1e+06"),
+            (serde_json::json!(1_234_567), "1.234567e+06"),
+            (serde_json::json!(0.5), "0.5"),
+            (serde_json::json!(0.0001), "0.0001"),
+            (serde_json::json!(0.00001), "1e-05"),
+        ] {
+            assert_eq!(to_string(&v), format!("{want}\n"), "{v}");
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! `karmadactl interpret` over every case of Karmada's third-party customizations
+//! (`pkg/resourceinterpreter/default/thirdparty/resourcecustomizations/<group>/<version>/<kind>/`
+//! of the pinned Karmada module, `KARMADA_VERSION` in hack/test-binaries.env), read at test time.
+//!
+//! Karmada's testdata names inputs, not outputs: its own test requires that every case runs
+//! without error. This test requires that too, through the built binary with Karmada's flags, and
+//! that what the binary prints equals what the controllers' interpreter answers for the same input
+//! (the customizations as the layer in front of `karmada_interpreter::Interpreter` with its native
+//! rules, as the controller-manager builds it): a script that passes here behaves the same in the
+//! cluster. It also runs `--check` on every customization file.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
+use karmada_apis::work::v1alpha2::AggregatedStatusItem;
+use karmada_interpreter::{Interpreter, InterpreterOptions};
+use karmada_luavm::{Customizations, Limits};
+use karmadactl::interpret::{Rule, rule};
+use serde_json::{Value, json};
+
+fn karmada_version() -> String {
+    let env = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/test-binaries.env");
+    let text = std::fs::read_to_string(&env).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("KARMADA_VERSION="))
+        .expect("KARMADA_VERSION in hack/test-binaries.env")
+        .trim()
+        .to_owned()
+}
+
+/// The third-party customizations folder of the pinned Karmada module; fails saying how to fetch
+/// the module when it is not in the Go module cache.
+fn thirdparty_root() -> PathBuf {
+    let version = karmada_version();
+    let fetch = format!(
+        "the Karmada {version} Go module is needed: run `cd hack/tools/karmada && go mod download \
+         -json github.com/karmada-io/karmada@{version}`"
+    );
+    let out = Command::new("go")
+        .args(["env", "GOMODCACHE"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `go env GOMODCACHE` ({e}); {fetch}"));
+    let cache = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let root = Path::new(&cache)
+        .join(format!("github.com/karmada-io/karmada@{version}"))
+        .join("pkg/resourceinterpreter/default/thirdparty/resourcecustomizations");
+    assert!(root.is_dir(), "{} is missing; {fetch}", root.display());
+    root
+}
+
+/// `<group>/<version>/<kind>` folders, sorted.
+fn kinds(root: &Path) -> Vec<PathBuf> {
+    let subdirs = |p: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let mut dirs: Vec<PathBuf> = subdirs(root)
+        .iter()
+        .flat_map(|g| subdirs(g))
+        .flat_map(|v| subdirs(&v))
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn yaml_docs(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn karmadactl(args: &[String]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_karmadactl"))
+        .args(args)
+        .output()
+        .expect("run karmadactl");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What Karmada's `printExecuteResult` prints, split back into (name, value) pairs.
+fn parse_output(out: &str) -> Vec<(String, Value)> {
+    out.split("---\n")
+        .filter(|d| !d.is_empty())
+        .map(|doc| {
+            let (header, body) = doc.split_once('\n').unwrap();
+            let name = header
+                .strip_prefix("# [")
+                .and_then(|h| h.split_once("] "))
+                .and_then(|(_, n)| n.strip_suffix(':'))
+                .unwrap_or_else(|| panic!("bad result header {header:?} in {out}"));
+            let value: Value = serde_saphyr::from_str(body)
+                .unwrap_or_else(|e| panic!("result {name} is not YAML ({e}): {body}"));
+            (name.to_owned(), value)
+        })
+        .collect()
+}
+
+/// JSON numbers compared by value (YAML `3` and JSON `3.0` are one number).
+fn normalized(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64()),
+        Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), normalized(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The controllers' answer: the interpreter the controller-manager builds, the customizations as
+/// its layer in front of the native rules.
+fn controllers_answer(
+    customizations: &[ResourceInterpreterCustomization],
+    rule: Rule,
+    desired: Option<&Value>,
+    observed: Option<&Value>,
+    status: &[AggregatedStatusItem],
+    replica: i32,
+) -> Vec<(String, Value)> {
+    let layer = Arc::new(Customizations::fixed(
+        customizations.to_vec(),
+        Limits::default(),
+    ));
+    let interpreter = Interpreter::new(InterpreterOptions::default()).with_layer(layer);
+    let object = desired.or(observed).unwrap();
+    let results: Vec<(&str, Value)> = match rule.name {
+        "Retain" => {
+            let mut d = desired.unwrap().clone();
+            interpreter.retain(&mut d, observed.unwrap()).unwrap();
+            vec![("retained", d)]
+        }
+        "InterpretReplica" => {
+            let r = interpreter.get_replicas(object).unwrap().unwrap();
+            vec![
+                ("replica", json!(r.replicas)),
+                ("requires", serde_json::to_value(r.requirements).unwrap()),
+            ]
+        }
+        "InterpretComponent" => {
+            let c = interpreter.get_components(object).unwrap().unwrap();
+            vec![("components", serde_json::to_value(c).unwrap())]
+        }
+        "ReviseReplica" => {
+            let mut o = object.clone();
+            interpreter
+                .revise_replica(&mut o, i64::from(replica))
+                .unwrap();
+            vec![("revised", o)]
+        }
+        "InterpretStatus" => {
+            let s = interpreter.reflect_status(object).unwrap();
+            vec![("status", s.unwrap_or(Value::Null))]
+        }
+        "AggregateStatus" => {
+            // The controllers take the aggregated object's status (None: unchanged).
+            let a = interpreter.aggregate_status(object, status).unwrap();
+            let status = a.unwrap_or_else(|| object.get("status").cloned().unwrap_or(Value::Null));
+            vec![("aggregatedStatus.status", status)]
+        }
+        "InterpretHealth" => {
+            let h = interpreter.try_interpret_health(object).unwrap().unwrap();
+            vec![("healthy", json!(h))]
+        }
+        "InterpretDependency" => {
+            let d = interpreter.layered_dependencies(object).unwrap().unwrap();
+            vec![("dependencies", serde_json::to_value(d).unwrap())]
+        }
+        other => panic!("unknown rule {other}"),
+    };
+    results
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v))
+        .collect()
+}
+
+#[test]
+fn every_thirdparty_case_runs_and_matches_the_controllers() {
+    let root = thirdparty_root();
+    let kinds = kinds(&root);
+    assert_eq!(
+        kinds.len(),
+        26,
+        "Karmada {} has 26 third-party kinds",
+        karmada_version()
+    );
+    let mut cases = 0;
+    let mut failures = Vec::new();
+    for dir in &kinds {
+        let kind = dir.strip_prefix(&root).unwrap().display().to_string();
+        let file = dir.join("customizations.yaml");
+        let customizations: Vec<ResourceInterpreterCustomization> = yaml_docs(&file)
+            .into_iter()
+            .map(|v| serde_json::from_value(v).unwrap())
+            .collect();
+
+        let (code, out, err) = karmadactl(&[
+            "interpret".into(),
+            "-f".into(),
+            file.display().to_string(),
+            "--check".into(),
+        ]);
+        if code != Some(0) || out.contains("ERROR") {
+            failures.push(format!("{kind} --check: exit {code:?}\n{out}{err}"));
+        }
+
+        let tests = yaml_docs(&dir.join("customizations_tests.yaml"));
+        for case in tests[0]["tests"].as_array().unwrap() {
+            cases += 1;
+            let field = |k: &str| case.get(k).and_then(Value::as_str).map(str::trim);
+            let operation = field("operation").unwrap();
+            let rule = rule(operation).unwrap();
+            let path = |k: &str| field(k).map(|p| dir.join(p.trim_start_matches('/')));
+            let replica = case
+                .get("desiredReplicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let mut args: Vec<String> = vec![
+                "interpret".into(),
+                "-f".into(),
+                file.display().to_string(),
+                "--operation".into(),
+                operation.into(),
+                format!("--desired-replica={replica}"),
+            ];
+            let desired = path("desiredInputPath");
+            let observed = path("observedInputPath");
+            let status_path = path("statusInputPath");
+            for (flag, p) in [
+                ("--desired-file", &desired),
+                ("--observed-file", &observed),
+                ("--status-file", &status_path),
+            ] {
+                if let Some(p) = p {
+                    args.push(flag.into());
+                    args.push(p.display().to_string());
+                }
+            }
+            let label = format!("{kind} {operation} ({})", args[6..].join(" "));
+            let (code, out, err) = karmadactl(&args);
+            if code != Some(0) || !err.is_empty() {
+                failures.push(format!("{label}: exit {code:?}: {err}"));
+                continue;
+            }
+            let observed_path = observed.clone();
+            let mut got = parse_output(&out);
+            // What the controllers add around the rule: the execution controller keeps the
+            // member's metadata (retain_cluster_fields) before the retain rule runs, and the
+            // status aggregation keeps only the aggregated object's status.
+            for (name, value) in &mut got {
+                if name == "retained" {
+                    let observed = yaml_docs(observed_path.as_ref().unwrap()).remove(0);
+                    karmada_interpreter::retain_cluster_fields(value, &observed).unwrap();
+                }
+                if name == "aggregatedStatus" {
+                    *name = "aggregatedStatus.status".to_owned();
+                    *value = value.get("status").cloned().unwrap_or(Value::Null);
+                }
+            }
+            let desired = desired.map(|p| yaml_docs(&p).remove(0));
+            let observed = observed.map(|p| yaml_docs(&p).remove(0));
+            let status: Vec<AggregatedStatusItem> = status_path
+                .map(|p| {
+                    yaml_docs(&p)
+                        .into_iter()
+                        .map(|v| karmadactl::interpret::status_item(v).unwrap())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let want = controllers_answer(
+                &customizations,
+                rule,
+                desired.as_ref(),
+                observed.as_ref(),
+                &status,
+                i32::try_from(replica).unwrap(),
+            );
+            let norm = |r: &[(String, Value)]| {
+                r.iter()
+                    .map(|(n, v)| (n.clone(), normalized(v)))
+                    .collect::<Vec<_>>()
+            };
+            if norm(&got) != norm(&want) {
+                failures.push(format!(
+                    "{label}: karmadactl printed\n{out}\nthe controllers answer {want:?}"
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{cases} cases of {} third-party kinds run through karmadactl interpret",
+        kinds.len()
+    );
+    assert!(cases >= 100, "only {cases} cases found");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Karmada's own `karmadactl interpret` examples (its command's testdata), through the binary:
+/// the `--check` table and the result shape of each operation.
+#[test]
+fn karmadas_interpret_testdata() {
+    let root = thirdparty_root();
+    let testdata = root
+        .ancestors()
+        .nth(4)
+        .unwrap()
+        .join("karmadactl/interpret/testdata");
+    let f = |name: &str| testdata.join(name).display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["interpret".to_owned(), "-f".into(), f("customization.yml")];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        karmadactl(&args)
+    };
+
+    let (code, out, err) = run(&["--check"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.starts_with("-----------------------------------\nSOURCE: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("TARGET: apps/v1 Deployment   \nRULERS:\n"),
+        "{out}"
+    );
+    for rule in [
+        "Retain",
+        "InterpretReplica",
+        "InterpretComponent",
+        "ReviseReplica",
+        "InterpretStatus",
+        "AggregateStatus",
+        "InterpretHealth",
+        "InterpretDependency",
+    ] {
+        assert!(out.contains(&format!("    {rule}:")), "{rule}: {out}");
+    }
+
+    let observed = f("observed.yml");
+    let (code, out, err) = run(&[
+        "--operation",
+        "interpretReplica",
+        "--observed-file",
+        &observed,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("---\n# [1/2] replica:\n"), "{out}");
+    assert!(out.contains("---\n# [2/2] requires:\n"), "{out}");
+
+    let (code, out, err) = run(&[
+        "--operation",
+        "reviseReplica",
+        "--observed-file",
+        &observed,
+        "--desired-replica",
+        "2",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("---\n# [1/1] revised:\napiVersion: apps/v1\n"),
+        "{out}"
+    );
+    assert!(out.contains("\n    replicas: 2\n"), "{out}");
+
+    let (code, out, err) = run(&[
+        "--operation",
+        "aggregateStatus",
+        "--observed-file",
+        &observed,
+        "--status-file",
+        &f("status.yml"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("---\n# [1/1] aggregatedStatus:\n"), "{out}");
+
+    let (code, out, err) = run(&[
+        "--operation",
+        "interpretHealth",
+        "--observed-file",
+        &observed,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "---\n# [1/1] healthy:\ntrue\n");
+
+    // Errors: Karmada's messages; the check table of a broken file, with exit status 1.
+    let (code, _, err) = run(&["--operation", "interpretHealth"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains(
+            "Execute InterpretHealth error: desired-file, observed-file options are not set"
+        ),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--operation", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("operation nope is not supported. Use one of: Retain, "),
+        "{err}"
+    );
+    let (code, out, _) = karmadactl(&[
+        "interpret".into(),
+        "-f".into(),
+        f("customization_error.yml"),
+        "--check".into(),
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("target.kind no set") || out.contains("target.apiVersion no set"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not a ResourceInterpreterCustomization, got /v1, Kind=Pod"),
+        "{out}"
+    );
+}
