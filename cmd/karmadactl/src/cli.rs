@@ -52,6 +52,63 @@ pub enum Command {
     /// --desired-replica 2`; `karmadactl interpret -f customization.yml --operation
     /// aggregateStatus --observed-file observed.yml --status-file status.yml`.
     Interpret(InterpretArgs),
+    /// Promote resources from legacy clusters to Karmada control plane.
+    ///
+    /// Requires the cluster has been joined or registered. If the resource already exists in
+    /// Karmada control plane, please edit PropagationPolicy and OverridePolicy to propagate it.
+    /// Example: `karmadactl promote deployment nginx -n default -C cluster1 -d`.
+    Promote(PromoteArgs),
+}
+
+/// `karmadactl promote <RESOURCE_TYPE> <RESOURCE_NAME> -n <NAME_SPACE> -C <CLUSTER_NAME>`.
+#[derive(Debug, Args, Clone)]
+pub struct PromoteArgs {
+    /// The resource type (`deployment`, `deployments`, `deploy`, `deployment.v1.apps`, ...).
+    pub resource_type: String,
+    /// The resource name.
+    pub name: String,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+    /// If present, the namespace scope for this CLI request.
+    #[arg(long, short = 'n', default_value = "default")]
+    pub namespace: String,
+    /// The name of legacy cluster (eg -C=member1).
+    #[arg(long, short = 'C', default_value = "")]
+    pub cluster: String,
+    /// Context name of legacy cluster in kubeconfig (default: the cluster name).
+    #[arg(long)]
+    pub cluster_context: Option<String>,
+    /// Path of the legacy cluster's kubeconfig (default: the credentials of the Cluster object).
+    #[arg(long)]
+    pub cluster_kubeconfig: Option<PathBuf>,
+    /// Promote resource with its dependencies automatically.
+    #[arg(long, short = 'd', num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+    pub dependencies: bool,
+    /// Run the command in dry-run mode, without making any server requests.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Automatically create a PropagationPolicy for namespace-scoped resources or create a
+    /// ClusterPropagationPolicy for cluster-scoped resources.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_policy: bool,
+    /// The name of the PropagationPolicy(or ClusterPropagationPolicy) that is automatically
+    /// created after promotion (default: the resource name with a hash suffix).
+    #[arg(long)]
+    pub policy_name: Option<String>,
+    /// Output format; prints the template and the policy instead of creating them. One of:
+    /// json|yaml.
+    #[arg(long, short = 'o', value_enum)]
+    pub output: Option<PromoteOutput>,
+}
+
+/// `karmadactl promote -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PromoteOutput {
+    /// kubectl's JSON.
+    Json,
+    /// kubectl's YAML.
+    Yaml,
 }
 
 /// `karmadactl interpret (-f FILENAME) (--operation OPERATION) [--ARGS VALUE]...`.

@@ -19,6 +19,7 @@ pub mod bootstrap;
 mod cli;
 pub mod interpret;
 mod join;
+mod promote;
 mod register;
 mod tabwriter;
 mod taint;
@@ -106,6 +107,7 @@ pub async fn output(cli: Cli) -> anyhow::Result<String> {
         }
         Command::Version(a) => version::run(&a)?,
         Command::Interpret(a) => interpret::run(&a)?,
+        Command::Promote(a) => promote::run(a).await?,
         Command::Join(a) => join::run(a).await.map(|()| String::new())?,
         Command::Unjoin(a) => unjoin::run(a).await.map(|()| String::new())?,
         Command::Register(a) => register::run(a).await.map(|()| String::new())?,

@@ -5,16 +5,47 @@
 
 use serde_json::Value;
 
+/// yaml.v3's indentation (Karmada's `interpret`).
 const INDENT: usize = 4;
 
-/// `value` as a YAML document (ending in a newline).
+/// How collections are laid out.
+#[derive(Debug, Clone, Copy)]
+struct Style {
+    /// Spaces per level.
+    indent: usize,
+    /// A sequence under a mapping key starts at the key's column (yaml.v2, sigs.k8s.io/yaml).
+    indentless: bool,
+}
+
+const V3: Style = Style {
+    indent: INDENT,
+    indentless: false,
+};
+
+/// sigs.k8s.io/yaml (kubectl's `-o yaml`): 2 spaces, sequences at their key's column.
+const K8S: Style = Style {
+    indent: 2,
+    indentless: true,
+};
+
+/// `value` as a YAML document (ending in a newline), as yaml.v3 writes it.
 pub fn to_string(value: &Value) -> String {
+    document(value, V3)
+}
+
+/// `value` as kubectl's `-o yaml` writes an object (sigs.k8s.io/yaml: 2-space indentation,
+/// sequences not indented under their key).
+pub fn to_string_k8s(value: &Value) -> String {
+    document(value, K8S)
+}
+
+fn document(value: &Value, style: Style) -> String {
     let mut out = String::new();
     match value {
-        Value::Object(m) if !m.is_empty() => mapping(&mut out, value, 0),
-        Value::Array(a) if !a.is_empty() => sequence(&mut out, a, 0),
+        Value::Object(m) if !m.is_empty() => mapping(&mut out, value, 0, style),
+        Value::Array(a) if !a.is_empty() => sequence(&mut out, a, 0, style),
         _ => {
-            out.push_str(&scalar(value, INDENT));
+            out.push_str(&scalar(value, style.indent));
             out.push('\n');
         }
     }
@@ -27,17 +58,17 @@ fn sorted(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     entries
 }
 
-/// The indentation of what a mapping at `indent` holds: the next multiple of 4 (yaml.v3 aligns
-/// everything but sequence items to the chosen indentation).
-fn nested(indent: usize) -> usize {
-    INDENT * ((indent + INDENT) / INDENT)
+/// The indentation of what a mapping at `indent` holds: the next multiple of the step (yaml.v3
+/// aligns everything but sequence items to the chosen indentation).
+fn nested(indent: usize, style: Style) -> usize {
+    style.indent * ((indent + style.indent) / style.indent)
 }
 
 /// A mapping's entries, each line indented by `indent` (the first line's indentation is written by
 /// the caller when the mapping starts a sequence item).
-fn mapping(out: &mut String, value: &Value, indent: usize) {
+fn mapping(out: &mut String, value: &Value, indent: usize, style: Style) {
     let Value::Object(m) = value else { return };
-    let child = nested(indent);
+    let child = nested(indent, style);
     for (i, (key, v)) in sorted(m).into_iter().enumerate() {
         if i > 0 {
             out.push_str(&" ".repeat(indent));
@@ -48,12 +79,13 @@ fn mapping(out: &mut String, value: &Value, indent: usize) {
             Value::Object(inner) if !inner.is_empty() => {
                 out.push('\n');
                 out.push_str(&" ".repeat(child));
-                mapping(out, v, child);
+                mapping(out, v, child, style);
             }
             Value::Array(items) if !items.is_empty() => {
+                let at = if style.indentless { indent } else { child };
                 out.push('\n');
-                out.push_str(&" ".repeat(child));
-                sequence(out, items, child);
+                out.push_str(&" ".repeat(at));
+                sequence(out, items, at, style);
             }
             _ => {
                 out.push(' ');
@@ -66,15 +98,15 @@ fn mapping(out: &mut String, value: &Value, indent: usize) {
 
 /// A sequence's items, `- ` at `indent` (the first item's indentation written by the caller);
 /// what an item holds starts right after the `- `.
-fn sequence(out: &mut String, items: &[Value], indent: usize) {
+fn sequence(out: &mut String, items: &[Value], indent: usize, style: Style) {
     for (i, v) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(&" ".repeat(indent));
         }
         out.push_str("- ");
         match v {
-            Value::Object(inner) if !inner.is_empty() => mapping(out, v, indent + 2),
-            Value::Array(inner) if !inner.is_empty() => sequence(out, inner, indent + 2),
+            Value::Object(inner) if !inner.is_empty() => mapping(out, v, indent + 2, style),
+            Value::Array(inner) if !inner.is_empty() => sequence(out, inner, indent + 2, style),
             _ => {
                 out.push_str(&scalar(v, indent + 2));
                 out.push('\n');
@@ -247,6 +279,7 @@ fn double_quoted(s: &str) -> String {
 }
 
 fn literal(s: &str, indent: usize) -> String {
+    // The indentation indicator, when needed, is the step yaml.v3 uses (4).
     let chomp = if !s.ends_with('\n') {
         "-"
     } else if s.ends_with("\n\n") {
@@ -354,5 +387,19 @@ mod number_tests {
         ] {
             assert_eq!(to_string(&v), format!("{want}\n"), "{v}");
         }
+    }
+}
+
+#[cfg(test)]
+mod k8s_tests {
+    #[test]
+    fn kubectl_shape() {
+        let v = serde_json::json!({"spec": {"resourceSelectors": [{"kind": "Deployment", "name": "web"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}});
+        assert_eq!(
+            super::to_string_k8s(&v),
+            "spec:\n  placement:\n    clusterAffinity:\n      clusterNames:\n      - member1\n\
+             \x20 resourceSelectors:\n  - kind: Deployment\n    name: web\n"
+        );
     }
 }
