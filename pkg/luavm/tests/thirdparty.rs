@@ -494,3 +494,76 @@ fn compare_lua_only(
         other => Err(format!("unknown operation {other}")),
     }
 }
+
+/// Karmada's lookup order, per operation: a customization's rule first, then the third-party
+/// interpretation, then the native rules; another version of a third-party kind is not one.
+#[test]
+fn customization_then_third_party_then_native_per_operation() {
+    use karmada_apis::work::v1alpha1::ResourceHealth;
+    use karmada_interpreter::Interpreter;
+    use serde_json::json;
+
+    let customization: ResourceInterpreterCustomization = serde_json::from_value(json!({
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "cloneset-health"},
+        "spec": {"target": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet"},
+            "customizations": {"healthInterpretation": {"luaScript":
+                "function InterpretHealth(obj) return obj.metadata.labels.healthy == 'yes' end"}}}
+    }))
+    .unwrap();
+    let interpreter = Interpreter::default()
+        .with_layer(std::sync::Arc::new(Customizations::fixed(
+            vec![customization],
+            Limits::default(),
+        )))
+        .with_layer(std::sync::Arc::new(ThirdParty::new(
+            InterpreterOptions::default(),
+        )));
+    let clone_set = |api_version: &str| {
+        json!({"apiVersion": api_version, "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "default", "generation": 2,
+                "labels": {"healthy": "yes"}},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c",
+                "resources": {"requests": {"cpu": "100m"}}}]}}},
+            "status": {"observedGeneration": 1, "updatedReplicas": 0, "availableReplicas": 0}})
+    };
+    let v1alpha1 = clone_set("apps.kruise.io/v1alpha1");
+    // Health: the customization's rule (the third-party one would say Unhealthy: generation 2
+    // not observed yet).
+    assert_eq!(
+        interpreter.interpret_health(&v1alpha1),
+        ResourceHealth::Healthy
+    );
+    // Replicas: no customization rule, so the third-party one.
+    let replicas = interpreter.get_replicas(&v1alpha1).unwrap().unwrap();
+    assert_eq!(replicas.replicas, 3);
+    assert!(replicas.requirements.is_some());
+    let mut revised = v1alpha1.clone();
+    assert!(interpreter.revise_replica(&mut revised, 1).unwrap());
+    assert_eq!(revised["spec"]["replicas"], json!(1));
+    // Another version of the kind: no third-party rule, no replicas (the native default).
+    let other = clone_set("apps.kruise.io/v1beta1");
+    assert!(interpreter.get_replicas(&other).unwrap().is_none());
+    assert!(!interpreter.hook_enabled_for(
+        "apps.kruise.io/v1beta1",
+        "CloneSet",
+        karmada_interpreter::Operation::InterpretReplica
+    ));
+    assert!(interpreter.hook_enabled_for(
+        "apps.kruise.io/v1alpha1",
+        "CloneSet",
+        karmada_interpreter::Operation::InterpretReplica
+    ));
+    // A native kind keeps its native rules.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": []}}}});
+    assert_eq!(
+        interpreter
+            .get_replicas(&deployment)
+            .unwrap()
+            .unwrap()
+            .replicas,
+        2
+    );
+}
