@@ -4,7 +4,7 @@
 //!
 //! Who calls what:
 //! - [`Environment::start`] brings up a host and three full members (kube-scheduler,
-//!   kube-controller-manager and kwok nodes, so pods become Ready), starts the chosen controllers,
+//!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen controllers,
 //!   joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
 //!   `karmada-agent` (Pull: ours for karmada-rs, Karmada's for the baseline), and writes the
 //!   kubeconfig the suite expects (contexts `karmada-apiserver` and `karmada-host`).
@@ -66,6 +66,9 @@ impl Environment {
         let env = TestEnv::start(EnvOptions {
             members: 3,
             full_members: 3,
+            // One node per member, as the kind clusters of Karmada's own e2e setup: specs count a
+            // DaemonSet's pods as one per cluster.
+            kwok_nodes: 1,
             install_crds: true,
             dir: Some(dir.join("env")),
             ..Default::default()
