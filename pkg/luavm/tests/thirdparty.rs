@@ -13,8 +13,9 @@
 //! the template's empty fields, the native one leaves the rest of the template as it was); the
 //! reflected status; health; dependencies and components as sets (the scripts list some in Lua's
 //! table order, which is not stable); and that each kind defines the same operations. Each case also runs with every member status and with the object's
-//! `status` removed, and with other replica counts, so the comparison covers more than the
-//! files' happy paths: there both sides must fail, or succeed with equal answers.
+//! `status` or `spec` removed, with the members reversed, tripled or without conditions, and
+//! with other replica counts, so the comparison covers more than the files' happy paths: there
+//! both sides must fail, or succeed with equal answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -259,11 +260,43 @@ fn variants(
         bare.as_object_mut().unwrap().remove("status");
         out.push((bare, items.to_vec()));
     }
+    if subject.get("spec").is_some() {
+        let mut bare = subject.clone();
+        bare.as_object_mut().unwrap().remove("spec");
+        out.push((bare, items.to_vec()));
+    }
     for i in 0..items.len() {
         let mut fewer = items.to_vec();
         fewer[i].status = None;
         out.push((subject.clone(), fewer));
         out.push((subject.clone(), items[..i].to_vec()));
+    }
+    if items.len() > 1 {
+        // Members in the other order ("last reported wins" fields), and three of them.
+        out.push((subject.clone(), items.iter().rev().cloned().collect()));
+        let mut three = items.to_vec();
+        let mut extra = items[0].clone();
+        extra.cluster_name = "member9".into();
+        three.push(extra);
+        out.push((subject.clone(), three));
+    }
+    // Members without conditions.
+    let unconditioned: Vec<AggregatedStatusItem> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(status) = item.status.as_mut() {
+                let mut value = serde_json::to_value(&*status).unwrap();
+                if let Some(fields) = value.as_object_mut() {
+                    fields.remove("conditions");
+                }
+                *status = serde_json::from_value(value).unwrap();
+            }
+            item
+        })
+        .collect();
+    if unconditioned != items {
+        out.push((subject.clone(), unconditioned));
     }
     out
 }
