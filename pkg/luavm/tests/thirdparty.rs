@@ -13,8 +13,8 @@
 //! the template's empty fields, the native one leaves the rest of the template as it was); the
 //! reflected status; health; dependencies and components as sets (the scripts list some in Lua's
 //! table order, which is not stable); and that each kind defines the same operations. Each case also runs with every member status and with the object's
-//! `status` or `spec` removed, with the members reversed, tripled or without conditions, and
-//! with other replica counts, so the comparison covers more than the files' happy paths: there
+//! `status` or `spec` removed, with the members reversed, tripled or without conditions, with
+//! numbers written as strings, and with other replica counts, so the comparison covers more than the files' happy paths: there
 //! both sides must fail, or succeed with equal answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -279,6 +279,37 @@ fn variants(
         extra.cluster_name = "member9".into();
         three.push(extra);
         out.push((subject.clone(), three));
+    }
+    // Numbers written as strings (Lua converts them in arithmetic, not in comparisons).
+    fn stringify(v: &mut Value) {
+        match v {
+            Value::Number(n) => *v = Value::String(n.to_string()),
+            Value::Array(items) => items.iter_mut().for_each(stringify),
+            Value::Object(fields) => fields.values_mut().for_each(stringify),
+            _ => {}
+        }
+    }
+    if let Some(status) = subject.get("status") {
+        let mut strings = subject.clone();
+        let mut status = status.clone();
+        stringify(&mut status);
+        strings["status"] = status;
+        out.push((strings, items.to_vec()));
+    }
+    let stringified: Vec<AggregatedStatusItem> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(status) = item.status.as_mut() {
+                let mut value = serde_json::to_value(&*status).unwrap();
+                stringify(&mut value);
+                *status = serde_json::from_value(value).unwrap();
+            }
+            item
+        })
+        .collect();
+    if stringified != items {
+        out.push((subject.clone(), stringified));
     }
     // Members without conditions.
     let unconditioned: Vec<AggregatedStatusItem> = items
