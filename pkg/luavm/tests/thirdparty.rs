@@ -364,7 +364,19 @@ fn every_karmada_case_matches_karmadas_scripts() {
         let target = &customizations[0].spec.target;
         let (api_version, kind) = (target.api_version.clone(), target.kind.clone());
         let name = format!("{api_version} {kind}");
-        let lua = Customizations::fixed(customizations, Limits::default());
+        let lua = Customizations::fixed(customizations.clone(), Limits::default());
+        // Requirements also carry namespace and priority class with ResourceQuotaEstimate on.
+        let quota_options = InterpreterOptions {
+            resource_quota_estimate: true,
+        };
+        let lua_quota = Customizations::fixed(
+            customizations,
+            Limits {
+                options: quota_options.clone(),
+                ..Limits::default()
+            },
+        );
+        let native_quota = ThirdParty::new(quota_options);
         let tests: Tests = serde_saphyr::from_str(
             &std::fs::read_to_string(dir.join("customizations_tests.yaml")).unwrap(),
         )
@@ -451,6 +463,20 @@ fn every_karmada_case_matches_karmadas_scripts() {
                 true,
             ) {
                 failures.push(format!("{label}: {e}"));
+            }
+            if matches!(
+                case.operation.as_str(),
+                "InterpretReplica" | "InterpretComponent"
+            ) && let Err(e) = compare(
+                (&native_quota, &lua_quota),
+                case,
+                &subject,
+                observed.as_ref(),
+                &items,
+                case.desired_replicas,
+                true,
+            ) {
+                failures.push(format!("{label} with ResourceQuotaEstimate: {e}"));
             }
             let mut more = variants(&subject, &items);
             if case.operation == "ReviseReplica" {
