@@ -1,16 +1,22 @@
-//! The third-party interpretations reach the controllers, against real API servers: an OpenKruise
-//! CloneSet (its CRD installed on the host and both members, no ResourceInterpreterCustomization
-//! anywhere) propagated Divided 1:1 gets its replicas and pod requirements from the built-in
-//! CloneSet interpretation, its replicas divided in the member CloneSets, and its members' status
-//! reflected, judged healthy and aggregated back into the template's status.
+//! The third-party interpretations reach the controllers, against real API servers, with no
+//! ResourceInterpreterCustomization anywhere:
+//! - an OpenKruise CloneSet (its CRD installed on the host and both members) propagated Divided
+//!   1:1 gets its replicas and pod requirements from the built-in CloneSet interpretation, its
+//!   replicas divided in the member CloneSets, and its members' status reflected, judged healthy
+//!   and aggregated back into the template's status;
+//! - a Flux HelmRelease under a policy with `propagateDeps: true` takes the Secret and ConfigMap
+//!   its `valuesFrom` names to its member (InterpretDependency), is Unhealthy there until its
+//!   `Ready` condition says `ReconciliationSucceeded`, and its conditions come home prefixed with
+//!   the member's name.
 //!
-//! The detector, scheduler, binding, execution, workStatus and bindingStatus controllers run
-//! in-process; the members are API servers only, so the test writes the member CloneSets' status
-//! the way the Kruise controller would.
+//! The detector, scheduler, binding, execution, workStatus, bindingStatus controllers and the
+//! dependencies distributor run in-process; the members are API servers only, so the test writes
+//! the member objects' status the way the Kruise and Flux controllers would.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, names};
@@ -42,6 +48,9 @@ async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>
     in_process::eventually(what, WAIT, Duration::from_millis(200), check).await
 }
 
+const FLUX_GROUP: &str = "helm.toolkit.fluxcd.io";
+const FLUX_VERSION: &str = "v2beta1";
+
 fn clone_sets() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(GROUP, VERSION, "CloneSet"),
@@ -49,15 +58,28 @@ fn clone_sets() -> ApiResource {
     )
 }
 
+fn helm_releases() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(FLUX_GROUP, FLUX_VERSION, "HelmRelease"),
+        "helmreleases",
+    )
+}
+
 /// The CloneSet CRD (schema left open, status subresource); waits until served.
 async fn install_crd(client: &Client) {
-    let name = format!("clonesets.{GROUP}");
+    install(client, &clone_sets()).await;
+}
+
+/// A namespaced CRD for `resource` (schema left open, status subresource); waits until served.
+async fn install(client: &Client, resource: &ApiResource) {
+    let name = format!("{}.{}", resource.plural, resource.group);
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": name},
-        "spec": {"group": GROUP, "scope": "Namespaced",
-            "names": {"kind": "CloneSet", "plural": "clonesets", "singular": "cloneset"},
-            "versions": [{"name": VERSION, "served": true, "storage": true,
+        "spec": {"group": resource.group, "scope": "Namespaced",
+            "names": {"kind": resource.kind, "plural": resource.plural,
+                "singular": resource.kind.to_lowercase()},
+            "versions": [{"name": resource.version, "served": true, "storage": true,
                 "subresources": {"status": {}},
                 "schema": {"openAPIV3Schema": {"type": "object",
                     "x-kubernetes-preserve-unknown-fields": true}}}]}
@@ -71,7 +93,7 @@ async fn install_crd(client: &Client) {
         )
         .await
         .unwrap();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &clone_sets());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
     eventually(&format!("{name} served"), async || {
         api.list(&ListParams::default().limit(1))
             .await
@@ -81,7 +103,7 @@ async fn install_crd(client: &Client) {
     .await;
 }
 
-/// A Ready Cluster object serving CloneSets.
+/// A Ready Cluster object serving CloneSets, HelmReleases, Secrets and ConfigMaps.
 async fn ready_cluster(client: &Client, name: &str) {
     let api: Api<Cluster> = Api::all(client.clone());
     let c: Cluster = serde_json::from_value(json!({
@@ -91,8 +113,13 @@ async fn ready_cluster(client: &Client, name: &str) {
     }))
     .unwrap();
     let _ = api.create(&PostParams::default(), &c).await;
-    let apis = json!({"apiEnablements": [{"groupVersion": format!("{GROUP}/{VERSION}"),
-        "resources": [{"name": "clonesets", "kind": "CloneSet"}]}]});
+    let apis = json!({"apiEnablements": [
+        {"groupVersion": format!("{GROUP}/{VERSION}"),
+            "resources": [{"name": "clonesets", "kind": "CloneSet"}]},
+        {"groupVersion": format!("{FLUX_GROUP}/{FLUX_VERSION}"),
+            "resources": [{"name": "helmreleases", "kind": "HelmRelease"}]},
+        {"groupVersion": "v1", "resources": [{"name": "secrets", "kind": "Secret"},
+            {"name": "configmaps", "kind": "ConfigMap"}]}]});
     in_process::set_cluster_ready(client, name, true, "set by test", apis).await;
 }
 
@@ -108,6 +135,10 @@ async fn start_controllers() -> Controllers {
         "resource-detector",
         karmada_controllers::detector::start_fn(),
     ));
+    controllers.push((
+        karmada_controllers::dependencies_distributor::NAME,
+        karmada_controllers::dependencies_distributor::start_fn(),
+    ));
     Harness::new(controllers)
         .settings(karmada_controllers::Settings {
             skipped_propagating_namespaces: vec![],
@@ -119,8 +150,17 @@ async fn start_controllers() -> Controllers {
 }
 
 async fn binding(client: &Client, name: &str) -> Result<ResourceBinding, String> {
-    let rb_name = names::binding_name("CloneSet", name);
-    Api::<ResourceBinding>::namespaced(client.clone(), NS)
+    binding_of(client, NS, "CloneSet", name).await
+}
+
+async fn binding_of(
+    client: &Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> Result<ResourceBinding, String> {
+    let rb_name = names::binding_name(kind, name);
+    Api::<ResourceBinding>::namespaced(client.clone(), namespace)
         .get_opt(&rb_name)
         .await
         .map_err(|e| e.to_string())?
@@ -287,6 +327,169 @@ async fn clone_set_is_divided_judged_healthy_and_aggregated_by_the_builtin_inter
     })
     .await;
     assert_eq!(templates.get("web").await.unwrap().name_any(), "web");
+
+    controllers.stop().await;
+}
+
+/// The health member `cluster` reported for a binding.
+fn health_in(rb: &ResourceBinding, cluster: &str) -> Option<ResourceHealth> {
+    rb.status.as_ref().and_then(|s| {
+        s.aggregated_status
+            .iter()
+            .find(|i| i.cluster_name == cluster)
+            .and_then(|i| i.health.clone())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_release_takes_its_values_along_and_reports_flux_health_and_conditions() {
+    let _serial = serial().lock().await;
+    let host = env().host().client().await;
+    let member = env().members()[0].client().await;
+    const NAMESPACE: &str = "thirdparty-flux";
+    install(&host, &helm_releases()).await;
+    install(&member, &helm_releases()).await;
+    ensure_namespace(&host, NAMESPACE).await;
+    ensure_namespace(&member, NAMESPACE).await;
+    for m in MEMBERS {
+        ensure_namespace(&host, &names::execution_space_name(m)).await;
+        ready_cluster(&host, m).await;
+    }
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "podinfo-values", "namespace": NAMESPACE},
+        "stringData": {"values.yaml": "replicaCount: 2"}
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(host.clone(), NAMESPACE)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let config_map: ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "podinfo-defaults", "namespace": NAMESPACE},
+        "data": {"values.yaml": "ui: {color: blue}"}
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(host.clone(), NAMESPACE)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let policy: PropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "helmreleases", "namespace": NAMESPACE},
+        "spec": {"propagateDeps": true,
+            "resourceSelectors": [{"apiVersion": format!("{FLUX_GROUP}/{FLUX_VERSION}"),
+                "kind": "HelmRelease"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}
+    }))
+    .unwrap();
+    let _ = Api::<PropagationPolicy>::namespaced(host.clone(), NAMESPACE)
+        .create(&PostParams::default(), &policy)
+        .await;
+    let controllers = start_controllers().await;
+
+    let templates: Api<DynamicObject> =
+        Api::namespaced_with(host.clone(), NAMESPACE, &helm_releases());
+    let release: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{FLUX_GROUP}/{FLUX_VERSION}"), "kind": "HelmRelease",
+        "metadata": {"name": "podinfo", "namespace": NAMESPACE},
+        "spec": {"interval": "5m",
+            "chart": {"spec": {"chart": "podinfo", "version": "6.x",
+                "sourceRef": {"kind": "HelmRepository", "name": "podinfo"}}},
+            "valuesFrom": [{"kind": "Secret", "name": "podinfo-values"},
+                {"kind": "ConfigMap", "name": "podinfo-defaults"}]}
+    }))
+    .unwrap();
+    templates
+        .create(&PostParams::default(), &release)
+        .await
+        .unwrap();
+
+    // The HelmRelease and the objects it names land in the member.
+    let in_member: Api<DynamicObject> =
+        Api::namespaced_with(member.clone(), NAMESPACE, &helm_releases());
+    eventually("the HelmRelease in member1", async || {
+        in_member
+            .get_opt("podinfo")
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|_| ())
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+    eventually("its Secret and ConfigMap in member1", async || {
+        let secret = Api::<Secret>::namespaced(member.clone(), NAMESPACE)
+            .get_opt("podinfo-values")
+            .await
+            .map_err(|e| e.to_string())?;
+        let config_map = Api::<ConfigMap>::namespaced(member.clone(), NAMESPACE)
+            .get_opt("podinfo-defaults")
+            .await
+            .map_err(|e| e.to_string())?;
+        match (secret, config_map) {
+            (Some(_), Some(_)) => Ok(()),
+            other => Err(format!(
+                "secret, config map present: {}, {}",
+                other.0.is_some(),
+                other.1.is_some()
+            )),
+        }
+    })
+    .await;
+
+    // Still reconciling: Unhealthy.
+    let report = |reason: &str, status: &str| {
+        json!({"status": {"observedGeneration": 1, "lastAppliedRevision": "6.5.0",
+            "lastAttemptedRevision": "6.5.0", "helmChart": format!("{NAMESPACE}/podinfo"),
+            "conditions": [{"type": "Ready", "status": status, "reason": reason,
+                "message": "Release reconciliation succeeded",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    };
+    in_member
+        .patch_status(
+            "podinfo",
+            &PatchParams::default(),
+            &Patch::Merge(&report("Progressing", "Unknown")),
+        )
+        .await
+        .unwrap();
+    eventually("member1 Unhealthy while reconciling", async || {
+        let rb = binding_of(&host, NAMESPACE, "HelmRelease", "podinfo").await?;
+        match health_in(&rb, "member1") {
+            Some(ResourceHealth::Unhealthy) => Ok(()),
+            other => Err(format!("health {other:?}")),
+        }
+    })
+    .await;
+
+    // Reconciled: Healthy, and the condition comes home prefixed with the member.
+    in_member
+        .patch_status(
+            "podinfo",
+            &PatchParams::default(),
+            &Patch::Merge(&report("ReconciliationSucceeded", "True")),
+        )
+        .await
+        .unwrap();
+    eventually("member1 Healthy once reconciled", async || {
+        let rb = binding_of(&host, NAMESPACE, "HelmRelease", "podinfo").await?;
+        match health_in(&rb, "member1") {
+            Some(ResourceHealth::Healthy) => Ok(()),
+            other => Err(format!("health {other:?}")),
+        }
+    })
+    .await;
+    eventually("the aggregated HelmRelease status", async || {
+        let r = templates.get("podinfo").await.map_err(|e| e.to_string())?;
+        let status = r.data.get("status").cloned().unwrap_or_default();
+        let message = status["conditions"][0]["message"].clone();
+        let ok = status["lastAppliedRevision"] == json!("6.5.0")
+            && status["conditions"][0]["reason"] == json!("ReconciliationSucceeded")
+            && message == json!("member1=Release reconciliation succeeded");
+        ok.then_some(()).ok_or_else(|| format!("status {status}"))
+    })
+    .await;
 
     controllers.stop().await;
 }

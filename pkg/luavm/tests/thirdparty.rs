@@ -13,8 +13,9 @@
 //! the template's empty fields, the native one leaves the rest of the template as it was); the
 //! reflected status; health; dependencies and components as sets (the scripts list some in Lua's
 //! table order, which is not stable); and that each kind defines the same operations. Each case also runs with every member status and with the object's
-//! `status` removed, and with other replica counts, so the comparison covers more than the
-//! files' happy paths: there both sides must fail, or succeed with equal answers.
+//! `status` or `spec` removed, with the members reversed, tripled or without conditions, with
+//! numbers written as strings, and with other replica counts, so the comparison covers more than the files' happy paths: there
+//! both sides must fail, or succeed with equal answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -259,11 +260,74 @@ fn variants(
         bare.as_object_mut().unwrap().remove("status");
         out.push((bare, items.to_vec()));
     }
+    if subject.get("spec").is_some() {
+        let mut bare = subject.clone();
+        bare.as_object_mut().unwrap().remove("spec");
+        out.push((bare, items.to_vec()));
+    }
     for i in 0..items.len() {
         let mut fewer = items.to_vec();
         fewer[i].status = None;
         out.push((subject.clone(), fewer));
         out.push((subject.clone(), items[..i].to_vec()));
+    }
+    if items.len() > 1 {
+        // Members in the other order ("last reported wins" fields), and three of them.
+        out.push((subject.clone(), items.iter().rev().cloned().collect()));
+        let mut three = items.to_vec();
+        let mut extra = items[0].clone();
+        extra.cluster_name = "member9".into();
+        three.push(extra);
+        out.push((subject.clone(), three));
+    }
+    // Numbers written as strings (Lua converts them in arithmetic, not in comparisons).
+    fn stringify(v: &mut Value) {
+        match v {
+            Value::Number(n) => *v = Value::String(n.to_string()),
+            Value::Array(items) => items.iter_mut().for_each(stringify),
+            Value::Object(fields) => fields.values_mut().for_each(stringify),
+            _ => {}
+        }
+    }
+    if let Some(status) = subject.get("status") {
+        let mut strings = subject.clone();
+        let mut status = status.clone();
+        stringify(&mut status);
+        strings["status"] = status;
+        out.push((strings, items.to_vec()));
+    }
+    let stringified: Vec<AggregatedStatusItem> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(status) = item.status.as_mut() {
+                let mut value = serde_json::to_value(&*status).unwrap();
+                stringify(&mut value);
+                *status = serde_json::from_value(value).unwrap();
+            }
+            item
+        })
+        .collect();
+    if stringified != items {
+        out.push((subject.clone(), stringified));
+    }
+    // Members without conditions.
+    let unconditioned: Vec<AggregatedStatusItem> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(status) = item.status.as_mut() {
+                let mut value = serde_json::to_value(&*status).unwrap();
+                if let Some(fields) = value.as_object_mut() {
+                    fields.remove("conditions");
+                }
+                *status = serde_json::from_value(value).unwrap();
+            }
+            item
+        })
+        .collect();
+    if unconditioned != items {
+        out.push((subject.clone(), unconditioned));
     }
     out
 }
@@ -304,7 +368,19 @@ fn every_karmada_case_matches_karmadas_scripts() {
         let target = &customizations[0].spec.target;
         let (api_version, kind) = (target.api_version.clone(), target.kind.clone());
         let name = format!("{api_version} {kind}");
-        let lua = Customizations::fixed(customizations, Limits::default());
+        let lua = Customizations::fixed(customizations.clone(), Limits::default());
+        // Requirements also carry namespace and priority class with ResourceQuotaEstimate on.
+        let quota_options = InterpreterOptions {
+            resource_quota_estimate: true,
+        };
+        let lua_quota = Customizations::fixed(
+            customizations,
+            Limits {
+                options: quota_options.clone(),
+                ..Limits::default()
+            },
+        );
+        let native_quota = ThirdParty::new(quota_options);
         let tests: Tests = serde_saphyr::from_str(
             &std::fs::read_to_string(dir.join("customizations_tests.yaml")).unwrap(),
         )
@@ -391,6 +467,20 @@ fn every_karmada_case_matches_karmadas_scripts() {
                 true,
             ) {
                 failures.push(format!("{label}: {e}"));
+            }
+            if matches!(
+                case.operation.as_str(),
+                "InterpretReplica" | "InterpretComponent"
+            ) && let Err(e) = compare(
+                (&native_quota, &lua_quota),
+                case,
+                &subject,
+                observed.as_ref(),
+                &items,
+                case.desired_replicas,
+                true,
+            ) {
+                failures.push(format!("{label} with ResourceQuotaEstimate: {e}"));
             }
             let mut more = variants(&subject, &items);
             if case.operation == "ReviseReplica" {

@@ -99,15 +99,13 @@ fn dependencies(object: &Value, ctx: &Ctx<'_>) -> Result<Vec<DependentObjectRefe
     let mut secrets = BTreeSet::new();
     let mut accounts = BTreeSet::new();
     let mut claims = BTreeSet::new();
-    let spec = index(object, &["spec"], &ctx.id)?
-        .cloned()
-        .unwrap_or(Value::Null);
-    accounts.extend(name_at(&spec, &["executor", "serviceAccountName"]));
-    for claim in list(&spec, &["volumeClaimTemplates"]) {
+    let spec = value::require(object, &["spec"], &ctx.id)?;
+    accounts.extend(name_at(spec, &["executor", "serviceAccountName"]));
+    for claim in list(spec, &["volumeClaimTemplates"]) {
         index(claim, &["metadata", "name"], &ctx.id)?;
         claims.extend(name_at(claim, &["metadata", "name"]));
     }
-    for volume in list(&spec, &["volumes"]) {
+    for volume in list(spec, &["volumes"]) {
         config_maps.extend(name_at(volume, &["configMap", "name"]));
         for source in list(volume, &["projected", "sources"]) {
             config_maps.extend(name_at(source, &["configMap", "name"]));
@@ -121,10 +119,10 @@ fn dependencies(object: &Value, ctx: &Ctx<'_>) -> Result<Vec<DependentObjectRefe
         secrets.extend(name_at(volume, &["csi", "nodePublishSecretRef", "name"]));
         claims.extend(name_at(volume, &["persistentVolumeClaim", "claimName"]));
     }
-    for pull in list(&spec, &["imagePullSecrets"]) {
+    for pull in list(spec, &["imagePullSecrets"]) {
         secrets.extend(name_at(pull, &["name"]));
     }
-    accounts.extend(name_at(&spec, &["serviceAccountName"]).filter(|n| n != "default"));
+    accounts.extend(name_at(spec, &["serviceAccountName"]).filter(|n| n != "default"));
     Ok(named_dependencies(
         get(object, &["metadata", "namespace"]),
         &[

@@ -420,6 +420,7 @@ fn secrets(
     ctx: &Ctx<'_>,
     paths: &[&[&str]],
 ) -> Result<Vec<DependentObjectReference>> {
+    value::require(object, &["spec"], &ctx.id)?;
     let mut names = BTreeSet::new();
     for path in paths {
         names.extend(reference_name(object, path, &ctx.id)?);
@@ -442,6 +443,7 @@ fn service_account(object: &Value, required: bool, ctx: &Ctx<'_>) -> Result<BTre
 }
 
 fn oci_dependencies(object: &Value, ctx: &Ctx<'_>) -> Result<Vec<DependentObjectReference>> {
+    value::require(object, &["spec"], &ctx.id)?;
     let mut secrets = BTreeSet::new();
     for path in [
         &["spec", "secretRef"][..],
@@ -461,6 +463,7 @@ fn kustomization_dependencies(
     object: &Value,
     ctx: &Ctx<'_>,
 ) -> Result<Vec<DependentObjectReference>> {
+    value::require(object, &["spec"], &ctx.id)?;
     let mut secrets = BTreeSet::new();
     for path in [
         &["spec", "decryption", "secretRef"][..],
@@ -479,6 +482,7 @@ fn helm_release_dependencies(
     object: &Value,
     ctx: &Ctx<'_>,
 ) -> Result<Vec<DependentObjectReference>> {
+    value::require(object, &["spec"], &ctx.id)?;
     let mut secrets = BTreeSet::new();
     let mut config_maps = BTreeSet::new();
     for source in list(object, &["spec", "valuesFrom"]) {

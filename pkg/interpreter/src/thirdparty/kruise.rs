@@ -536,20 +536,14 @@ fn broadcast_job_health(object: &Value, ctx: &Ctx<'_>) -> Result<bool> {
             .and_then(value::as_number_strict)
             .is_some_and(|v| v == n))
     };
-    if is("desired", 0.0)? || !is_zero_or_absent_ne(object, "failed", id)? {
+    // `failed ~= 0`: anything but the number 0 (absent included) is a failure.
+    if is("desired", 0.0)? || !is("failed", 0.0)? {
         return Ok(false);
     }
     if is("succeeded", 0.0)? && is("active", 0.0)? {
         return Ok(false);
     }
     Ok(true)
-}
-
-/// `status.<field> ~= 0` is false: the field is the number 0.
-fn is_zero_or_absent_ne(object: &Value, field: &str, id: &crate::error::ObjectRef) -> Result<bool> {
-    Ok(index(object, &["status", field], id)?
-        .and_then(value::as_number_strict)
-        .is_some_and(|v| v == 0.0))
 }
 
 fn broadcast_job_reflect(object: &Value, ctx: &Ctx<'_>) -> Result<Value> {

@@ -47,6 +47,11 @@ pub(crate) fn index<'a>(
     Ok(Some(at))
 }
 
+/// The value at `path`, which must be present (the scripts index into it unguarded).
+pub(crate) fn require<'a>(value: &'a Value, path: &[&str], id: &ObjectRef) -> Result<&'a Value> {
+    index(value, path, id)?.ok_or_else(|| missing(path, id))
+}
+
 /// The error for a field that must be present.
 pub(crate) fn missing(path: &[&str], id: &ObjectRef) -> InterpretError {
     Cause::Missing {
