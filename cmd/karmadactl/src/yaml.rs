@@ -1,7 +1,10 @@
 //! YAML output in the shape Karmada's `karmadactl` prints (gopkg.in/yaml.v3 of a JSON value):
 //! 4-space indentation, sequences indented under their key, keys sorted, strings plain unless
 //! they would read back as another type (then double-quoted) or contain YAML indicators (then
-//! single-quoted), multi-line strings as literal blocks. Long lines are not folded.
+//! single-quoted), multi-line strings as literal blocks. Long lines are not folded; a key spanning
+//! lines, and a multi-line string whose first line starts with a space, are double-quoted (yaml.v3
+//! writes a complex key and an indentation indicator). Whatever it writes reads back as the same
+//! value (property test below).
 
 use serde_json::Value;
 
@@ -73,7 +76,12 @@ fn mapping(out: &mut String, value: &Value, indent: usize, style: Style) {
         if i > 0 {
             out.push_str(&" ".repeat(indent));
         }
-        out.push_str(&string(key, child));
+        // A key spanning lines is written double-quoted (yaml.v3 would write a `? ` complex key).
+        out.push_str(&if key.contains('\n') {
+            double_quoted(key)
+        } else {
+            string(key, child)
+        });
         out.push(':');
         match v {
             Value::Object(inner) if !inner.is_empty() => {
@@ -257,7 +265,10 @@ fn special(c: char) -> bool {
 
 fn string(s: &str, indent: usize) -> String {
     if s.contains('\n') {
-        if !s.chars().any(|c| special(c) && c != '\n') && !s.contains(" \n") {
+        // A first line starting with a space would need an indentation indicator; such strings
+        // are written double-quoted instead.
+        if !s.chars().any(|c| special(c) && c != '\n') && !s.contains(" \n") && !s.starts_with(' ')
+        {
             return literal(s, indent);
         }
         return double_quoted(s);
@@ -274,26 +285,37 @@ fn string(s: &str, indent: usize) -> String {
     double_quoted(s)
 }
 
+/// A double-quoted scalar: `"` and `\\` escaped, non-printable characters as escapes.
 fn double_quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if special(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
+                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn literal(s: &str, indent: usize) -> String {
-    // The indentation indicator, when needed, is the step yaml.v3 uses (4).
     let chomp = if !s.ends_with('\n') {
         "-"
-    } else if s.ends_with("\n\n") {
+    } else if s == "\n" || s.ends_with("\n\n") {
         "+"
     } else {
         ""
     };
-    let indicator = if s.starts_with(' ') {
-        INDENT.to_string()
-    } else {
-        String::new()
-    };
     let pad = " ".repeat(indent);
-    let mut out = format!("|{indicator}{chomp}");
+    let mut out = format!("|{chomp}");
     let body = s.strip_suffix('\n').unwrap_or(s);
     for line in body.split('\n') {
         out.push('\n');
@@ -401,5 +423,62 @@ mod k8s_tests {
             "spec:\n  placement:\n    clusterAffinity:\n      clusterNames:\n      - member1\n\
              \x20 resourceSelectors:\n  - kind: Deployment\n    name: web\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Numbers compared by value: Go's `%g` writes large integers in exponent form.
+    fn normalized(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => serde_json::json!(n.as_f64()),
+            Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), normalized(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ -~]{0,10}",
+            "[ -~\n\t]{0,16}",
+            "(true|no|yes|null|~|on|0x1F|1e3|.5|-1|1_000|2024-01-02|12:30|-|- x|:|#a|a #b|a: b|'q'|\"d\"|\\*x|&a|!t|%p|@a|`b|---|\\.\\.\\.| lead|trail |)",
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|i| serde_json::json!(i)),
+            (-1.0e9f64..1.0e9).prop_map(|f| serde_json::json!(f)),
+            text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(text(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Whatever the writer prints reads back as the same value: no string is left plain where
+        /// it would read as another type, and no layout breaks the structure.
+        #[test]
+        fn written_yaml_reads_back(v in value()) {
+            for text in [super::to_string(&v), super::to_string_k8s(&v)] {
+                let back: Value = serde_saphyr::from_str(&text)
+                    .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+                prop_assert_eq!(normalized(&back), normalized(&v), "{}", text);
+            }
+        }
     }
 }
