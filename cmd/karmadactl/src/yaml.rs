@@ -57,8 +57,60 @@ fn document(value: &Value, style: Style) -> String {
 
 fn sorted(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut entries: Vec<_> = m.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.sort_by(|a, b| key_order(a.0, b.0));
     entries
+}
+
+/// yaml.v3's key order: letters compare as characters, letters sort after other characters
+/// except right after a digit, and runs of digits compare as numbers (`item-9` < `item-10`).
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut digits = false;
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            digits = ar[i].is_numeric();
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i].cmp(&br[i]);
+        }
+        if al || bl {
+            // `al` sorts first after a digit, else `bl` does.
+            let a_first = if digits { al } else { bl };
+            return if a_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let (mut an, mut bn): (i64, i64) = (0, 0);
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && ar[j - 1].is_numeric() {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let run = |r: &[char], mut n: i64| {
+            let mut k = i;
+            while k < r.len() && r[k].is_ascii_digit() {
+                n = n
+                    .wrapping_mul(10)
+                    .wrapping_add(i64::from(r[k] as u8 - b'0'));
+                k += 1;
+            }
+            (n, k)
+        };
+        let ((an, ai), (bn, bi)) = (run(&ar, an), run(&br, bn));
+        return an.cmp(&bn).then(ai.cmp(&bi)).then(ar[i].cmp(&br[i]));
+    }
+    ar.len().cmp(&br.len())
 }
 
 /// The indentation of what a mapping at `indent` holds: the next multiple of the step (yaml.v3
@@ -198,13 +250,33 @@ fn resolves_to_other_type(s: &str) -> bool {
         && b[..4].iter().all(u8::is_ascii_digit)
         && b[4] == b'-'
         && (b[5..].iter().take_while(|c| c.is_ascii_digit()).count() > 0);
-    let base60 = s.contains(':')
-        && s.trim_start_matches(['+', '-']).split(':').all(|p| {
-            !p.is_empty()
-                && p.chars()
-                    .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
-        });
-    date || base60
+    date || base60(s)
+}
+
+/// YAML 1.1's base-60 numbers (`190:20:30.15`): `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
+fn base60(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+    if !fraction.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return false;
+    }
+    let mut parts = whole.split(':');
+    let head = parts.next().unwrap_or("");
+    let head_ok = head.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && head.chars().all(|c| c.is_ascii_digit() || c == '_');
+    let mut sexagesimal = 0;
+    for p in parts {
+        let ok = match p.as_bytes() {
+            [d] => d.is_ascii_digit(),
+            [t, d] => (b'0'..=b'5').contains(t) && d.is_ascii_digit(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        sexagesimal += 1;
+    }
+    head_ok && sexagesimal > 0
 }
 
 fn is_float(s: &str) -> bool {
@@ -350,6 +422,22 @@ mod tests {
              \x20                 image: nginx:1.25\n                  name: nginx\n\
              status:\n    list: []\n    none: null\n    ok: true\n    ratio: 0.5\n"
         );
+    }
+
+    #[test]
+    fn keys_in_yaml_v3_order() {
+        let mut keys = vec![
+            "b", "a10", "a9", "a", "B", "_x", "x-2754", "x-4104", "1", "a0",
+        ];
+        keys.sort_by(|a, b| key_order(a, b));
+        assert_eq!(
+            keys,
+            [
+                "_x", "1", "B", "a", "a0", "a9", "a10", "b", "x-2754", "x-4104"
+            ]
+        );
+        assert!(base60("1:20") && base60("190:20:30.15") && base60("-1:59"));
+        assert!(!base60("10.11.254.226:4040") && !base60("1:60") && !base60("a:1"));
     }
 
     #[test]
