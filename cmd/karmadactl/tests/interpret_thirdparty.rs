@@ -7,7 +7,10 @@
 //! that what the binary prints equals what the controllers' interpreter answers for the same input
 //! (the customizations as the layer in front of `karmada_interpreter::Interpreter` with its native
 //! rules, as the controller-manager builds it): a script that passes here behaves the same in the
-//! cluster. It also runs `--check` on every customization file.
+//! cluster. It also runs `--check` on every customization file, and requires every printed result
+//! to be byte-identical to what gopkg.in/yaml.v3 (the encoder Karmada's command prints with) writes
+//! for the same value: `hack/tools/yaml-v3-check`, built with the Go toolchain from the module
+//! cache.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -50,6 +53,38 @@ fn thirdparty_root() -> PathBuf {
         .join("pkg/resourceinterpreter/default/thirdparty/resourcecustomizations");
     assert!(root.is_dir(), "{} is missing; {fetch}", root.display());
     root
+}
+
+/// Builds `hack/tools/yaml-v3-check` (offline, from the module cache) and runs it over `files`:
+/// its report, or a failure naming the cause.
+fn yaml_v3_check(files: &[PathBuf]) -> Result<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/yaml-v3-check");
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("yaml-v3-check");
+    let build = Command::new("go")
+        .args(["build", "-mod=readonly", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(&dir)
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=readonly")
+        .output()
+        .map_err(|e| format!("cannot run go: {e}"))?;
+    if !build.status.success() {
+        return Err(format!(
+            "building hack/tools/yaml-v3-check failed (fetch its module with `cd              hack/tools/yaml-v3-check && go mod download`): {}",
+            String::from_utf8_lossy(&build.stderr)
+        ));
+    }
+    let out = Command::new(&bin)
+        .args(files)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(report)
+    } else {
+        Err(report)
+    }
 }
 
 /// `<group>/<version>/<kind>` folders, sorted.
@@ -199,6 +234,10 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
     );
     let mut cases = 0;
     let mut failures = Vec::new();
+    let outputs = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interpret-thirdparty");
+    let _ = std::fs::remove_dir_all(&outputs);
+    std::fs::create_dir_all(&outputs).unwrap();
+    let mut printed = Vec::new();
     for dir in &kinds {
         let kind = dir.strip_prefix(&root).unwrap().display().to_string();
         let file = dir.join("customizations.yaml");
@@ -256,6 +295,9 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
                 continue;
             }
             let observed_path = observed.clone();
+            let file = outputs.join(format!("{cases:03}.txt"));
+            std::fs::write(&file, &out).unwrap();
+            printed.push(file);
             let mut got = parse_output(&out);
             // What the controllers add around the rule: the execution controller keeps the
             // member's metadata (retain_cluster_fields) before the retain rule runs, and the
@@ -305,6 +347,10 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
         kinds.len()
     );
     assert!(cases >= 100, "only {cases} cases found");
+    match yaml_v3_check(&printed) {
+        Ok(report) => eprintln!("{}", report.trim()),
+        Err(report) => failures.push(format!("not yaml.v3's output:\n{report}")),
+    }
     assert!(
         failures.is_empty(),
         "{} of {cases} cases failed:\n{}",
