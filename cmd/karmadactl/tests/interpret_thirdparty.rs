@@ -144,9 +144,18 @@ fn parse_output(out: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// JSON numbers compared by value (YAML `3` and JSON `3.0` are one number).
+/// Today's date as a timestamp starts (`2026-01-02T`), UTC.
+fn today() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()[..11].to_owned()
+}
+
+/// JSON numbers compared by value (YAML `3` and JSON `3.0` are one number); timestamps of today
+/// (scripts that stamp conditions with `os.date`, run twice a second apart) compared as one.
 fn normalized(v: &Value) -> Value {
     match v {
+        Value::String(s) if s.len() == 20 && s.ends_with('Z') && s.starts_with(&today()) => {
+            json!("<now>")
+        }
         Value::Number(n) => json!(n.as_f64()),
         Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
         Value::Object(m) => {
@@ -475,4 +484,110 @@ fn karmadas_interpret_testdata() {
         out.contains("not a ResourceInterpreterCustomization, got /v1, Kind=Pod"),
         "{out}"
     );
+}
+
+/// One case of a Go table test: its string and integer fields and its `want` raw string.
+#[derive(Debug, Default)]
+struct GoCase {
+    name: String,
+    fields: std::collections::BTreeMap<String, String>,
+    want: String,
+}
+
+/// The cases of the table test in a Go test file of Karmada's interpret command (read at test
+/// time from the module cache): `name: "…"`, `Field: "…"` / `Field: 2`, `FilenameOptions: …{Filenames: []string{"…"}}`
+/// and ``want: `…` ``.
+fn go_cases(path: &Path) -> Vec<GoCase> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut cases = Vec::new();
+    for block in text.split("\t\t\tname: \"").skip(1) {
+        let mut case = GoCase {
+            name: block.split('"').next().unwrap().to_owned(),
+            ..GoCase::default()
+        };
+        let (head, want) = block.split_once("want: `").unwrap();
+        case.want = want.split('`').next().unwrap().to_owned();
+        for line in head.lines().map(str::trim) {
+            if let Some((key, value)) = line.split_once(':') {
+                let value = value.trim().trim_end_matches(',');
+                let value = value.rsplit_once("{\"").map_or(value, |(_, v)| {
+                    v.trim_end_matches("\"}}").trim_end_matches("\"}")
+                });
+                case.fields
+                    .insert(key.trim().to_owned(), value.trim_matches('"').to_owned());
+            }
+        }
+        cases.push(case);
+    }
+    cases
+}
+
+/// Karmada's own expected outputs for its interpret command (its `execute_test.go` and
+/// `check_test.go`, read from the module cache): the binary prints exactly the same text; for a
+/// script with a syntax error, the same table up to the Lua error message (PUC Lua's words, not
+/// gopher-lua's).
+#[test]
+fn prints_what_karmadas_own_tests_expect() {
+    let dir = thirdparty_root()
+        .ancestors()
+        .nth(4)
+        .unwrap()
+        .join("karmadactl/interpret");
+    let execute = go_cases(&dir.join("execute_test.go"));
+    assert!(execute.len() >= 8, "{execute:?}");
+    for case in &execute {
+        let mut args: Vec<String> = vec!["interpret".into(), "-f".into()];
+        args.push(
+            dir.join(&case.fields["FilenameOptions"])
+                .display()
+                .to_string(),
+        );
+        for (field, flag) in [
+            ("Operation", "--operation"),
+            ("DesiredFile", "--desired-file"),
+            ("ObservedFile", "--observed-file"),
+            ("StatusFile", "--status-file"),
+            ("DesiredReplica", "--desired-replica"),
+        ] {
+            if let Some(v) = case.fields.get(field) {
+                args.push(flag.into());
+                args.push(if field.ends_with("File") {
+                    dir.join(v).display().to_string()
+                } else {
+                    v.clone()
+                });
+            }
+        }
+        let (code, out, err) = karmadactl(&args);
+        assert_eq!(code, Some(0), "{}: {err}", case.name);
+        assert_eq!(out, case.want, "{}", case.name);
+    }
+    let check = go_cases(&dir.join("check_test.go"));
+    assert!(check.len() >= 3, "{check:?}");
+    for case in &check {
+        let args: Vec<String> = vec![
+            "interpret".into(),
+            "-f".into(),
+            dir.join(&case.fields["FilenameOptions"])
+                .display()
+                .to_string(),
+            "--check".into(),
+        ];
+        let (code, out, _) = karmadactl(&args);
+        let want_err = case.fields.get("wantErr").is_some_and(|v| v == "true");
+        assert_eq!(code, Some(i32::from(want_err)), "{}: {out}", case.name);
+        let (got, want): (Vec<&str>, Vec<&str>) =
+            (out.lines().collect(), case.want.lines().collect());
+        assert_eq!(got.len(), want.len(), "{}:\n{out}", case.name);
+        for (g, w) in got.iter().zip(&want) {
+            match w.split_once("ERROR: ") {
+                Some((cell, _)) => assert!(
+                    g.starts_with(&format!("{cell}ERROR: ")),
+                    "{}: {g}",
+                    case.name
+                ),
+                None => assert_eq!(g, w, "{}", case.name),
+            }
+        }
+    }
 }
