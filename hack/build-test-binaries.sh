@@ -8,7 +8,9 @@
 # `hack/build-test-binaries.sh karmada` instead builds Karmada's own Go controller-manager, scheduler and
 # webhook (the peer the benchmark measures against; `make karmada-binaries`) from hack/tools/karmada into
 #   .../test-binaries/karmada-<v>/
-# and prints that folder. Plain `make test` never builds them.
+# and prints that folder. `hack/build-test-binaries.sh karmada-e2e` builds, into the same folder, Karmada's
+# e2e suite and the Go karmadactl and karmada-agent (`make karmada-e2e-binaries`). Plain `make test` never
+# builds them.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +21,7 @@ die() { echo "build-test-binaries: $*" >&2; exit 1; }
 
 # The versions in test-binaries.env name the cache folder; the go.mod files are what gets built. Keep them equal.
 check_pin() { # module-dir module version
-  grep -qE "^require $2 $3\$" "$root/hack/tools/$1/go.mod" ||
+  grep -qE "^(require |[[:space:]]+)$2 $3\$" "$root/hack/tools/$1/go.mod" ||
     die "hack/tools/$1/go.mod does not require $2 $3 (as hack/test-binaries.env says); update one to match the other"
 }
 check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
@@ -27,12 +29,13 @@ check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
 check_pin metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION"
 check_pin karmada github.com/karmada-io/karmada "$KARMADA_VERSION"
+[ "${1:-}" = karmada-e2e ] && check_pin karmada-e2e github.com/karmada-io/karmada "$KARMADA_VERSION"
 
 cache=${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}
 out="$cache/test-binaries/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 # Where an already-built binary may be found instead (Karmada's are never in an envtest folder).
 assets=${KUBEBUILDER_ASSETS:-}
-if [ "${1:-}" = karmada ]; then
+if [ "${1:-}" = karmada ] || [ "${1:-}" = karmada-e2e ]; then
   out="$cache/test-binaries/karmada-${KARMADA_VERSION}"
   assets=""
 fi
@@ -65,6 +68,26 @@ build() {
   rmdir "$tmp"
   echo "build-test-binaries: built ${names[*]} in $((SECONDS - start))s" >&2
 }
+
+if [ "${1:-}" = karmada-e2e ]; then
+  # Karmada's e2e suite (a Ginkgo test binary), and the Go karmadactl and karmada-agent it and the
+  # baseline run, from hack/tools/karmada-e2e (the same Karmada version, plus the suite's test deps).
+  karmada_ldflags="-X github.com/karmada-io/karmada/pkg/version.gitVersion=$KARMADA_VERSION"
+  build karmada-e2e \
+    karmadactl=github.com/karmada-io/karmada/cmd/karmadactl \
+    karmada-agent=github.com/karmada-io/karmada/cmd/agent
+  if ! have karmada-e2e-base.test; then
+    echo "build-test-binaries: building Karmada's e2e suite from hack/tools/karmada-e2e (first time only)" >&2
+    tmp=$(mktemp -d "$out/.build.XXXXXX")
+    (cd "$root/hack/tools/karmada-e2e" &&
+      go test -c -mod=readonly -trimpath -o "$tmp/karmada-e2e-base.test" github.com/karmada-io/karmada/test/e2e/suites/base) ||
+      { rm -rf "$tmp"; die "building Karmada's e2e suite in hack/tools/karmada-e2e failed: see the Go errors above"; }
+    mv "$tmp/karmada-e2e-base.test" "$out/"
+    rmdir "$tmp"
+  fi
+  echo "$out"
+  exit 0
+fi
 
 if [ "${1:-}" = karmada ]; then
   # The version stamp Karmada's own release build sets, so the binaries' logs and --version say what they are.

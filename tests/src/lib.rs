@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod controller_manager;
 pub mod in_process;
+pub mod karmada_suite;
 pub mod karmadactl;
 pub mod quiet;
 pub mod tls;

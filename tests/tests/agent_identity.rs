@@ -98,6 +98,10 @@ fn lease(ns: &str, name: &str) -> Lease {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn the_agent_cannot_act_as_another_cluster_or_the_controller_manager() {
     let env = env();
     let host = env.host().client().await;
@@ -480,6 +484,10 @@ fn ready_message(c: &Cluster) -> Option<(String, String)> {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_cluster_never_uses_another_clusters_secret() {
     let env = env();
     let host = env.host().client().await;

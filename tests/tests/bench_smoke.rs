@@ -6,6 +6,10 @@
 use karmada_e2e::bench::{BenchConfig, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn every_scenario_runs_and_reports_what_it_measured() {
     let config = BenchConfig::smoke();
     let report = run(&config, |step| eprintln!("bench: {step}"))

@@ -204,6 +204,10 @@ fn helm_lint_is_clean_and_bad_values_fail() {
 /// agent with the controller-manager chart's security context; the Karmada-side RBAC confined to the
 /// cluster's own names). `pull_mode.rs` runs the real agent with exactly these rules.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 fn agent_chart_lints_renders_both_targets_and_rejects_bad_values() {
     let chart = workspace()
         .join("charts/karmada-agent")
@@ -567,6 +571,10 @@ async fn service_account_has_only_the_rights_the_code_uses() {
 }
 
 /// What `service_account` in `ns` may and may not do, asked of the API server as that account.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 fn assert_effective_rights(kubeconfig: &str, ns: &str, service_account: &str) {
     let user = format!("system:serviceaccount:{ns}:{service_account}");
     let can = |verb: &str, resource: &str, namespace: Option<&str>| -> bool {
@@ -750,6 +758,10 @@ fn assert_effective_rights(kubeconfig: &str, ns: &str, service_account: &str) {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn install_run_as_service_account_upgrade_uninstall() {
     let env = env();
     let client = env.host().client().await;

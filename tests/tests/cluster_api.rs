@@ -78,6 +78,10 @@ async fn set_phase(api: &Api<DynamicObject>, phase: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn provisioned_cluster_api_clusters_are_joined_and_deleted_ones_unjoined() {
     in_process::init_tracing();
     let env = env();

@@ -190,6 +190,10 @@ fn sum_allocatable(nodes: &[Node], resource: &str) -> i128 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn member_cluster_lifecycle() {
     let env = env();
     let host = env.host().client().await;

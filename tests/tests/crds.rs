@@ -236,6 +236,10 @@ where
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     let client = client().await;
     let ns = namespace(&client, "crd-samples").await;
@@ -554,6 +558,10 @@ fn deployments() -> Value {
     json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}])
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 fn invalid_objects() -> Vec<Invalid> {
     vec![
         Invalid {

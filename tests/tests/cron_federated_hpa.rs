@@ -98,6 +98,10 @@ async fn warnings(client: &Client, ns: &str, name: &str, reason: &str) -> Vec<St
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_rule_fires_at_its_minute_and_bad_rules_are_refused_or_reported() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;
@@ -362,6 +366,10 @@ async fn template(api: &Api<Deployment>) -> (Option<i32>, i64, bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn member_hpas_own_the_replicas_and_the_template_follows_once() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;

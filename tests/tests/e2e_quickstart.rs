@@ -52,6 +52,10 @@ fn ready(c: &Cluster) -> bool {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
     let env = env();
     let host = env.host().client().await;

@@ -303,6 +303,10 @@ fn task_from_member3(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     let env = env();
     let host = env.host().client().await;
@@ -766,6 +770,10 @@ async fn member_comes_back(
 
 /// Twelve bindings on four Clusters tainted NoExecute at once: the taint manager (alone, with
 /// `--resource-eviction-rate`) evicts them in rounds of its three workers, not all at once.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn evictions_are_paced(env: &TestEnv, host: &Client) {
     const CLUSTERS: usize = 4;
     const BINDINGS: usize = 12;

@@ -476,6 +476,10 @@ async fn compete<K>(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_competing_writer_causes_conflicts_and_loses_nothing() {
     let _serial = serial().lock().await;
     let (s, templates) = start(30, 2, &[]).await;
@@ -695,6 +699,10 @@ async fn scheduled(s: &Session, t: &Template) -> ((String, String, String), Vec<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn bad_credentials_unknown_clusters_and_unsatisfiable_policies_disturb_nothing() {
     let _serial = serial().lock().await;
     let (s, templates) = start(

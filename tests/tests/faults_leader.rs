@@ -517,6 +517,10 @@ async fn sigkilled_leader_is_replaced_within_the_lease_and_nothing_is_lost() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn host_api_server_down_for_30s_mid_burst_recovers_without_a_write_storm() {
     let _serial = serial().lock().await;
     let mut s = Scenario::start("hostdown").await;

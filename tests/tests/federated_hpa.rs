@@ -288,6 +288,10 @@ async fn event_reasons(host: &Client, name: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members() {
     let started = Instant::now();
     let env = env();

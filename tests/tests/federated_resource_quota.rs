@@ -163,6 +163,10 @@ async fn the_crd_refuses_bad_input() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn assignments_become_member_quotas_and_usage_comes_home() {
     let _serial = serial().lock().await;
     let client = host().await;
@@ -378,6 +382,10 @@ fn binding(ns: &str, name: &str, cpu: &str, clusters: &[(&str, i32)]) -> Resourc
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn enforcement_accounts_placements_and_reports_an_excess() {
     let _serial = serial().lock().await;
     let client = host().await;

@@ -237,6 +237,10 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn hostile_members_cost_bounded_memory_stall_nobody_and_are_reported() {
     let env = env();
     let host = env.host().client().await;

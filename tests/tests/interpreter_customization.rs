@@ -260,6 +260,10 @@ async fn warnings(client: &Client, name: &str, reason: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scripts_are_reported() {
     let _serial = serial().lock().await;
     let host = env().host().client().await;
@@ -603,6 +607,10 @@ async fn webhook_configuration(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn webhook_interprets_a_workload_end_to_end_and_failing_webhooks_fail_within_their_timeout() {
     let _serial = serial().lock().await;
     let host = env().host().client().await;

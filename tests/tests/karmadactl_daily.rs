@@ -242,6 +242,10 @@ async fn replicasets_and_pods(
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn promote_takes_over_a_deployment_and_its_configmap_in_place() {
     let _serial = serial().lock().await;
     let host = env().host().client().await;

@@ -145,6 +145,10 @@ async fn watch_lease(client: kube::Client, ns: String, seen: Arc<Mutex<Vec<(Inst
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn hostile_customizations_never_stall_the_controller_manager() {
     let env = env();
     let host = env.host().client().await;

@@ -197,6 +197,10 @@ fn mcs(name: &str, spec: serde_json::Value) -> MultiClusterService {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers() {
     let started = Instant::now();
     let env = env();

@@ -247,6 +247,10 @@ async fn delete_clusters(client: &Client, names: &[&str]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_redivide_and_deletion_removes_it()
  {
     let _serial = serial().lock().await;
@@ -684,6 +688,10 @@ async fn placement_that_fits_no_cluster_reports_no_cluster_fit_with_an_event() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn cluster_policy_binds_cluster_scoped_and_namespaced_templates_and_deletion_releases_them() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;

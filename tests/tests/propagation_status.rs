@@ -317,6 +317,10 @@ async fn versions(p: &Propagation) -> BTreeMap<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn deployment_status_comes_home() {
     let _serial = serial().lock().await;
     let ns = "status-deploy";
@@ -760,6 +764,10 @@ async fn deployment_status_comes_home() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn job_in_two_clusters_aggregates_and_completes() {
     let _serial = serial().lock().await;
     let ns = "status-job";
@@ -974,6 +982,10 @@ async fn unschedulable_pods_make_the_deployment_unhealthy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn cluster_resource_binding_aggregates_without_touching_the_template() {
     use k8s_openapi::api::rbac::v1::ClusterRole;
     use karmada_apis::ClusterResourceBinding;

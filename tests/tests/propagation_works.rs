@@ -279,6 +279,10 @@ fn configmap(ns: &str, name: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn duplicated_deployment_service_configmap_reach_both_members_with_karmada_metadata() {
     let _g = serial().lock().await;
     let ns = "pw-dup";
@@ -825,6 +829,10 @@ async fn member_versions(ns: &str) -> BTreeMap<String, String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn restart_over_propagated_objects_writes_nothing_to_members() {
     let _g = serial().lock().await;
     let ns = "pw-restart";

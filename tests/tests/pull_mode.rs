@@ -187,6 +187,10 @@ async fn stop(p: &mut Kcm) {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn pull_member_served_by_the_agent_alone() {
     let env = env();
     let host = env.host().client().await;

@@ -108,6 +108,10 @@ async fn can_i(agent: &Client, verb: &str, resource: &str, namespace: &str, name
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn register_a_pull_cluster_with_a_bootstrap_token() {
     let env = env();
     let host = env.host().client().await;

@@ -244,6 +244,10 @@ fn record_actions(
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn remedies_set_cluster_remedy_actions() {
     let env = env();
     let host: Client = env.host().client().await;

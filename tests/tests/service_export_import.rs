@@ -108,6 +108,10 @@ async fn derived_slices(client: &Client) -> (Vec<EndpointSlice>, BTreeSet<String
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
     let env = env();
     let host = env.host().client().await;

@@ -142,6 +142,10 @@ fn with(base: &Allowed, extra: &[(&str, &str)]) -> Allowed {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn proxy_rbac_becomes_impersonation_rbac_in_the_members() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;

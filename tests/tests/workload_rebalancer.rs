@@ -181,6 +181,10 @@ async fn finished(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn listed_workloads_are_rescheduled_afresh_once_and_the_rebalancer_expires() {
     let _serial = serial().lock().await;
     let client = env().host().client().await;

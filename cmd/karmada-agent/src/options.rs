@@ -280,6 +280,10 @@ pub fn is_enabled(selection: &[String], name: &str) -> bool {
 
 impl Cli {
     /// Validates every flag, returning all problems (one line each) when any is wrong.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one check per flag, side by side; every problem is collected before returning"
+    )]
     pub fn validate(&self) -> Result<Options, Vec<String>> {
         let mut c = Checker::default();
         let g = &self.generic;

@@ -113,6 +113,10 @@ fn spec_up_to_date(cluster: &Cluster, patch: &serde_json::Value) -> bool {
 }
 
 /// Registers the cluster (see the module docs); returns its ID.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the registration steps in order (namespace, Secret, Cluster create or update), each a few lines"
+)]
 pub async fn register(
     control_plane: &kube::Client,
     member: &kube::Client,

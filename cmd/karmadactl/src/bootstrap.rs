@@ -412,6 +412,10 @@ fn cluster_role_binding(name: &str, role: &str, subjects: Vec<Subject>) -> Clust
 /// may post CSRs (`system:node-bootstrapper`) and get agent CSRs approved
 /// (`certificatesigningrequests/clusteragent`); agents may get their renewals approved
 /// (`selfclusteragent`); and the register's RBAC generator identity may create the agent's RBAC.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the bootstrap objects (cluster-info, roles, bindings) as literals, in the order they are applied"
+)]
 pub async fn ensure_control_plane_bootstrap(
     client: &kube::Client,
     server: &str,

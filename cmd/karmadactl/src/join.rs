@@ -93,6 +93,10 @@ pub async fn run(args: JoinArgs) -> anyhow::Result<()> {
 /// Joins `member` to the control plane `host` as `args` says (their kubeconfig fields are not
 /// read): the member's ServiceAccounts, RBAC and tokens, then the control plane's Secrets and
 /// Cluster. `Ok(false)` after a dry run's checks.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the join steps in order, member side then control plane side, each a few lines"
+)]
 pub(crate) async fn join_targets(
     host: &Target,
     member: &Target,

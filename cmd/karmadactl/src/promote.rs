@@ -434,6 +434,56 @@ async fn promote_dependencies(
     Ok(lines)
 }
 
+/// Creates the PropagationPolicy (namespaced kinds) or ClusterPropagationPolicy `promote` generated,
+/// refusing to touch one that exists; the line it prints.
+async fn create_policy(
+    host: &Target,
+    kind: &Kind,
+    namespace: &str,
+    policy: Value,
+) -> anyhow::Result<String> {
+    let policy_name = policy["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    if kind.namespaced {
+        let api: Api<PropagationPolicy> = Api::namespaced(host.client.clone(), namespace);
+        if api
+            .get_opt(&policy_name)
+            .await
+            .map_err(|e| util::explain(e, "reading the PropagationPolicy", host))?
+            .is_some()
+        {
+            bail!(
+                "the PropagationPolicy({namespace}/{policy_name}) already exist, please edit \
+                 it to propagate resource"
+            );
+        }
+        api.create(&PostParams::default(), &serde_json::from_value(policy)?)
+            .await
+            .map_err(|e| util::explain(e, "creating the PropagationPolicy", host))?;
+        Ok(format!(
+            "PropagationPolicy ({namespace}/{policy_name}) is created successfully"
+        ))
+    } else {
+        let api: Api<ClusterPropagationPolicy> = Api::all(host.client.clone());
+        if api
+            .get_opt(&policy_name)
+            .await
+            .map_err(|e| util::explain(e, "reading the ClusterPropagationPolicy", host))?
+            .is_some()
+        {
+            bail!(
+                "the ClusterPropagationPolicy({policy_name}) already exist, please edit it to \
+                 propagate resource"
+            );
+        }
+        api.create(&PostParams::default(), &serde_json::from_value(policy)?)
+            .await
+            .map_err(|e| util::explain(e, "creating the ClusterPropagationPolicy", host))?;
+        Ok(format!(
+            "ClusterPropagationPolicy {policy_name} is created successfully"
+        ))
+    }
+}
+
 /// Runs `karmadactl promote`; what it prints.
 pub async fn run(args: PromoteArgs) -> anyhow::Result<String> {
     if args.cluster.is_empty() {
@@ -524,46 +574,7 @@ pub async fn run(args: PromoteArgs) -> anyhow::Result<String> {
         format!("ResourceTemplate ({}) is created successfully", args.name)
     });
     if args.auto_create_policy {
-        let policy_name = policy["metadata"]["name"].as_str().unwrap_or("").to_owned();
-        if kind.namespaced {
-            let api: Api<PropagationPolicy> = Api::namespaced(host.client.clone(), &namespace);
-            if api
-                .get_opt(&policy_name)
-                .await
-                .map_err(|e| util::explain(e, "reading the PropagationPolicy", &host))?
-                .is_some()
-            {
-                bail!(
-                    "the PropagationPolicy({namespace}/{policy_name}) already exist, please edit \
-                     it to propagate resource"
-                );
-            }
-            api.create(&PostParams::default(), &serde_json::from_value(policy)?)
-                .await
-                .map_err(|e| util::explain(e, "creating the PropagationPolicy", &host))?;
-            lines.push(format!(
-                "PropagationPolicy ({namespace}/{policy_name}) is created successfully"
-            ));
-        } else {
-            let api: Api<ClusterPropagationPolicy> = Api::all(host.client.clone());
-            if api
-                .get_opt(&policy_name)
-                .await
-                .map_err(|e| util::explain(e, "reading the ClusterPropagationPolicy", &host))?
-                .is_some()
-            {
-                bail!(
-                    "the ClusterPropagationPolicy({policy_name}) already exist, please edit it to \
-                     propagate resource"
-                );
-            }
-            api.create(&PostParams::default(), &serde_json::from_value(policy)?)
-                .await
-                .map_err(|e| util::explain(e, "creating the ClusterPropagationPolicy", &host))?;
-            lines.push(format!(
-                "ClusterPropagationPolicy {policy_name} is created successfully"
-            ));
-        }
+        lines.push(create_policy(&host, &kind, &namespace, policy).await?);
     }
     lines.push(format!("Resource {what} is promoted successfully"));
     Ok(lines.join("\n"))

@@ -110,6 +110,10 @@ pub const AGENT_RESTRICTION: &str =
 impl RbacResources {
     /// What the agent of `cluster` may do on the control plane; `lease_namespace` is where its
     /// leader-election Lease lives (`--leader-elect-resource-namespace`, register's `--namespace`).
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the agent's RBAC as one literal list of rules, as Karmada's register writes it"
+    )]
     pub fn new(cluster: &str, cluster_namespace: &str, lease_namespace: &str) -> Self {
         let user = agent_user(cluster);
         let name = format!("system:karmada:{cluster}:agent");
@@ -747,6 +751,10 @@ pub async fn run(mut args: RegisterArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the register steps in order: certificate, kubeconfig Secret, RBAC, Deployment, rollout"
+)]
 async fn register_with(
     args: &RegisterArgs,
     generator: &kube::Client,

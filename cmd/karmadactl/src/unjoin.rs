@@ -186,6 +186,10 @@ where
 }
 
 /// Runs `karmadactl unjoin`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the unjoin steps in the order they must run, each a few lines"
+)]
 pub async fn run(args: UnjoinArgs) -> anyhow::Result<()> {
     let name = args.cluster_name.clone();
     if name.is_empty() {

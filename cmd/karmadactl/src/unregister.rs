@@ -75,6 +75,10 @@ async fn control_plane(
 }
 
 /// Runs `karmadactl unregister`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the unregister steps in the order they must run, each a few lines"
+)]
 pub async fn run(args: UnregisterArgs) -> anyhow::Result<()> {
     let name = args.cluster_name.clone();
     validate_cluster_name(&name).map_err(|e| anyhow!("invalid cluster name({name}): {e}"))?;

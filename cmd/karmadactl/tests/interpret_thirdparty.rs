@@ -232,6 +232,10 @@ fn controllers_answer(
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one walk over every case of every kind, each operation's answer checked in turn"
+)]
 fn every_thirdparty_case_runs_and_matches_the_controllers() {
     let root = thirdparty_root();
     let kinds = kinds(&root);
@@ -371,6 +375,10 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
 /// Karmada's own `karmadactl interpret` examples (its command's testdata), through the binary:
 /// the `--check` table and the result shape of each operation.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one walk over Karmada's interpret testdata, each command and its expected output in turn"
+)]
 fn karmadas_interpret_testdata() {
     let root = thirdparty_root();
     let testdata = root

@@ -87,6 +87,10 @@ type Expected<'a> = (
 );
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one expected row per CRD, read as a table"
+)]
 fn names_scopes_and_columns_match_karmada() {
     let expect: &[Expected] = &[
         (

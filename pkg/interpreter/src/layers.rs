@@ -1,6 +1,6 @@
 //! Interpreter layers: rule sources consulted before the native rule table, in Karmada's
 //! precedence — ResourceInterpreterCustomization (Lua, `karmada-luavm`), then the interpreter
-//! webhooks, then third-party rules, then the native rules. A layer answers `None` for an
+//! webhooks, then third-party rules ([`crate::ThirdParty`]), then the native rules. A layer answers `None` for an
 //! operation it has no rule for, and the next one is asked.
 //!
 //! Layers are keyed by the object's exact apiVersion and kind, as Karmada keys customizations:

@@ -17,8 +17,10 @@
 //! - binding-status controller: [`Interpreter::aggregate_status`];
 //! - dependencies distributor: [`Interpreter::get_dependencies`].
 //! - every one of them through [`Interpreter::hook_enabled_for`] and the [`layers`] in front of
-//!   the native rules: ResourceInterpreterCustomizations (Lua, `karmada-luavm`, wired in by
-//!   `karmada-controllers-common`'s `interpreter`) come first, as in Karmada.
+//!   the native rules, per operation in Karmada's order: ResourceInterpreterCustomizations (Lua,
+//!   `karmada-luavm`), then interpreter webhooks, then the built-in third-party interpretations
+//!   ([`thirdparty`], [`ThirdParty`]: OpenKruise, Flux, Kubeflow, KubeRay, ... 26 kinds), then
+//!   the native rules; `karmada-controllers-common`'s `interpreter` stacks them.
 //!
 //! ```
 //! use karmada_interpreter::{GroupKind, Interpreter, KindRules, Operation};
@@ -71,6 +73,7 @@ mod replicas;
 mod resources;
 mod retain;
 mod rules;
+pub mod thirdparty;
 
 pub use dependencies::{DependentObjectReference, native_dependencies};
 pub use division::{
@@ -87,3 +90,4 @@ pub use rules::{
     AggregateStatusFn, Clock, GroupKind, HealthFn, InterpreterOptions, KindRules, Operation,
     PruneFn, ReflectStatusFn, Replicas, ReplicasFn, RetainFn, ReviseReplicaFn, RuleContext,
 };
+pub use thirdparty::ThirdParty;

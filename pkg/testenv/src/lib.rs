@@ -97,6 +97,10 @@ pub struct TestEnv {
 
 impl TestEnv {
     /// Starts etcd, the API servers and the requested components, and waits until all are ready.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the start-up sequence reads in order: binaries, etcd, API servers, members, components, waits"
+    )]
     pub async fn start(options: EnvOptions) -> Result<TestEnv, Error> {
         if options.full_members > options.members {
             return Err(Error::Config(format!(

@@ -264,6 +264,14 @@ impl KarmadaGo {
             .collect::<Vec<_>>()
             .join("\n")
     }
+
+    /// Each running process's whole log, by name.
+    pub fn logs(&self) -> Vec<(&'static str, String)> {
+        self.processes()
+            .iter()
+            .map(|(name, p)| (*name, p.log()))
+            .collect()
+    }
 }
 
 fn tail(log: &str, lines: usize) -> String {

@@ -143,6 +143,10 @@ impl BenchConfig {
 
 /// Runs every scenario `config` asks for, each controller-manager configuration on a fresh
 /// environment (per implementation, one after the other), reporting progress through `progress`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the benchmark's scenarios in the order they run, each with its environment"
+)]
 pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Result<Report> {
     let started = Instant::now();
     let timeout = config.timeout();

@@ -287,6 +287,10 @@ fn ms(p: &Percentiles) -> String {
 
 impl Report {
     /// The report as Markdown tables, one per scenario.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the whole report's tables, one section per scenario, formatted in place"
+    )]
     pub fn markdown(&self) -> String {
         let mut o = String::new();
         let m = &self.machine;
@@ -532,6 +536,10 @@ impl Report {
 
     /// Ours and Karmada's Go peer on the same workload (same QPS and member count), with the ratio
     /// Karmada ÷ ours: written only when both ran.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one table: a row per measure, each formatted in place"
+    )]
     fn side_by_side(&self, o: &mut String) {
         let pairs: Vec<(&Run, &Run)> = self
             .runs

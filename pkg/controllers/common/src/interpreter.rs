@@ -1,8 +1,9 @@
-//! The resource interpreter the controllers use: the native rules with the control plane's
-//! ResourceInterpreterCustomizations and then its interpreter webhooks
-//! (ResourceInterpreterWebhookConfigurations, [`webhook`]) in front — Karmada's precedence:
-//! customization, webhook, native — each read from one shared cache (one watch for every
-//! controller). Each controller compiles the scripts it runs once per customization version
+//! The resource interpreter the controllers use: the native rules with, in front, the control
+//! plane's ResourceInterpreterCustomizations, then its interpreter webhooks
+//! (ResourceInterpreterWebhookConfigurations, [`webhook`]), then the built-in third-party
+//! interpretations ([`karmada_interpreter::ThirdParty`]: OpenKruise, Flux, ...) — Karmada's
+//! precedence: customization, webhook, third-party, native, per operation — the first two read
+//! from one shared cache each (one watch for every controller). Each controller compiles the scripts it runs once per customization version
 //! (`karmada-luavm`).
 
 pub mod webhook;
@@ -14,7 +15,7 @@ use karmada_apis::config::v1alpha1::{
 };
 use karmada_apis::work::v1alpha2::{AggregatedStatusItem, Component};
 use karmada_interpreter::{InterpretError, InterpreterLayer, Operation, Replicas};
-use karmada_interpreter::{Interpreter, InterpreterOptions};
+use karmada_interpreter::{Interpreter, InterpreterOptions, ThirdParty};
 use karmada_luavm::{Customizations, Limits, ScriptError};
 use serde_json::Value;
 
@@ -25,8 +26,19 @@ const REPORTER: &str = "resource-interpreter";
 
 /// An interpreter with `options` whose customizations follow the control plane's
 /// ResourceInterpreterCustomizations. Until their cache has synced (or when it cannot be made),
-/// only the native rules apply, as in Karmada. Script failures are reported as Events into `events`.
+/// only the third-party and native rules apply, as in Karmada. Script failures are reported as
+/// Events into `events`.
 pub fn interpreter(
+    control_plane: &lariat::Cluster,
+    events: &EventSink,
+    options: InterpreterOptions,
+) -> Interpreter {
+    let third_party = Arc::new(ThirdParty::new(options.clone()));
+    front_layers(control_plane, events, options).with_layer(third_party)
+}
+
+/// The native rules with the customizations and webhooks layers in front (whichever can be made).
+fn front_layers(
     control_plane: &lariat::Cluster,
     events: &EventSink,
     options: InterpreterOptions,

@@ -90,6 +90,10 @@ pub mod kinds {
 }
 
 /// The native rule table.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one table entry per native kind, read as a list"
+)]
 pub(crate) fn rules() -> HashMap<GroupKind, KindRules> {
     HashMap::from([
         (

@@ -77,6 +77,7 @@ impl Histories {
 
     /// The legacy path (no `spec.behavior`): stabilize scale-downs over `window`, then limit a
     /// scale-up to max(2 × current, 4) and clamp to min/max. Returns the replicas and the conditions.
+    // Over 80 lines: stabilization, the scale-up limit and min/max with the conditions each sets.
     pub fn normalize(
         &mut self,
         key: &str,
@@ -161,6 +162,10 @@ impl Histories {
 
     /// The behavior path: stabilize within both windows, then apply the scaling policies' rate and
     /// min/max. `behavior` must be defaulted ([`default_behavior`]).
+    #[allow(
+        clippy::too_many_lines,
+        reason = "stabilization, both rate limits and min/max in one pass, in the order of Kubernetes' normalizeDesiredReplicasWithBehaviors"
+    )]
     pub fn normalize_with_behavior(
         &mut self,
         key: &str,

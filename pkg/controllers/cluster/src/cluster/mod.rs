@@ -352,6 +352,10 @@ impl Controller {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the four numbered deletion steps, in the order Karmada runs them"
+    )]
     async fn remove(&self, cluster: &Cluster) -> Result<HandlerResult<Cluster>, ClusterError> {
         let name = cluster.metadata.name.clone().unwrap_or_default();
         if !has_finalizer(&cluster.metadata, CLUSTER_CONTROLLER_FINALIZER) {

@@ -313,6 +313,10 @@ impl Controller {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one status pass in Karmada's order: connection, health, version and APIs, summaries, Lease"
+    )]
     async fn sync(
         &self,
         cluster: &Cluster,

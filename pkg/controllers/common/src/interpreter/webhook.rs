@@ -151,6 +151,10 @@ impl Webhooks {
     }
 
     /// Calls the first webhook matching the object and operation: `None` when none matches.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one webhook call: match, request, send, then the response checks the protocol defines"
+    )]
     fn interpret(
         &self,
         attributes: &Attributes<'_>,

@@ -434,6 +434,10 @@ impl TaintManager {
     }
 
     /// Checks one binding on one cluster: evicts it, or returns when to check again.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one eviction decision: binding, placement, taints, tolerations, then the eviction itself"
+    )]
     async fn sync<B>(&self, key: &EvictionKey) -> Result<Option<Duration>, TaintManagerError>
     where
         B: Evictable,

@@ -1,8 +1,17 @@
-use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use karmada_apis::ResourceBindingSpec;
+use karmada_apis::policy::v1alpha1::PurgeMode;
+use karmada_apis::well_known::WORK_APPLIED;
 use karmada_apis::work::v1alpha1::{ManifestStatus, ResourceIdentifier, WorkloadTemplate};
+use karmada_apis::work::v1alpha2::{
+    AggregatedStatusItem, ObjectReference as TemplateReference, ResourceHealth,
+};
 use karmada_apis::work::v1alpha2::{GracefulEvictionTask, TargetCluster};
 use karmada_apis::{WorkSpec, WorkStatus};
+use karmada_controllers_common::set_condition;
 use serde_json::json;
+
+use super::*;
 
 fn template() -> TemplateReference {
     TemplateReference {

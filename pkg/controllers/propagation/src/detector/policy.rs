@@ -232,6 +232,10 @@ impl Detector {
     }
 
     /// Karmada's `HandlePropagationPolicyCreationOrUpdate` / `HandleClusterPropagationPolicyCreationOrUpdate`.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "Karmada's HandlePropagationPolicyCreationOrUpdate step for step: claimed, waiting, dependents"
+    )]
     async fn reconcile_policy(
         &self,
         view: &PolicyView<'_>,
@@ -346,6 +350,10 @@ impl Detector {
     /// Preemption: a PropagationPolicy takes named templates from lower-priority
     /// PropagationPolicies and from any ClusterPropagationPolicy; a ClusterPropagationPolicy only
     /// from lower-priority ClusterPropagationPolicies.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "both preemption directions (PropagationPolicy and ClusterPropagationPolicy) side by side"
+    )]
     async fn preempt(&self, view: &PolicyView<'_>) -> Result<(), DetectorError> {
         let mut errors = Vec::new();
         for selector in &view.selectors {

@@ -154,6 +154,10 @@ impl Detector {
     }
 
     /// Karmada's `propagateResource`.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "Karmada's propagateResource step for step: skip checks, policy match, claim or wait"
+    )]
     async fn propagate(
         &self,
         w: &WatchedKind,
@@ -359,6 +363,10 @@ impl Detector {
     }
 
     /// Claims the template and creates or updates its binding. Returns true if the binding changed.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "claim, binding build and write of one template, in Karmada's order"
+    )]
     async fn apply_policy_inner(
         &self,
         w: &WatchedKind,
@@ -517,6 +525,10 @@ impl Detector {
     /// absent, the binding is created without a read; present and already as desired, nothing
     /// is read or written. Only a binding that needs a write is read from the API server, and the
     /// write is built from that fresh copy, never from the cached one.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "read-free create, no-op check and fresh-read update of one binding kept together"
+    )]
     async fn create_or_update_binding<B: BindingObject>(
         &self,
         template: &TemplateIdentity,

@@ -84,7 +84,7 @@ mod tests {
         w.status = Some(WorkStatus {
             conditions: conditions
                 .iter()
-                .map(|t| super::super::condition(t, true, "R", "m"))
+                .map(|t| super::super::status::condition(t, true, "R", "m"))
                 .collect(),
             ..Default::default()
         });
