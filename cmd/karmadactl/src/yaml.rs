@@ -1,7 +1,10 @@
 //! YAML output in the shape Karmada's `karmadactl` prints (gopkg.in/yaml.v3 of a JSON value):
 //! 4-space indentation, sequences indented under their key, keys sorted, strings plain unless
 //! they would read back as another type (then double-quoted) or contain YAML indicators (then
-//! single-quoted), multi-line strings as literal blocks. Long lines are not folded.
+//! single-quoted), multi-line strings as literal blocks. Long lines are not folded; a key spanning
+//! lines, and a multi-line string whose first line starts with a space, are double-quoted (yaml.v3
+//! writes a complex key and an indentation indicator). Whatever it writes reads back as the same
+//! value (property test below).
 
 use serde_json::Value;
 
@@ -54,8 +57,60 @@ fn document(value: &Value, style: Style) -> String {
 
 fn sorted(m: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut entries: Vec<_> = m.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.sort_by(|a, b| key_order(a.0, b.0));
     entries
+}
+
+/// yaml.v3's key order: letters compare as characters, letters sort after other characters
+/// except right after a digit, and runs of digits compare as numbers (`item-9` < `item-10`).
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut digits = false;
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            digits = ar[i].is_numeric();
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i].cmp(&br[i]);
+        }
+        if al || bl {
+            // `al` sorts first after a digit, else `bl` does.
+            let a_first = if digits { al } else { bl };
+            return if a_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let (mut an, mut bn): (i64, i64) = (0, 0);
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && ar[j - 1].is_numeric() {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let run = |r: &[char], mut n: i64| {
+            let mut k = i;
+            while k < r.len() && r[k].is_ascii_digit() {
+                n = n
+                    .wrapping_mul(10)
+                    .wrapping_add(i64::from(r[k] as u8 - b'0'));
+                k += 1;
+            }
+            (n, k)
+        };
+        let ((an, ai), (bn, bi)) = (run(&ar, an), run(&br, bn));
+        return an.cmp(&bn).then(ai.cmp(&bi)).then(ar[i].cmp(&br[i]));
+    }
+    ar.len().cmp(&br.len())
 }
 
 /// The indentation of what a mapping at `indent` holds: the next multiple of the step (yaml.v3
@@ -73,7 +128,12 @@ fn mapping(out: &mut String, value: &Value, indent: usize, style: Style) {
         if i > 0 {
             out.push_str(&" ".repeat(indent));
         }
-        out.push_str(&string(key, child));
+        // A key spanning lines is written double-quoted (yaml.v3 would write a `? ` complex key).
+        out.push_str(&if key.contains('\n') {
+            double_quoted(key)
+        } else {
+            string(key, child)
+        });
         out.push(':');
         match v {
             Value::Object(inner) if !inner.is_empty() => {
@@ -190,13 +250,33 @@ fn resolves_to_other_type(s: &str) -> bool {
         && b[..4].iter().all(u8::is_ascii_digit)
         && b[4] == b'-'
         && (b[5..].iter().take_while(|c| c.is_ascii_digit()).count() > 0);
-    let base60 = s.contains(':')
-        && s.trim_start_matches(['+', '-']).split(':').all(|p| {
-            !p.is_empty()
-                && p.chars()
-                    .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
-        });
-    date || base60
+    date || base60(s)
+}
+
+/// YAML 1.1's base-60 numbers (`190:20:30.15`): `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
+fn base60(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+    if !fraction.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return false;
+    }
+    let mut parts = whole.split(':');
+    let head = parts.next().unwrap_or("");
+    let head_ok = head.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && head.chars().all(|c| c.is_ascii_digit() || c == '_');
+    let mut sexagesimal = 0;
+    for p in parts {
+        let ok = match p.as_bytes() {
+            [d] => d.is_ascii_digit(),
+            [t, d] => (b'0'..=b'5').contains(t) && d.is_ascii_digit(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        sexagesimal += 1;
+    }
+    head_ok && sexagesimal > 0
 }
 
 fn is_float(s: &str) -> bool {
@@ -257,7 +337,10 @@ fn special(c: char) -> bool {
 
 fn string(s: &str, indent: usize) -> String {
     if s.contains('\n') {
-        if !s.chars().any(|c| special(c) && c != '\n') && !s.contains(" \n") {
+        // A first line starting with a space would need an indentation indicator; such strings
+        // are written double-quoted instead.
+        if !s.chars().any(|c| special(c) && c != '\n') && !s.contains(" \n") && !s.starts_with(' ')
+        {
             return literal(s, indent);
         }
         return double_quoted(s);
@@ -274,26 +357,37 @@ fn string(s: &str, indent: usize) -> String {
     double_quoted(s)
 }
 
+/// A double-quoted scalar: `"` and `\\` escaped, non-printable characters as escapes.
 fn double_quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if special(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
+                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn literal(s: &str, indent: usize) -> String {
-    // The indentation indicator, when needed, is the step yaml.v3 uses (4).
     let chomp = if !s.ends_with('\n') {
         "-"
-    } else if s.ends_with("\n\n") {
+    } else if s == "\n" || s.ends_with("\n\n") {
         "+"
     } else {
         ""
     };
-    let indicator = if s.starts_with(' ') {
-        INDENT.to_string()
-    } else {
-        String::new()
-    };
     let pad = " ".repeat(indent);
-    let mut out = format!("|{indicator}{chomp}");
+    let mut out = format!("|{chomp}");
     let body = s.strip_suffix('\n').unwrap_or(s);
     for line in body.split('\n') {
         out.push('\n');
@@ -328,6 +422,22 @@ mod tests {
              \x20                 image: nginx:1.25\n                  name: nginx\n\
              status:\n    list: []\n    none: null\n    ok: true\n    ratio: 0.5\n"
         );
+    }
+
+    #[test]
+    fn keys_in_yaml_v3_order() {
+        let mut keys = vec![
+            "b", "a10", "a9", "a", "B", "_x", "x-2754", "x-4104", "1", "a0",
+        ];
+        keys.sort_by(|a, b| key_order(a, b));
+        assert_eq!(
+            keys,
+            [
+                "_x", "1", "B", "a", "a0", "a9", "a10", "b", "x-2754", "x-4104"
+            ]
+        );
+        assert!(base60("1:20") && base60("190:20:30.15") && base60("-1:59"));
+        assert!(!base60("10.11.254.226:4040") && !base60("1:60") && !base60("a:1"));
     }
 
     #[test]
@@ -401,5 +511,62 @@ mod k8s_tests {
             "spec:\n  placement:\n    clusterAffinity:\n      clusterNames:\n      - member1\n\
              \x20 resourceSelectors:\n  - kind: Deployment\n    name: web\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Numbers compared by value: Go's `%g` writes large integers in exponent form.
+    fn normalized(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => serde_json::json!(n.as_f64()),
+            Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
+            Value::Object(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), normalized(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ -~]{0,10}",
+            "[ -~\n\t]{0,16}",
+            "(true|no|yes|null|~|on|0x1F|1e3|.5|-1|1_000|2024-01-02|12:30|-|- x|:|#a|a #b|a: b|'q'|\"d\"|\\*x|&a|!t|%p|@a|`b|---|\\.\\.\\.| lead|trail |)",
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|i| serde_json::json!(i)),
+            (-1.0e9f64..1.0e9).prop_map(|f| serde_json::json!(f)),
+            text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(text(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Whatever the writer prints reads back as the same value: no string is left plain where
+        /// it would read as another type, and no layout breaks the structure.
+        #[test]
+        fn written_yaml_reads_back(v in value()) {
+            for text in [super::to_string(&v), super::to_string_k8s(&v)] {
+                let back: Value = serde_saphyr::from_str(&text)
+                    .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+                prop_assert_eq!(normalized(&back), normalized(&v), "{}", text);
+            }
+        }
     }
 }

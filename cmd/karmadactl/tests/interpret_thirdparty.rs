@@ -7,7 +7,10 @@
 //! that what the binary prints equals what the controllers' interpreter answers for the same input
 //! (the customizations as the layer in front of `karmada_interpreter::Interpreter` with its native
 //! rules, as the controller-manager builds it): a script that passes here behaves the same in the
-//! cluster. It also runs `--check` on every customization file.
+//! cluster. It also runs `--check` on every customization file, and requires every printed result
+//! to be byte-identical to what gopkg.in/yaml.v3 (the encoder Karmada's command prints with) writes
+//! for the same value: `hack/tools/yaml-v3-check`, built with the Go toolchain from the module
+//! cache.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -50,6 +53,38 @@ fn thirdparty_root() -> PathBuf {
         .join("pkg/resourceinterpreter/default/thirdparty/resourcecustomizations");
     assert!(root.is_dir(), "{} is missing; {fetch}", root.display());
     root
+}
+
+/// Builds `hack/tools/yaml-v3-check` (offline, from the module cache) and runs it over `files`:
+/// its report, or a failure naming the cause.
+fn yaml_v3_check(files: &[PathBuf]) -> Result<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/tools/yaml-v3-check");
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("yaml-v3-check");
+    let build = Command::new("go")
+        .args(["build", "-mod=readonly", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(&dir)
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=readonly")
+        .output()
+        .map_err(|e| format!("cannot run go: {e}"))?;
+    if !build.status.success() {
+        return Err(format!(
+            "building hack/tools/yaml-v3-check failed (fetch its module with `cd              hack/tools/yaml-v3-check && go mod download`): {}",
+            String::from_utf8_lossy(&build.stderr)
+        ));
+    }
+    let out = Command::new(&bin)
+        .args(files)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(report)
+    } else {
+        Err(report)
+    }
 }
 
 /// `<group>/<version>/<kind>` folders, sorted.
@@ -109,9 +144,18 @@ fn parse_output(out: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// JSON numbers compared by value (YAML `3` and JSON `3.0` are one number).
+/// Today's date as a timestamp starts (`2026-01-02T`), UTC.
+fn today() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()[..11].to_owned()
+}
+
+/// JSON numbers compared by value (YAML `3` and JSON `3.0` are one number); timestamps of today
+/// (scripts that stamp conditions with `os.date`, run twice a second apart) compared as one.
 fn normalized(v: &Value) -> Value {
     match v {
+        Value::String(s) if s.len() == 20 && s.ends_with('Z') && s.starts_with(&today()) => {
+            json!("<now>")
+        }
         Value::Number(n) => json!(n.as_f64()),
         Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
         Value::Object(m) => {
@@ -203,6 +247,10 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
     );
     let mut cases = 0;
     let mut failures = Vec::new();
+    let outputs = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interpret-thirdparty");
+    let _ = std::fs::remove_dir_all(&outputs);
+    std::fs::create_dir_all(&outputs).unwrap();
+    let mut printed = Vec::new();
     for dir in &kinds {
         let kind = dir.strip_prefix(&root).unwrap().display().to_string();
         let file = dir.join("customizations.yaml");
@@ -260,6 +308,9 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
                 continue;
             }
             let observed_path = observed.clone();
+            let file = outputs.join(format!("{cases:03}.txt"));
+            std::fs::write(&file, &out).unwrap();
+            printed.push(file);
             let mut got = parse_output(&out);
             // What the controllers add around the rule: the execution controller keeps the
             // member's metadata (retain_cluster_fields) before the retain rule runs, and the
@@ -309,6 +360,10 @@ fn every_thirdparty_case_runs_and_matches_the_controllers() {
         kinds.len()
     );
     assert!(cases >= 100, "only {cases} cases found");
+    match yaml_v3_check(&printed) {
+        Ok(report) => eprintln!("{}", report.trim()),
+        Err(report) => failures.push(format!("not yaml.v3's output:\n{report}")),
+    }
     assert!(
         failures.is_empty(),
         "{} of {cases} cases failed:\n{}",
@@ -437,4 +492,110 @@ fn karmadas_interpret_testdata() {
         out.contains("not a ResourceInterpreterCustomization, got /v1, Kind=Pod"),
         "{out}"
     );
+}
+
+/// One case of a Go table test: its string and integer fields and its `want` raw string.
+#[derive(Debug, Default)]
+struct GoCase {
+    name: String,
+    fields: std::collections::BTreeMap<String, String>,
+    want: String,
+}
+
+/// The cases of the table test in a Go test file of Karmada's interpret command (read at test
+/// time from the module cache): `name: "…"`, `Field: "…"` / `Field: 2`, `FilenameOptions: …{Filenames: []string{"…"}}`
+/// and ``want: `…` ``.
+fn go_cases(path: &Path) -> Vec<GoCase> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut cases = Vec::new();
+    for block in text.split("\t\t\tname: \"").skip(1) {
+        let mut case = GoCase {
+            name: block.split('"').next().unwrap().to_owned(),
+            ..GoCase::default()
+        };
+        let (head, want) = block.split_once("want: `").unwrap();
+        case.want = want.split('`').next().unwrap().to_owned();
+        for line in head.lines().map(str::trim) {
+            if let Some((key, value)) = line.split_once(':') {
+                let value = value.trim().trim_end_matches(',');
+                let value = value.rsplit_once("{\"").map_or(value, |(_, v)| {
+                    v.trim_end_matches("\"}}").trim_end_matches("\"}")
+                });
+                case.fields
+                    .insert(key.trim().to_owned(), value.trim_matches('"').to_owned());
+            }
+        }
+        cases.push(case);
+    }
+    cases
+}
+
+/// Karmada's own expected outputs for its interpret command (its `execute_test.go` and
+/// `check_test.go`, read from the module cache): the binary prints exactly the same text; for a
+/// script with a syntax error, the same table up to the Lua error message (PUC Lua's words, not
+/// gopher-lua's).
+#[test]
+fn prints_what_karmadas_own_tests_expect() {
+    let dir = thirdparty_root()
+        .ancestors()
+        .nth(4)
+        .unwrap()
+        .join("karmadactl/interpret");
+    let execute = go_cases(&dir.join("execute_test.go"));
+    assert!(execute.len() >= 8, "{execute:?}");
+    for case in &execute {
+        let mut args: Vec<String> = vec!["interpret".into(), "-f".into()];
+        args.push(
+            dir.join(&case.fields["FilenameOptions"])
+                .display()
+                .to_string(),
+        );
+        for (field, flag) in [
+            ("Operation", "--operation"),
+            ("DesiredFile", "--desired-file"),
+            ("ObservedFile", "--observed-file"),
+            ("StatusFile", "--status-file"),
+            ("DesiredReplica", "--desired-replica"),
+        ] {
+            if let Some(v) = case.fields.get(field) {
+                args.push(flag.into());
+                args.push(if field.ends_with("File") {
+                    dir.join(v).display().to_string()
+                } else {
+                    v.clone()
+                });
+            }
+        }
+        let (code, out, err) = karmadactl(&args);
+        assert_eq!(code, Some(0), "{}: {err}", case.name);
+        assert_eq!(out, case.want, "{}", case.name);
+    }
+    let check = go_cases(&dir.join("check_test.go"));
+    assert!(check.len() >= 3, "{check:?}");
+    for case in &check {
+        let args: Vec<String> = vec![
+            "interpret".into(),
+            "-f".into(),
+            dir.join(&case.fields["FilenameOptions"])
+                .display()
+                .to_string(),
+            "--check".into(),
+        ];
+        let (code, out, _) = karmadactl(&args);
+        let want_err = case.fields.get("wantErr").is_some_and(|v| v == "true");
+        assert_eq!(code, Some(i32::from(want_err)), "{}: {out}", case.name);
+        let (got, want): (Vec<&str>, Vec<&str>) =
+            (out.lines().collect(), case.want.lines().collect());
+        assert_eq!(got.len(), want.len(), "{}:\n{out}", case.name);
+        for (g, w) in got.iter().zip(&want) {
+            match w.split_once("ERROR: ") {
+                Some((cell, _)) => assert!(
+                    g.starts_with(&format!("{cell}ERROR: ")),
+                    "{}: {g}",
+                    case.name
+                ),
+                None => assert_eq!(g, w, "{}", case.name),
+            }
+        }
+    }
 }
