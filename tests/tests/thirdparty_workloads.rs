@@ -342,6 +342,10 @@ fn health_in(rb: &ResourceBinding, cluster: &str) -> Option<ResourceHealth> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn helm_release_takes_its_values_along_and_reports_flux_health_and_conditions() {
     let _serial = serial().lock().await;
     let host = env().host().client().await;
