@@ -135,6 +135,17 @@ if [ ! -d "$out/kwok-stages" ] && ! { [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -d "
   mv "$tmp" "$out/kwok-stages"
 fi
 
+# Module sources some tests read rather than build: Karmada's third-party customizations and their
+# testdata (the interpreter's proof test, karmadactl interpret's), and gopkg.in/yaml.v3 (karmadactl's YAML
+# output is checked against it). Downloaded once into the Go module cache; a no-op when present.
+if [ "${1:-}" != karmada ]; then
+  command -v go >/dev/null 2>&1 || die "Go is not installed, and it is needed to fetch the Karmada module the tests read"
+  (cd "$root/hack/tools/karmada" && go mod download github.com/karmada-io/karmada) ||
+    die "cannot download github.com/karmada-io/karmada $KARMADA_VERSION (go mod download failed in hack/tools/karmada)"
+  (cd "$root/hack/tools/yaml-v3-check" && go mod download) ||
+    die "cannot download hack/tools/yaml-v3-check's modules (go mod download failed)"
+fi
+
 # Cluster API's Cluster CRD, for the Cluster API detector's test (a management cluster serving
 # cluster.x-k8s.io/v1beta1 Clusters), from the sigs.k8s.io/cluster-api module Karmada pins.
 if [ "${1:-}" != karmada ] && [ ! -d "$out/cluster-api-crds" ] &&

@@ -71,7 +71,7 @@ fn yaml_v3_check(files: &[PathBuf]) -> Result<String, String> {
         .map_err(|e| format!("cannot run go: {e}"))?;
     if !build.status.success() {
         return Err(format!(
-            "building hack/tools/yaml-v3-check failed (fetch its module with `cd              hack/tools/yaml-v3-check && go mod download`): {}",
+            "building hack/tools/yaml-v3-check failed (fetch its module with `cd hack/tools/yaml-v3-check && go mod download`): {}",
             String::from_utf8_lossy(&build.stderr)
         ));
     }
