@@ -37,6 +37,26 @@ pub const GO_KARMADACTL: &str = "karmadactl";
 /// Karmada's Go `karmada-agent` (serves the Pull member of the baseline).
 pub const GO_AGENT: &str = "karmada-agent";
 
+/// The flags Karmada's e2e deployment (`artifacts/deploy/` of its module) gives each component, less
+/// those about its pods (addresses, kubeconfig paths, logging format): every alpha and beta feature
+/// on, the two controllers off by default on, NoExecute taint eviction allowed.
+const CONTROLLER_MANAGER_FLAGS: &[&str] = &[
+    "--controllers=*,hpaScaleTargetMarker,deploymentReplicasSyncer",
+    "--feature-gates=AllAlpha=true,AllBeta=true",
+    "--enable-no-execute-taint-eviction=true",
+    "--cluster-status-update-frequency=10s",
+];
+const SCHEDULER_FLAGS: &[&str] = &["--feature-gates=AllAlpha=true,AllBeta=true"];
+const WEBHOOK_FLAGS: &[&str] = &[
+    "--feature-gates=AllAlpha=true,AllBeta=true",
+    "--allow-no-execute-taint-policy=true",
+];
+/// `artifacts/agent/karmada-agent.yaml`'s feature gates and status frequency.
+const AGENT_FLAGS: &[&str] = &[
+    "--feature-gates=CustomizedClusterResourceModeling=true,MultiClusterService=true",
+    "--cluster-status-update-frequency=10s",
+];
+
 /// The members: the first two joined in Push mode, the last served by an agent (Pull).
 const PUSH_MEMBERS: [&str; 2] = ["member1", "member2"];
 const PULL_MEMBER: &str = "member3";
@@ -78,15 +98,26 @@ impl Environment {
         let host = env.host().client().await;
         let (kcm, karmada) = match imp {
             Impl::Rust => {
-                let kcm = Kcm::start(
-                    env.host().kubeconfig_path(),
-                    &["--leader-elect=false", "--v=2"],
-                    &[],
-                );
+                let mut args = vec!["--leader-elect=false", "--v=2"];
+                args.extend_from_slice(CONTROLLER_MANAGER_FLAGS);
+                let kcm = Kcm::start(env.host().kubeconfig_path(), &args, &[]);
                 wait_ready(&kcm, Duration::from_secs(120)).await?;
                 (Some(kcm), None)
             }
-            Impl::Karmada => (None, Some(KarmadaGo::start(&env, &[], &[]).await?)),
+            Impl::Karmada => {
+                let owned = |flags: &[&str]| -> Vec<String> {
+                    flags.iter().map(ToString::to_string).collect()
+                };
+                let karmada = KarmadaGo::start_with(
+                    &env,
+                    &[],
+                    &owned(CONTROLLER_MANAGER_FLAGS),
+                    &owned(SCHEDULER_FLAGS),
+                    &owned(WEBHOOK_FLAGS),
+                )
+                .await?;
+                (None, Some(karmada))
+            }
         };
         for name in PUSH_MEMBERS {
             let member = env
@@ -107,7 +138,8 @@ impl Environment {
             "--leader-elect=false".to_owned(),
             "--v=2".to_owned(),
         ];
-        let agent_args: Vec<&str> = agent_args.iter().map(String::as_str).collect();
+        let mut agent_args: Vec<&str> = agent_args.iter().map(String::as_str).collect();
+        agent_args.extend_from_slice(AGENT_FLAGS);
         let agent_bin = go_agent.unwrap_or_else(|| agent_binary().to_path_buf());
         let agent = Kcm::start_program(&agent_bin, pull.kubeconfig_path(), &agent_args, &[]);
         wait_clusters_ready(&host, 3, Duration::from_secs(180))

@@ -86,6 +86,18 @@ impl KarmadaGo {
         qps_args: &[&str],
         extra_args: &[String],
     ) -> anyhow::Result<KarmadaGo> {
+        KarmadaGo::start_with(env, qps_args, extra_args, &[], &[]).await
+    }
+
+    /// [`start`](Self::start), with `scheduler_extra` for the scheduler and `webhook_extra` for the
+    /// webhook (Karmada's e2e deployment turns feature gates on in all three).
+    pub async fn start_with(
+        env: &TestEnv,
+        qps_args: &[&str],
+        extra_args: &[String],
+        scheduler_extra: &[String],
+        webhook_extra: &[String],
+    ) -> anyhow::Result<KarmadaGo> {
         let bins = binaries()?;
         let host = env.host();
         let client = host.try_client().await?;
@@ -117,6 +129,7 @@ impl KarmadaGo {
             ),
         ];
         webhook_args.extend(kube_qps.iter().map(ToString::to_string));
+        webhook_args.extend(webhook_extra.iter().cloned());
         let kubeconfig = host.kubeconfig_path().to_path_buf();
         let mut webhook = spawn(&bins[2], &kubeconfig, &webhook_args);
         wait_port(&mut webhook, port, Duration::from_secs(60)).await?;
@@ -125,6 +138,7 @@ impl KarmadaGo {
 
         let mut scheduler_args = vec!["--leader-elect=false".to_string()];
         scheduler_args.extend(kube_qps.iter().map(ToString::to_string));
+        scheduler_args.extend(scheduler_extra.iter().cloned());
         let mut cm_args = vec![
             "--leader-elect=false".to_string(),
             format!("--controllers={}", controllers()),
