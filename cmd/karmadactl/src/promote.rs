@@ -7,7 +7,8 @@
 //! `conflictResolution: Overwrite` and `preserveResourcesOnDeletion: true`. The execution
 //! controller then finds the member object already there and takes it over in place (same UID,
 //! same pods). With `--dependencies`, what the object depends on (the interpreter's
-//! dependencies: customizations from the control plane, then the native rules) is promoted first
+//! dependencies: customizations from the control plane, then the third-party and native rules) is
+//! promoted first
 //! and the policy propagates dependencies.
 //!
 //! The member is reached through `--cluster-kubeconfig`/`--cluster-context` or, without them, the
@@ -21,7 +22,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource;
 use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
 use karmada_apis::{Cluster, ClusterPropagationPolicy, PropagationPolicy};
-use karmada_interpreter::{Interpreter, InterpreterOptions};
+use karmada_interpreter::{Interpreter, InterpreterOptions, ThirdParty};
 use karmada_luavm::{Customizations, Limits};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -228,8 +229,8 @@ async fn member(args: &PromoteArgs, host: &Target) -> anyhow::Result<Target> {
     util::target_from(kubeconfig, format!("{origin} (Cluster secret)"), None, None).await
 }
 
-/// The interpreter the controllers use: the control plane's customizations in front of the
-/// native rules.
+/// The interpreter the controllers use: the control plane's customizations, then the built-in
+/// third-party interpretations, in front of the native rules (no interpreter webhooks).
 async fn interpreter(host: &Target) -> anyhow::Result<Interpreter> {
     let customizations = Api::<ResourceInterpreterCustomization>::all(host.client.clone())
         .list(&ListParams::default())
@@ -244,11 +245,12 @@ async fn interpreter(host: &Target) -> anyhow::Result<Interpreter> {
                 host,
             )),
         })?;
-    Ok(
-        Interpreter::new(InterpreterOptions::default()).with_layer(Arc::new(
-            Customizations::fixed(customizations, Limits::default()),
-        )),
-    )
+    Ok(Interpreter::new(InterpreterOptions::default())
+        .with_layer(Arc::new(Customizations::fixed(
+            customizations,
+            Limits::default(),
+        )))
+        .with_layer(Arc::new(ThirdParty::new(InterpreterOptions::default()))))
 }
 
 /// The member object as a template: pruned as the controllers prune, with the conflict

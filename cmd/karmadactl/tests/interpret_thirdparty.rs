@@ -5,12 +5,12 @@
 //! Karmada's testdata names inputs, not outputs: its own test requires that every case runs
 //! without error. This test requires that too, through the built binary with Karmada's flags, and
 //! that what the binary prints equals what the controllers' interpreter answers for the same input
-//! (the customizations as the layer in front of `karmada_interpreter::Interpreter` with its native
-//! rules, as the controller-manager builds it): a script that passes here behaves the same in the
-//! cluster. It also runs `--check` on every customization file, and requires every printed result
-//! to be byte-identical to what gopkg.in/yaml.v3 (the encoder Karmada's command prints with) writes
-//! for the same value: `hack/tools/yaml-v3-check`, built with the Go toolchain from the module
-//! cache.
+//! (the customizations as the first layer of `karmada_interpreter::Interpreter`, then the built-in
+//! third-party layer and the native rules, as the controller-manager builds it): a script that
+//! passes here behaves the same in the cluster. It also runs `--check` on every customization file,
+//! and requires every printed result to be byte-identical to what gopkg.in/yaml.v3 (the encoder
+//! Karmada's command prints with) writes for the same value: `hack/tools/yaml-v3-check`, built with
+//! the Go toolchain from the module cache.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
 use karmada_apis::work::v1alpha2::AggregatedStatusItem;
-use karmada_interpreter::{Interpreter, InterpreterOptions};
+use karmada_interpreter::{Interpreter, InterpreterOptions, ThirdParty};
 use karmada_luavm::{Customizations, Limits};
 use karmadactl::interpret::{Rule, rule};
 use serde_json::{Value, json};
@@ -166,7 +166,7 @@ fn normalized(v: &Value) -> Value {
 }
 
 /// The controllers' answer: the interpreter the controller-manager builds, the customizations as
-/// its layer in front of the native rules.
+/// its first layer, then the built-in third-party layer, in front of the native rules.
 fn controllers_answer(
     customizations: &[ResourceInterpreterCustomization],
     rule: Rule,
@@ -179,7 +179,9 @@ fn controllers_answer(
         customizations.to_vec(),
         Limits::default(),
     ));
-    let interpreter = Interpreter::new(InterpreterOptions::default()).with_layer(layer);
+    let interpreter = Interpreter::new(InterpreterOptions::default())
+        .with_layer(layer)
+        .with_layer(Arc::new(ThirdParty::new(InterpreterOptions::default())));
     let object = desired.or(observed).unwrap();
     let results: Vec<(&str, Value)> = match rule.name {
         "Retain" => {
