@@ -138,7 +138,9 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
 
 /// The taints a Cluster should have given its Ready condition: `not-ready` when False or absent,
 /// `unreachable` when Unknown, neither when True. Other taints are kept; a taint that is added
-/// gets the current time.
+/// gets the current time, and so does a NoExecute taint written without one (Karmada's aggregated
+/// API server stamps those on write; served as a CRD, the Cluster gets it here, and the taint
+/// manager's toleration seconds count from it).
 pub fn desired_taints(cluster: &Cluster) -> Vec<Taint> {
     let (add, remove): (Option<&str>, Vec<&str>) = match cluster.ready_status() {
         Some("True") => (
@@ -173,7 +175,22 @@ pub fn desired_taints(cluster: &Cluster) -> Vec<Taint> {
             time_added: Some(now()),
         });
     }
+    for t in &mut out {
+        if t.effect == "NoExecute" && t.time_added.is_none() {
+            t.time_added = Some(now());
+        }
+    }
     out
+}
+
+/// Whether two taint lists differ in more than the times added (which alone are no news to record).
+fn taints_differ(a: &[Taint], b: &[Taint]) -> bool {
+    let strip = |ts: &[Taint]| -> Vec<(String, String, Option<String>)> {
+        ts.iter()
+            .map(|t| (t.key.clone(), t.effect.clone(), t.value.clone()))
+            .collect()
+    };
+    strip(a) != strip(b)
 }
 
 pub use karmada_controllers_common::events::taints_message;
@@ -256,8 +273,8 @@ impl Controller {
             return Ok(HandlerResult::Success);
         }
         let mut updated = cluster.clone();
-        let taints_changed = taints != cluster.spec.taints;
-        if taints_changed {
+        let taints_changed = taints_differ(&taints, &cluster.spec.taints);
+        if taints != cluster.spec.taints {
             tracing::info!(cluster = %name, taints = ?taints.iter().map(|t| format!("{}:{}", t.key, t.effect)).collect::<Vec<_>>(), "updating cluster taints");
             updated.spec.taints = taints;
         }
@@ -557,5 +574,25 @@ mod tests {
         let mut f = with_ready(Some("False"));
         f.spec.taints = desired_taints(&f);
         assert_eq!(desired_taints(&f), f.spec.taints);
+    }
+
+    #[test]
+    fn no_execute_taints_get_a_time_added_once() {
+        let mut c = with_ready(Some("True"));
+        let bare = |effect: &str| Taint {
+            key: "not-ready".into(),
+            effect: effect.into(),
+            ..Default::default()
+        };
+        c.spec.taints = vec![bare("NoExecute"), bare("NoSchedule")];
+        let stamped = desired_taints(&c);
+        assert!(stamped[0].time_added.is_some(), "NoExecute gets a time");
+        assert!(stamped[1].time_added.is_none(), "NoSchedule is left alone");
+        assert!(
+            !taints_differ(&stamped, &c.spec.taints),
+            "a stamp alone is not a taint change to record"
+        );
+        c.spec.taints = stamped.clone();
+        assert_eq!(desired_taints(&c), stamped, "an existing time is kept");
     }
 }
