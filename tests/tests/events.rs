@@ -10,12 +10,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference};
-use karmada_controllers::common::events::{
-    EventRecorder, EventSink, EventType, SinkOptions, reference_of,
-};
 use karmada_e2e::in_process::{self, create_namespace, serial};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
+use lariat::events::{EventRecorder, EventSink, EventType, SinkOptions, reference_of};
 use serde_json::json;
 use testenv::{EnvOptions, TestEnv};
 use tokio_util::sync::CancellationToken;

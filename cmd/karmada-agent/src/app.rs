@@ -14,10 +14,10 @@ use anyhow::Context as _;
 use karmada_apis::Work;
 use karmada_apis::names::execution_space_name;
 use karmada_apis::well_known::KARMADA_AGENT_NAME;
-use karmada_controllers::common::events::EventSink;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn};
 use karmada_process::flags::Logs;
 use karmada_process::{shell, version};
+use lariat::events::EventSink;
 use lariat::runtime::client::wait_for_api_server;
 use lariat::runtime::{
     Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use karmada_controllers::common::events::EventSink;
 use karmada_controllers::common::template::control_plane_cache_options;
 use karmada_controllers::{MemberClusters, Settings};
 use lariat::controller::WorkerOptions;
+use lariat::events::EventSink;
 #[cfg(feature = "test-hooks")]
 use lariat::runtime::GoDuration;
 use lariat::runtime::client::wait_for_api_server;

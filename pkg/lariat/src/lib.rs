@@ -41,6 +41,7 @@ pub mod cluster;
 pub mod context;
 pub mod controller;
 pub mod error;
+pub mod events;
 pub mod gvk;
 pub mod key;
 pub mod metrics;

@@ -83,13 +83,13 @@ impl BindingObject for karmada_apis::ClusterResourceBinding {
 /// template (Karmada's `EmitClusterEvictionEventForResourceBinding` and its ClusterResourceBinding
 /// twin): `EvictWorkloadFromClusterSucceed` or, Warning, `EvictWorkloadFromClusterFailed`.
 pub async fn record_cluster_eviction<B: BindingObject>(
-    events: &crate::events::EventRecorder,
+    events: &lariat::events::EventRecorder,
     binding: &B,
     cluster: &str,
     ok: bool,
 ) {
-    use crate::events::{EventType, reference_of};
     use karmada_apis::well_known::event_reasons;
+    use lariat::events::{EventType, reference_of};
     let resource = &binding.binding_spec().resource;
     let template = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some(resource.api_version.clone()),

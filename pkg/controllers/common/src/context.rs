@@ -10,8 +10,8 @@ use lariat::runtime::features::FeatureGates;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::EventSink;
 use crate::members::MemberClusters;
+use lariat::events::EventSink;
 
 /// Error type a controller's run future returns.
 pub use apimachinery::BoxError;

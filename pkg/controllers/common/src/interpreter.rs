@@ -19,7 +19,7 @@ use karmada_interpreter::{Interpreter, InterpreterOptions, ThirdParty};
 use karmada_luavm::{Customizations, Limits, ScriptError};
 use serde_json::Value;
 
-use crate::events::{EventRecorder, EventSink, EventType};
+use lariat::events::{EventRecorder, EventSink, EventType};
 
 /// The Events' source component for script failures reported on a customization.
 const REPORTER: &str = "resource-interpreter";

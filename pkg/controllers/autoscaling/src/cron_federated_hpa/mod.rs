@@ -30,7 +30,6 @@ use karmada_apis::autoscaling::v1alpha1::{
     ExecutionHistory, FEDERATED_HPA_KIND, FailedExecution, SuccessfulExecution,
 };
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_when_synced, shared_controller, start_fn_of,
 };
@@ -38,6 +37,7 @@ use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde_json::json;
 use tokio::task::JoinHandle;

@@ -10,9 +10,9 @@ use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL, PROPAGATION_POLICY_PERMANENT_ID_LABEL,
 };
-use karmada_controllers_common::events::EventType;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
+use lariat::events::EventType;
 
 use super::status::set_condition;
 use super::{CONTROLLER_NAME, FederatedHpaController};

@@ -44,12 +44,12 @@ use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::{Cluster, ResourceBinding};
 use karmada_controllers_common::context::HpaSettings;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::Client;
+use lariat::events::EventRecorder;
 use lariat::{SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 

@@ -11,9 +11,9 @@ use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscalerStatus, MetricSta
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
-use karmada_controllers_common::events::EventType;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use lariat::events::EventType;
 use lariat::{HandlerResult, ObjectKey};
 
 use super::FederatedHpaController;

@@ -9,9 +9,9 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_controllers_common::context::HpaSettings;
-use karmada_controllers_common::events::EventType;
 use kube::ResourceExt;
 use lariat::ObjectKey;
+use lariat::events::EventType;
 
 use super::members::MultiClusterScale;
 use super::normalize::default_behavior;

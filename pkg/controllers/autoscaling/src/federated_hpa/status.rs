@@ -5,10 +5,10 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
-use karmada_controllers_common::events::{EventType, reference_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use lariat::events::{EventType, reference_of};
 
 use super::FederatedHpaController;
 use super::error::FhpaError;

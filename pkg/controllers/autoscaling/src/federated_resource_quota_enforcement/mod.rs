@@ -25,7 +25,6 @@ use karmada_apis::ResourceBinding;
 use karmada_apis::policy::v1alpha1::FederatedResourceQuota;
 use karmada_apis::well_known::BINDING_REASON_QUOTA_EXCEEDED;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
@@ -34,6 +33,7 @@ use karmada_controllers_common::quota::resource_usage;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 

@@ -25,7 +25,6 @@ use karmada_apis::well_known::{
     FEDERATED_RESOURCE_QUOTA_NAME_LABEL, FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL, WORK_APPLIED,
 };
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
@@ -33,6 +32,7 @@ use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 

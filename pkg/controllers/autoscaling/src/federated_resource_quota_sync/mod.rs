@@ -29,7 +29,6 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
@@ -39,6 +38,7 @@ use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

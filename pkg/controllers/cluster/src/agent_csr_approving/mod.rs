@@ -34,11 +34,11 @@ use x509_parser::cri_attributes::ParsedCriAttribute;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register_typed, serve_when_synced, start_fn_of, template_controller,
 };
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::{EventRecorder, EventType, reference_of};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "agentcsrapproving";

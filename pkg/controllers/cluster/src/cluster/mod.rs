@@ -28,10 +28,10 @@ use lariat::{Cache, HandlerResult, ObjectKey};
 
 use karmada_apis::well_known::event_reasons;
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{register, serve_when_synced};
 use karmada_controllers_common::members::MemberClusters;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
+use lariat::events::{EventRecorder, EventType, reference_of};
 
 /// The controller's name in logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-controller";
@@ -193,7 +193,7 @@ fn taints_differ(a: &[Taint], b: &[Taint]) -> bool {
     strip(a) != strip(b)
 }
 
-pub use karmada_controllers_common::events::taints_message;
+pub use karmada_controllers_common::taints::taints_message;
 
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
     meta.finalizers

@@ -24,7 +24,6 @@ use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{EXECUTION_CONTROLLER_FINALIZER, event_reasons};
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::error::FrameworkError;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, register_typed, serve_until_cancelled, shared_controller, start_fn_of,
     template_controller,
@@ -34,6 +33,7 @@ use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use serde::Serialize;
 

@@ -56,12 +56,12 @@ use tokio_util::sync::CancellationToken;
 
 use attached::{Candidate, Inherited};
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::{EventRecorder, EventType, reference_of};
 
 /// Karmada's name of the distributor: its handler and queue name, User-Agent suffix and Event
 /// source.

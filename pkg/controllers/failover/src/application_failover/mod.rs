@@ -34,13 +34,13 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::failover::{
     FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
 };
 use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "applicationFailover";

@@ -18,10 +18,10 @@ use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::{EventRecorder, EventType, reference_of};
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "clustertaintpolicy";
@@ -233,7 +233,7 @@ impl ClusterTaintPolicyController {
             Ok(written) => {
                 let msg = format!(
                     "Update Cluster({name}) with taints({}) succeed",
-                    karmada_controllers_common::events::taints_message(&written.spec.taints)
+                    karmada_controllers_common::taints::taints_message(&written.spec.taints)
                 );
                 tracing::info!(cluster = %name, taints = ?written.spec.taints.iter().map(|t| format!("{}:{}", t.key, t.effect)).collect::<Vec<_>>(), "updated cluster taints");
                 self.inner

@@ -24,10 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 /// The controller's `--controllers` name.
 pub const NAME: &str = "gracefulEviction";

@@ -35,13 +35,13 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::failover::{
     FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
 };
 use karmada_controllers_common::handlers::register;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 pub use rate::DynamicRateLimiter;
 

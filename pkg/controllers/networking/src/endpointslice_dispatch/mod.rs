@@ -39,7 +39,6 @@ use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::collected_slices::ENDPOINT_SLICE_KIND;
 use karmada_controllers_common::conditions::new_condition;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
@@ -54,6 +53,7 @@ use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 

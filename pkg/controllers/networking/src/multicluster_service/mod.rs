@@ -38,7 +38,6 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::conditions::new_condition;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register, register_typed, serve_until_cancelled, shared_controller, start_fn_of,
     template_controller,
@@ -52,6 +51,7 @@ use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 

@@ -13,12 +13,12 @@ use karmada_apis::well_known::{
 };
 use karmada_controllers_common::collected_slices::{self, ENDPOINT_SLICE_KIND};
 use karmada_controllers_common::error::ApiError;
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::multicluster_service::{Fitness, fitness};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::work_index;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
+use lariat::events::EventType;
 
 use super::claim::permanent_id;
 use super::{McsController, McsError};

@@ -25,13 +25,13 @@ use karmada_apis::multicluster::v1alpha1::{ServiceImport, ServiceImportType};
 use karmada_apis::names::derived_service_name;
 use karmada_apis::well_known::{DERIVED_SERVICE_PREFIX, event_reasons};
 use karmada_controllers_common::error::{ApiError, FrameworkError};
-use karmada_controllers_common::events::{EventRecorder, EventType, reference_of};
 use karmada_controllers_common::handlers::{
     register_typed, serve_until_cancelled, start_fn_of, template_controller,
 };
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
+use lariat::events::{EventRecorder, EventType, reference_of};
 use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 
 use derived::desired_service;

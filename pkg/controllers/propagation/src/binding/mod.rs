@@ -62,11 +62,11 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::{ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 pub use clusters::{conflict_resolution, existing_clusters, suspend_dispatching, target_clusters};
 pub use error::BindingError;

@@ -9,9 +9,9 @@ use k8s_openapi::jiff::Timestamp;
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_controllers_common::binding::BindingObject;
-use karmada_controllers_common::events::EventType;
 use kube::ResourceExt;
 use kube::api::PostParams;
+use lariat::events::EventType;
 use serde_json::json;
 
 use super::sync::Synced;
@@ -34,7 +34,7 @@ pub(super) fn template_reference(spec: &ResourceBindingSpec) -> ObjectReference 
 }
 
 pub(super) fn binding_reference<B: BindingObject>(b: &B) -> ObjectReference {
-    karmada_controllers_common::events::reference_of(b)
+    lariat::events::reference_of(b)
 }
 
 impl BindingController {

@@ -10,11 +10,11 @@ use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::metrics;
 use karmada_controllers_common::template;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
+use lariat::events::EventType;
 use serde_json::Value;
 
 use super::clusters::{directly_purged_clusters, existing_clusters, target_clusters};

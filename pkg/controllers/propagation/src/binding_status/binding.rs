@@ -7,10 +7,10 @@ use karmada_apis::names;
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::AggregatedStatusItem;
 use karmada_controllers_common::error::ApiError;
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::set_condition;
 use kube::ResourceExt;
 use kube::api::PostParams;
+use lariat::events::EventType;
 
 use super::aggregate::{fully_applied_condition, now};
 use super::error::BindingStatusError;

@@ -44,11 +44,11 @@ use tokio_util::sync::CancellationToken;
 use handlers::Target;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 pub use aggregate::{aggregated_item, binding_clusters, fully_applied, fully_applied_condition};
 pub use error::BindingStatusError;

@@ -7,11 +7,11 @@ use karmada_apis::names;
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::{AggregatedStatusItem, ObjectReference as TemplateReference};
 use karmada_controllers_common::error::{ApiError, framework};
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::patch::merge_diff;
 use karmada_controllers_common::template;
 use karmada_interpreter::Operation;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use lariat::events::EventType;
 use serde_json::Value;
 
 use super::error::BindingStatusError;

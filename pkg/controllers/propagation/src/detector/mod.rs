@@ -50,9 +50,9 @@ use apimachinery::split_api_version;
 pub use error::DetectorError;
 use events::EventRecorder;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::events;
 use skip::SkippedResources;
 
 /// The detector's name: its User-Agent suffix, Event source and log field.

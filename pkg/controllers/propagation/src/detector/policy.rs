@@ -34,8 +34,8 @@ use super::{
 };
 use apimachinery::{is_not_found, split_api_version};
 use karmada_controllers_common::error::FrameworkError;
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::handlers::register;
+use lariat::events::EventType;
 
 /// The policy fields policy reconciliation needs, for both kinds.
 struct PolicyView<'a> {

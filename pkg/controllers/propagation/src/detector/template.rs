@@ -41,8 +41,8 @@ use super::{
 use apimachinery::{
     ConflictRetry, DEFAULT_RETRY, is_already_exists, is_not_found, retry_on_conflict,
 };
-use karmada_controllers_common::events::EventType;
 use karmada_controllers_common::work::MANIFEST_DECORATION_KEYS;
+use lariat::events::EventType;
 
 /// When a template that matched no policy is looked at once more.
 const NO_MATCH_RETRY: std::time::Duration = std::time::Duration::from_millis(500);

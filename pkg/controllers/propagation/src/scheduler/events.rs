@@ -4,8 +4,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_controllers_common::binding::BindingObject;
-use karmada_controllers_common::events::EventType;
 use karmada_scheduler::{self as scheduler, ScheduleError, ScheduleResult};
+use lariat::events::EventType;
 
 use super::Scheduler;
 use super::write::namespace_and_name;
@@ -54,7 +54,7 @@ impl Scheduler {
         let recorder = &self.inner.recorder;
         recorder
             .record(
-                &karmada_controllers_common::events::reference_of(b),
+                &lariat::events::reference_of(b),
                 event_type,
                 reason,
                 event_message.clone(),

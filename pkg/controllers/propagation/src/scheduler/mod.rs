@@ -42,12 +42,12 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
 use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
 use karmada_controllers_common::{ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 
 pub use error::SchedulerError;
 

@@ -10,10 +10,10 @@ use karmada_apis::well_known::{
     PROPAGATION_POLICY_NAMESPACE_ANNOTATION, PROPAGATION_POLICY_PERMANENT_ID_LABEL,
 };
 use karmada_apis::{Cluster, Work};
-use karmada_controllers_common::events::{EventType, reference_of};
 use karmada_controllers_common::metrics::{OPERATION_NONE, OPERATION_UPDATED, count_delete};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use lariat::events::{EventType, reference_of};
 use serde_json::{Value, json};
 
 use super::ExecutionController;

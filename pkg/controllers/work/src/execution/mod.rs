@@ -84,9 +84,9 @@ use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::events::EventRecorder;
 use karmada_controllers_common::handlers::{register, start_fn_of};
 use karmada_controllers_common::{ControllerContext, StartFn};
+use lariat::events::EventRecorder;
 use member_queues::MemberQueues;
 use written::WrittenStatuses;
 

@@ -13,9 +13,9 @@ use karmada_apis::well_known::{
     WORK_REASON_SUSPEND_DISPATCHING, event_reasons,
 };
 use karmada_apis::work::v1alpha1::ManifestStatus;
-use karmada_controllers_common::events::{EventType, reference_of};
 use karmada_controllers_common::metrics;
 use kube::ResourceExt;
+use lariat::events::{EventType, reference_of};
 
 use super::ExecutionController;
 use super::apply::Applied;

@@ -1,4 +1,5 @@
-//! Kubernetes Events (`core/v1`, like Karmada's `record.EventRecorder`) on templates and bindings.
+//! Kubernetes Events (`core/v1`), recorded as client-go's `record.EventRecorder` records them:
+//! correlated, aggregated, rate-limited per object, written by one sequential writer per client budget.
 
 pub mod correlator;
 mod lru;
@@ -46,7 +47,7 @@ impl EventType {
 
 /// Where a process's Events go: one queue and one sequential writer per API server budget (rate
 /// limiter), shared by every recorder of that budget — the shape of controller-runtime's
-/// manager-wide broadcaster in Karmada's controller-manager. Queued Events are correlated as
+/// manager-wide broadcaster. Queued Events are correlated as
 /// client-go does (repeats patch one Event's count, similar Events are combined, a spam filter caps
 /// each object: [`correlator`]) and written in order. Events are informational: a reconcile never
 /// waits for one, and when the queue is full they are dropped (counted and logged every
@@ -91,7 +92,7 @@ impl EventSink {
         }
     }
 
-    /// A recorder writing as `component` (`source.component`; Karmada: `resource-detector`,
+    /// A recorder writing as `component` (`source.component`, e.g. `resource-detector`,
     /// `default-scheduler`) into this sink.
     pub fn recorder(&self, component: &'static str) -> EventRecorder {
         EventRecorder {
@@ -143,8 +144,7 @@ impl std::fmt::Debug for EventRecorder {
 
 impl EventRecorder {
     /// A recorder with a sink of its own on `client`: for a component that has a request budget of
-    /// its own (the built-in scheduler, a process of its own in Karmada). Controllers sharing the
-    /// process's budget record through [`crate::ControllerContext::events`] instead.
+    /// its own. Components sharing a process's budget record through one [`EventSink`] instead.
     pub fn new(client: Client, component: &'static str, cancel: &CancellationToken) -> Self {
         EventSink::start(client, cancel).recorder(component)
     }
@@ -212,19 +212,4 @@ pub fn reference_of<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
         resource_version: obj.resource_version(),
         field_path: None,
     }
-}
-
-/// Karmada's event text for a cluster's taints.
-pub fn taints_message(taints: &[k8s_openapi::api::core::v1::Taint]) -> String {
-    if taints.is_empty() {
-        return "cluster now does not have taints".to_string();
-    }
-    let parts: Vec<String> = taints
-        .iter()
-        .map(|t| match t.value.as_deref().filter(|v| !v.is_empty()) {
-            Some(v) => format!("{{Key:{},Value:{v},Effect:{}}}", t.key, t.effect),
-            None => format!("{{Key:{},Effect:{}}}", t.key, t.effect),
-        })
-        .collect();
-    format!("cluster now has taints([{}])", parts.join(","))
 }
