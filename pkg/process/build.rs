@@ -34,8 +34,8 @@ fn iso8601(secs: i64) -> String {
     )
 }
 
-/// Prints the stamp as `cargo:rustc-env` lines (public: karmadactl's build script runs it too).
-pub fn main() {
+/// Prints the stamp as `cargo:rustc-env` lines.
+fn main() {
     let pkg_version = std::env::var("CARGO_PKG_VERSION").unwrap_or_else(|_| "0.0.0".into());
     let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let short = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());

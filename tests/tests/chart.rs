@@ -2,7 +2,8 @@
 //! template` output accepted by a server-side dry-run apply, `helm install` (CRDs established, the
 //! Deployment and RBAC as rendered), the real binary run outside the cluster as the chart's
 //! ServiceAccount (TokenRequest) with exactly the chart's RBAC becomes leader and ready and does its
-//! job, then `helm upgrade` and `helm uninstall`.
+//! job, then `helm upgrade` and `helm uninstall`. Both charts' `appVersion` and default image tag are
+//! the crate version.
 //!
 //! `helm` and `kubectl` come from `hack/install-helm.sh` (`make test-tools`, run by `make test`), or from
 //! `$HELM` / `$KUBECTL`. A missing one fails the tests with the command that installs it.
@@ -124,6 +125,88 @@ fn yaml_files(dir: &Path) -> BTreeSet<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| Path::new(n).extension().is_some_and(|e| e == "yaml"))
         .collect()
+}
+
+/// `[workspace.package] version` in the root `Cargo.toml`: the version of every crate.
+fn crate_version() -> String {
+    let manifest =
+        std::fs::read_to_string(workspace().join("Cargo.toml")).expect("read Cargo.toml");
+    manifest
+        .split("[workspace.package]")
+        .nth(1)
+        .and_then(|section| {
+            section
+                .lines()
+                .take_while(|l| !l.starts_with('['))
+                .find_map(|l| l.trim().strip_prefix("version = "))
+        })
+        .map(|v| v.trim_matches('"').to_owned())
+        .expect("Cargo.toml has [workspace.package] version")
+}
+
+/// Each chart's `appVersion` is the crate version, and the image its Deployment renders with the
+/// default values is tagged with it (`image.tag` empty, defaulting to `appVersion`), as the image
+/// `make image` builds (`IMAGE_TAG` from `Cargo.toml`): a release bumps one number.
+#[test]
+fn chart_app_version_and_image_tag_follow_the_crate_version() {
+    let version = crate_version();
+    let charts: [(&str, &[&str]); 2] = [
+        ("karmada-controller-manager", &[]),
+        (
+            "karmada-agent",
+            &[
+                "--set",
+                "clusterName=m3",
+                "--set",
+                "karmadaKubeconfig.content=x",
+            ],
+        ),
+    ];
+    for (name, sets) in charts {
+        let chart = workspace().join("charts").join(name).display().to_string();
+        let meta = helm(&["show", "chart", &chart]);
+        let app_version = meta
+            .lines()
+            .find_map(|l| l.strip_prefix("appVersion: "))
+            .map(|v| v.trim().trim_matches('"'));
+        assert_eq!(app_version, Some(version.as_str()), "{name}: {meta}");
+        let mut args = vec!["template", &chart];
+        args.extend(sets);
+        let rendered = helm(&args);
+        let images: Vec<&str> = rendered
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("image: "))
+            .map(|i| i.trim_matches('"'))
+            .collect();
+        assert!(!images.is_empty(), "{name} renders no image:\n{rendered}");
+        for image in images {
+            assert!(
+                image.ends_with(&format!(":{version}")),
+                "{name} renders {image}, not tagged {version}"
+            );
+        }
+    }
+    // What `make image` tags the image with, evaluated by make itself.
+    let tag = Command::new("make")
+        .current_dir(workspace())
+        .args([
+            "--no-print-directory",
+            "--eval=print-image-tag: ; @echo $(IMAGE_TAG)",
+            "print-image-tag",
+        ])
+        .env_remove("IMAGE_TAG")
+        .output()
+        .expect("run make");
+    assert!(
+        tag.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tag.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&tag.stdout).trim(),
+        version,
+        "make image's IMAGE_TAG"
+    );
 }
 
 #[test]

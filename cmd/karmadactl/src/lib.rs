@@ -35,10 +35,10 @@ pub use cli::{
     RegisterArgs, TaintArgs, TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs,
     UnjoinArgs, UnregisterArgs, VersionArgs, VersionOutput,
 };
+pub use karmada_process::version::{INFO as VERSION_INFO, Info as VersionInfo};
 pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
 pub use taint::UNSCHEDULABLE_TAINT_KEY;
 pub use util::CommandFailed;
-pub use version::{INFO as VERSION_INFO, Info as VersionInfo};
 
 use std::ffi::OsString;
 

@@ -47,7 +47,7 @@ where
         Err(e) => e.exit(),
     };
     if wants_version {
-        println!("{name} version: {}", version::INFO);
+        println!("{}", version::line(name));
         return ExitCode::SUCCESS;
     }
     let opts = match validated {
