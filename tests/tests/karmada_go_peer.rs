@@ -56,6 +56,10 @@ fn label<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 async fn karmada_go_trio_propagates_a_deployment_and_the_bench_measures_it() {
     let s = Session::start_impl(Impl::Karmada, 1, 1, Some(Qps::Raised), &[])
         .await
