@@ -2,7 +2,7 @@
 //! mode, and `karmada-agent` serving `member2` in Pull mode. member2's API server audits every
 //! request (reads included): every one it received came from the agent's identity (or this test's
 //! observer), none from the controller-manager, across registration, propagation, status, drift
-//! repair and deletion. Also: a second agent claiming the Push cluster's name is refused and changes
+//! repair and deletion. A FederatedHPA over both members names member2 as left out. Also: a second agent claiming the Push cluster's name is refused and changes
 //! nothing; an agent restarted over applied Works writes nothing to its member; the agent collects
 //! member2's EndpointSlices for a ServiceExport and for a MultiClusterService; an agent stopped
 //! leaves its Cluster `Ready=Unknown` once the (shortened) grace period passed. The agent holds
@@ -20,6 +20,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::jiff::Timestamp;
+use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::multicluster::v1alpha1::ServiceExport;
 use karmada_apis::networking::v1alpha1::MultiClusterService;
@@ -376,6 +377,61 @@ async fn pull_member_served_by_the_agent_alone() {
         },
     )
     .await;
+
+    // A FederatedHPA over both members cannot read the Pull member's scale and pods (the
+    // controller-manager never contacts member2): it says so on a condition and an Event naming
+    // member2, instead of silently summing member1 alone.
+    let fhpas: Api<FederatedHPA> = Api::namespaced(host.clone(), NS);
+    let fhpa: FederatedHPA = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.karmada.io/v1alpha1",
+        "kind": "FederatedHPA",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 50}}}],
+        },
+    }))
+    .unwrap();
+    fhpas.create(&PostParams::default(), &fhpa).await.unwrap();
+    let left_out = "replicas and metrics leave out 1 of 2 target cluster(s): member2 (Pull mode: \
+                    the controller-manager does not connect to Pull members)";
+    eventually(
+        "the FederatedHPA names member2 as left out",
+        &[&cm],
+        || async {
+            let status = fhpas.get("web").await.unwrap().status.unwrap_or_default();
+            status.conditions.unwrap_or_default().iter().any(|c| {
+                c.type_ == "MembersObserved"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("MembersNotObserved")
+                    && c.message.as_deref() == Some(left_out)
+            })
+        },
+    )
+    .await;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(host.clone(), NS);
+    eventually(
+        "a MembersNotObserved Event on the FederatedHPA",
+        &[&cm],
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .any(|e| {
+                    e.involved_object.kind.as_deref() == Some("FederatedHPA")
+                        && e.reason.as_deref() == Some("MembersNotObserved")
+                        && e.message.as_deref() == Some(left_out)
+                })
+        },
+    )
+    .await;
+    fhpas.delete("web", &DeleteParams::default()).await.unwrap();
 
     // Drift in the Pull member is repaired by the agent.
     in_member2

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use karmada_apis::ResourceBinding;
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
+use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL, PROPAGATION_POLICY_PERMANENT_ID_LABEL,
 };
@@ -30,7 +31,14 @@ pub(super) struct MultiClusterScale {
     pub(super) status_replicas: i32,
     pub(super) members: Vec<MemberTarget>,
     pub(super) pods: Vec<Pod>,
+    /// The target clusters left out of the sums, each with why (`member2 (Pull mode: …)`).
+    pub(super) left_out: Vec<String>,
 }
+
+/// Why a Pull member is left out: the controller-manager never connects to Pull members (their
+/// agents do), so their scale and pods cannot be read from here. Karmada skips them silently.
+const PULL_MODE_LEFT_OUT: &str =
+    "Pull mode: the controller-manager does not connect to Pull members";
 
 impl FederatedHpaController {
     /// The template's ResourceBinding: among the bindings carrying the template's policy
@@ -113,16 +121,28 @@ impl FederatedHpaController {
             status_replicas: 0,
             members: Vec::new(),
             pods: Vec::new(),
+            left_out: Vec::new(),
         };
+        let store = self.inner.clusters.store();
         for cluster in clusters {
+            let mut leave_out = |why: String| out.left_out.push(format!("{cluster} ({why})"));
+            let pull = store
+                .get_named(None, cluster)
+                .is_some_and(|c| c.spec.sync_mode == ClusterSyncMode::Pull);
+            if pull {
+                leave_out(PULL_MODE_LEFT_OUT.to_owned());
+                continue;
+            }
             let Some(member) = self.inner.ctx.members.get(cluster) else {
                 tracing::warn!(cluster, "Failed to get cluster client of cluster");
+                leave_out("not connected".to_owned());
                 continue;
             };
             let client = match member.clients().client_for_controller(CONTROLLER_NAME) {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(cluster, error = %e, "Failed to get cluster client of cluster");
+                    leave_out(format!("no client: {e}"));
                     continue;
                 }
             };
@@ -130,6 +150,7 @@ impl FederatedHpaController {
                 Ok((ar, _)) => ar,
                 Err(e) => {
                     tracing::warn!(cluster, error = %e, "Failed to map the target's kind in cluster");
+                    leave_out(format!("the target's kind is not served: {e}"));
                     continue;
                 }
             };
@@ -138,6 +159,7 @@ impl FederatedHpaController {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(cluster, resource = %name, error = %e, "Failed to get scale subResource of resource in cluster");
+                    leave_out(format!("scale not read: {e}"));
                     continue;
                 }
             };
@@ -175,6 +197,8 @@ impl FederatedHpaController {
                         set_condition(hpa, "ScalingActive", "False", "InvalidSelector", message);
                     } else {
                         tracing::warn!(cluster, error = %e, "Failed to get podList for cluster");
+                        out.left_out
+                            .push(format!("{cluster} (pods not listed: {e})"));
                     }
                     continue;
                 }
@@ -186,10 +210,11 @@ impl FederatedHpaController {
             });
         }
         if out.spec_replicas == 0 {
-            return Err(
-                "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
-                    .to_owned(),
-            );
+            let mut message = "failed to get replicas in any of clusters, possibly because all of clusters are not ready".to_owned();
+            if !out.left_out.is_empty() {
+                message = format!("{message}; left out: {}", out.left_out.join(", "));
+            }
+            return Err(message);
         }
         Ok(out)
     }

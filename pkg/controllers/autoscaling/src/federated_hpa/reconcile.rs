@@ -21,7 +21,7 @@ use super::error::FhpaError;
 use super::members::MultiClusterScale;
 use super::normalize::Proposal;
 use super::replicas::{effective_behavior, metric_specs};
-use super::status::{set_condition, set_current_replicas};
+use super::status::{MEMBERS_NOT_OBSERVED, set_condition, set_current_replicas, set_left_out};
 
 impl FederatedHpaController {
     pub(super) async fn handle(
@@ -92,7 +92,13 @@ impl FederatedHpaController {
             .scale_of_members(&clusters, &mut hpa, &gvk, &namespace)
             .await
         {
-            Ok(s) => s,
+            Ok(s) => {
+                if let Some(message) = set_left_out(&mut hpa, &s.left_out, clusters.len()) {
+                    self.event(read, EventType::Warning, MEMBERS_NOT_OBSERVED, message)
+                        .await;
+                }
+                s
+            }
             Err(e) => {
                 return Err(self
                     .fail_able_to_scale(

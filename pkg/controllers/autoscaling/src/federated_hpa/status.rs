@@ -78,6 +78,47 @@ impl FederatedHpaController {
     }
 }
 
+/// The condition type naming the target clusters left out of the replica and metric sums (a
+/// karmada-rs addition: Karmada leaves them out silently). Present only while some are.
+pub(super) const MEMBERS_OBSERVED: &str = "MembersObserved";
+
+/// Reason of the [`MEMBERS_OBSERVED`] condition and of its Warning Event.
+pub(super) const MEMBERS_NOT_OBSERVED: &str = "MembersNotObserved";
+
+/// Sets or clears the [`MEMBERS_OBSERVED`] condition from the clusters `left_out` of the sums
+/// (`total` target clusters); returns the message when it is new, for a Warning Event.
+pub(super) fn set_left_out(
+    hpa: &mut FederatedHPA,
+    left_out: &[String],
+    total: usize,
+) -> Option<String> {
+    if left_out.is_empty() {
+        if let Some(conditions) = hpa.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            conditions.retain(|c| c.type_ != MEMBERS_OBSERVED);
+        }
+        return None;
+    }
+    let message = format!(
+        "replicas and metrics leave out {} of {total} target cluster(s): {}",
+        left_out.len(),
+        left_out.join(", ")
+    );
+    let previous = hpa
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == MEMBERS_OBSERVED))
+        .and_then(|c| c.message.clone());
+    set_condition(
+        hpa,
+        MEMBERS_OBSERVED,
+        "False",
+        MEMBERS_NOT_OBSERVED,
+        message.clone(),
+    );
+    (previous.as_deref() != Some(message.as_str())).then_some(message)
+}
+
 pub(super) fn set_current_replicas(hpa: &mut FederatedHPA, current: i32) {
     let status = hpa.status.get_or_insert_default();
     status.current_replicas = Some(current);
@@ -118,6 +159,26 @@ pub(super) fn set_condition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clusters_left_out_are_named_until_none_is() {
+        let mut hpa = FederatedHPA::new("h", Default::default());
+        let left = vec!["member2 (Pull mode)".to_owned()];
+        let message = set_left_out(&mut hpa, &left, 2).unwrap();
+        assert_eq!(
+            message,
+            "replicas and metrics leave out 1 of 2 target cluster(s): member2 (Pull mode)"
+        );
+        assert_eq!(set_left_out(&mut hpa, &left, 2), None, "no Event twice");
+        let c = &hpa.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str()),
+            (MEMBERS_OBSERVED, "False")
+        );
+        assert_eq!(c.reason.as_deref(), Some(MEMBERS_NOT_OBSERVED));
+        assert_eq!(set_left_out(&mut hpa, &[], 2), None);
+        assert!(hpa.status.unwrap().conditions.unwrap().is_empty());
+    }
 
     #[test]
     fn conditions_keep_their_transition_time_while_the_status_holds() {
