@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use karmada_apis::ResourceBinding;
@@ -105,8 +106,49 @@ impl FederatedHpaController {
         Ok(out)
     }
 
+    /// A client of member `cluster` and the scale of the target `name` there, or why they cannot
+    /// be had (logged).
+    async fn scale_in(
+        &self,
+        cluster: &str,
+        gvk: &kube::api::GroupVersionKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Client, Scale), String> {
+        let pull = self
+            .inner
+            .clusters
+            .store()
+            .get_named(None, cluster)
+            .is_some_and(|c| c.spec.sync_mode == ClusterSyncMode::Pull);
+        if pull {
+            return Err(PULL_MODE_LEFT_OUT.to_owned());
+        }
+        let Some(member) = self.inner.ctx.members.get(cluster) else {
+            tracing::warn!(cluster, "Failed to get cluster client of cluster");
+            return Err("not connected".to_owned());
+        };
+        let client = member
+            .clients()
+            .client_for_controller(CONTROLLER_NAME)
+            .map_err(|e| {
+                tracing::warn!(cluster, error = %e, "Failed to get cluster client of cluster");
+                format!("no client: {e}")
+            })?;
+        let (ar, _) = member.clients().resolve(gvk).await.map_err(|e| {
+            tracing::warn!(cluster, error = %e, "Failed to map the target's kind in cluster");
+            format!("the target's kind is not served: {e}")
+        })?;
+        let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &ar);
+        let scale = api.get_scale(name).await.map_err(|e| {
+            tracing::warn!(cluster, resource = %name, error = %e, "Failed to get scale subResource of resource in cluster");
+            format!("scale not read: {e}")
+        })?;
+        Ok((client, scale))
+    }
+
     /// The target's scale summed over `clusters`, and the pods of each cluster's selector. A cluster
-    /// that cannot be read is skipped (logged); none readable is an error.
+    /// that cannot be read is left out (logged, and named in `left_out`); none readable is an error.
     // Over 80 lines: per member, scale then pods, each failure logged and the member skipped.
     pub(super) async fn scale_of_members(
         &self,
@@ -123,43 +165,11 @@ impl FederatedHpaController {
             pods: Vec::new(),
             left_out: Vec::new(),
         };
-        let store = self.inner.clusters.store();
         for cluster in clusters {
-            let mut leave_out = |why: String| out.left_out.push(format!("{cluster} ({why})"));
-            let pull = store
-                .get_named(None, cluster)
-                .is_some_and(|c| c.spec.sync_mode == ClusterSyncMode::Pull);
-            if pull {
-                leave_out(PULL_MODE_LEFT_OUT.to_owned());
-                continue;
-            }
-            let Some(member) = self.inner.ctx.members.get(cluster) else {
-                tracing::warn!(cluster, "Failed to get cluster client of cluster");
-                leave_out("not connected".to_owned());
-                continue;
-            };
-            let client = match member.clients().client_for_controller(CONTROLLER_NAME) {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(cluster, error = %e, "Failed to get cluster client of cluster");
-                    leave_out(format!("no client: {e}"));
-                    continue;
-                }
-            };
-            let ar = match member.clients().resolve(gvk).await {
-                Ok((ar, _)) => ar,
-                Err(e) => {
-                    tracing::warn!(cluster, error = %e, "Failed to map the target's kind in cluster");
-                    leave_out(format!("the target's kind is not served: {e}"));
-                    continue;
-                }
-            };
-            let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &ar);
-            let scale = match api.get_scale(&name).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(cluster, resource = %name, error = %e, "Failed to get scale subResource of resource in cluster");
-                    leave_out(format!("scale not read: {e}"));
+            let (client, scale) = match self.scale_in(cluster, gvk, namespace, &name).await {
+                Ok(read) => read,
+                Err(why) => {
+                    out.left_out.push(format!("{cluster} ({why})"));
                     continue;
                 }
             };
