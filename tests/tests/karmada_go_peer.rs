@@ -8,7 +8,7 @@
 //! compiles with the `karmada-go` feature, so plain `make test` (which does not build them) does not
 //! run it: `make test-karmada-peer` builds the binaries and runs it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -418,12 +418,22 @@ async fn live_swap_between_karmada_go_and_ours_recreates_and_rewrites_nothing() 
     propagate(&s, &templates("karmada-first", 1, 1, &s.namespaces)).await;
 
     let mut all = Vec::new();
+    let mut go_families = families(&s);
+    let mut our_families = Families::new();
     for (to, prefix) in [
         (Impl::Rust, "ours-first"),
         (Impl::Karmada, "karmada-again"),
         (Impl::Rust, "ours-again"),
     ] {
         let (before, members, host) = swap(&mut s, to, prefix).await;
+        let seen = if to == Impl::Rust {
+            &mut our_families
+        } else {
+            &mut go_families
+        };
+        for (family, labels) in families(&s) {
+            seen.entry(family).or_default().extend(labels);
+        }
         assert!(
             before.keys().filter(|k| k.0 != "host").count() >= 2 * 3,
             "a namespace and two templates in each member before the swap to {to:?}: {before:#?}"
@@ -446,4 +456,246 @@ async fn live_swap_between_karmada_go_and_ours_recreates_and_rewrites_nothing() 
         all.push((to, members.rewritten.len(), host.rewritten.len()));
     }
     eprintln!("rewrites after each swap (to, member objects, host objects): {all:?}");
+    assert_same_metrics(&go_families, &our_families);
+}
+
+/// Metric families by name (histogram series folded into their family), each with its label names
+/// (`le` and `quantile` left out).
+type Families = BTreeMap<String, BTreeSet<String>>;
+
+/// The families the running controllers serve now: ours, or Karmada's controller-manager and
+/// scheduler (its webhook, which serves throughout, is not among what ours replaces).
+fn families(s: &Session) -> Families {
+    let samples = match s
+        .karmada
+        .as_ref()
+        .filter(|_| s.running() == Some(Impl::Karmada))
+    {
+        Some(k) => [k.controller_manager.as_ref(), k.scheduler.as_ref()]
+            .into_iter()
+            .flatten()
+            .flat_map(|p| {
+                let text = p.metrics();
+                assert!(text.is_some(), "Karmada's process serves /metrics");
+                parse_metrics(&text.unwrap_or_default())
+            })
+            .collect(),
+        None => s
+            .metrics()
+            .unwrap_or_else(|e| panic!("scrape the running controllers: {e:#}")),
+    };
+    let mut out = Families::new();
+    for sample in samples {
+        let name = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| sample.name.strip_suffix(suffix))
+            .filter(|base| !base.is_empty())
+            .unwrap_or(&sample.name);
+        // A histogram's `_count` and a counter named `..._count` fold alike; Karmada has neither
+        // shape twice, so the fold is unambiguous here.
+        let labels = out.entry(name.to_owned()).or_default();
+        labels.extend(
+            sample
+                .labels
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "le" | "quantile"))
+                .cloned(),
+        );
+    }
+    out
+}
+
+/// Families Karmada serves and ours does not, by name prefix, with why (docs/reference.md lists
+/// them too).
+const KARMADA_ONLY: &[(&str, &str)] = &[
+    ("go_", "the Go runtime's"),
+    (
+        "certwatcher_",
+        "controller-runtime's certificate watcher: no TLS serving here",
+    ),
+    (
+        "controller_runtime_webhook_",
+        "controller-runtime's webhook server: none runs in the controller-manager",
+    ),
+    (
+        "controller_runtime_conversion_webhook_",
+        "controller-runtime's conversion webhook: none runs in the controller-manager",
+    ),
+    (
+        "karmada_scheduler_",
+        "the built-in scheduler does not export Karmada's scheduler metrics yet",
+    ),
+];
+
+/// Families only ours serves: karmada-rs's own.
+const OURS_ONLY: &[&str] = &[
+    // Objects held in the shared caches, per cluster and kind.
+    "lariat_cached_objects",
+    // The `prometheus` crate's process collector has it; Go's does not.
+    "process_threads",
+];
+
+/// Families whose labels differ: ours adds `cluster` (one queue and one client per member;
+/// empty, which Prometheus reads as absent, for the control plane).
+const EXTRA_CLUSTER_LABEL: &[&str] = &["workqueue_", "controller_runtime_", "rest_client_"];
+
+/// Ours serves every family Karmada's controller-manager and scheduler served in the same
+/// scenario, with the same label names, but for the differences listed above (and in
+/// docs/reference.md); families only ours serves are karmada-rs's own and listed too.
+fn assert_same_metrics(go: &Families, ours: &Families) {
+    let mut problems = Vec::new();
+    for (family, labels) in go {
+        if KARMADA_ONLY.iter().any(|(p, _)| family.starts_with(p)) {
+            continue;
+        }
+        let Some(our_labels) = ours.get(family) else {
+            problems.push(format!("{family}: Karmada serves it, ours does not"));
+            continue;
+        };
+        let mut expected = labels.clone();
+        if EXTRA_CLUSTER_LABEL.iter().any(|p| family.starts_with(p)) {
+            expected.insert("cluster".to_owned());
+        }
+        if *our_labels != expected {
+            problems.push(format!(
+                "{family}: labels {labels:?} in Karmada's, {our_labels:?} in ours"
+            ));
+        }
+    }
+    for family in ours.keys().filter(|f| !go.contains_key(*f)) {
+        if !OURS_ONLY.contains(&family.as_str()) {
+            problems.push(format!("{family}: ours serves it, Karmada's does not"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "metric families differ:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every flag of a `--help` text with its default as printed (`None` when none is).
+fn help_flags(help: &str, default_of: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    let finish = |c: Option<(String, String)>, out: &mut BTreeMap<String, String>| {
+        if let Some((name, block)) = c {
+            out.insert(name, zero_as_empty(default_of(&block).unwrap_or_default()));
+        }
+    };
+    for line in help.lines() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let flag = (2..=8).contains(&indent)
+            && (trimmed.starts_with("--")
+                || (trimmed.starts_with('-') && trimmed.get(2..4) == Some(", ")));
+        if flag {
+            finish(current.take(), &mut out);
+            let at = trimmed.find("--").unwrap_or(0) + 2;
+            let name: String = trimmed[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            current = Some((name, trimmed.to_owned()));
+        } else if let Some((_, block)) = current.as_mut() {
+            if indent > 8 {
+                block.push(' ');
+                block.push_str(trimmed);
+            } else if !trimmed.is_empty() {
+                finish(current.take(), &mut out);
+            }
+        }
+    }
+    finish(current, &mut out);
+    out
+}
+
+/// Go's flag package prints no default for a zero value; ours prints one: compare them as "".
+fn zero_as_empty(value: String) -> String {
+    let value = value.trim_matches('"').to_owned();
+    match value.as_str() {
+        "false" | "0" | "0s" | "[]" | "\"\"" => String::new(),
+        _ => match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+            // Go prints a list's default in brackets.
+            Some(list) => list.to_owned(),
+            None => value,
+        },
+    }
+}
+
+/// Flags of Karmada's controller-manager ours does not take, and ours that Karmada's lacks, each
+/// with why (docs/compatibility.md lists them).
+const KARMADA_ONLY_FLAGS: &[&str] = &[
+    // Declared by v1.16's controller-manager, used by no controller there; the agent takes them.
+    "cluster-lease-duration",
+    "cluster-lease-renew-interval-fraction",
+];
+/// klog flags that have no effect here (docs/compatibility.md, "Accepted, no effect yet"): ours
+/// takes them without a default, so that giving one is noticed and warned about.
+const NO_DEFAULT_HERE: &[&str] = &[
+    "log-backtrace-at",
+    "log-file-max-size",
+    "logtostderr",
+    "stderrthreshold",
+];
+const OURS_ONLY_FLAGS: &[&str] = &[
+    // clap prints --help and --version itself (Go's cobra has -h, hidden, and a `version` command).
+    "help",
+    "version",
+    // Deprecated spellings of --health-probe-bind-address older Karmada versions took.
+    "bind-address",
+    "secure-port",
+];
+
+/// The flags `karmada-controller-manager --help` lists are Karmada v1.16's, with its defaults, but
+/// for the differences listed above: what docs/reference.md says of them.
+#[test]
+fn controller_manager_flags_and_defaults_are_karmadas() {
+    let go = testenv::binaries::locate_karmada("karmada-controller-manager")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let help = |bin: &std::path::Path| {
+        let out = std::process::Command::new(bin)
+            .arg("--help")
+            .output()
+            .unwrap_or_else(|e| panic!("run {} --help: {e}", bin.display()));
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let go_default = |block: &str| {
+        let at = block.rfind("(default ")?;
+        let rest = &block[at + "(default ".len()..];
+        Some(rest[..rest.rfind(')')?].to_owned())
+    };
+    let our_default = |block: &str| {
+        let at = block.rfind("[default: ")?;
+        let rest = &block[at + "[default: ".len()..];
+        Some(rest[..rest.find(']')?].to_owned())
+    };
+    let karmada = help_flags(&help(&go), go_default);
+    let ours = help_flags(
+        &help(karmada_e2e::controller_manager::binary()),
+        our_default,
+    );
+    assert!(karmada.len() > 60, "parsed Karmada's --help: {karmada:?}");
+    let mut problems = Vec::new();
+    for (flag, default) in &karmada {
+        match ours.get(flag) {
+            None if KARMADA_ONLY_FLAGS.contains(&flag.as_str()) => {}
+            None => problems.push(format!("--{flag}: Karmada's, not ours")),
+            Some(d) if d.is_empty() && NO_DEFAULT_HERE.contains(&flag.as_str()) => {}
+            Some(d) if d != default => problems.push(format!(
+                "--{flag}: default {default:?} in Karmada's, {d:?} in ours"
+            )),
+            Some(_) => {}
+        }
+    }
+    for flag in ours.keys().filter(|f| !karmada.contains_key(*f)) {
+        if !OURS_ONLY_FLAGS.contains(&flag.as_str()) {
+            problems.push(format!("--{flag}: ours, not Karmada's"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "flags differ:\n{}",
+        problems.join("\n")
+    );
 }

@@ -100,7 +100,7 @@ pub struct GenericFlags {
     #[arg(
         long = "cluster-startup-grace-period",
         value_name = "duration",
-        default_value = "60s",
+        default_value = "1m0s",
         allow_hyphen_values = true
     )]
     pub cluster_startup_grace_period: String,

@@ -43,6 +43,7 @@ pub(crate) struct Families {
     pub reconcile_total: IntCounterVec,
     pub reconcile_errors: IntCounterVec,
     pub terminal_errors: IntCounterVec,
+    pub reconcile_panics: IntCounterVec,
     pub reconcile_time: HistogramVec,
     pub max_concurrent: IntGaugeVec,
     pub active_workers: IntGaugeVec,
@@ -135,6 +136,11 @@ impl Families {
                 "Total number of terminal reconciliation errors per controller",
                 &[c, "controller"],
             )?,
+            reconcile_panics: counter_vec(
+                "controller_runtime_reconcile_panics_total",
+                "Total number of reconciliation panics per controller",
+                &[c, "controller"],
+            )?,
             reconcile_time: histogram_vec(
                 "controller_runtime_reconcile_time_seconds",
                 "Length of time per reconciliation per controller",
@@ -209,6 +215,7 @@ impl Families {
             Box::new(self.reconcile_total.clone()),
             Box::new(self.reconcile_errors.clone()),
             Box::new(self.terminal_errors.clone()),
+            Box::new(self.reconcile_panics.clone()),
             Box::new(self.reconcile_time.clone()),
             Box::new(self.max_concurrent.clone()),
             Box::new(self.active_workers.clone()),
@@ -274,6 +281,7 @@ enum Family {
     ReconcileTotal,
     ReconcileErrors,
     TerminalErrors,
+    ReconcilePanics,
     ReconcileTime,
     MaxConcurrent,
     ActiveWorkers,
@@ -296,6 +304,7 @@ impl Family {
             Family::ReconcileTotal => f.reconcile_total.remove_label_values(&l),
             Family::ReconcileErrors => f.reconcile_errors.remove_label_values(&l),
             Family::TerminalErrors => f.terminal_errors.remove_label_values(&l),
+            Family::ReconcilePanics => f.reconcile_panics.remove_label_values(&l),
             Family::ReconcileTime => f.reconcile_time.remove_label_values(&l),
             Family::MaxConcurrent => f.max_concurrent.remove_label_values(&l),
             Family::ActiveWorkers => f.active_workers.remove_label_values(&l),
@@ -397,6 +406,7 @@ impl ClusterMetrics {
         for fam in [
             Family::ReconcileErrors,
             Family::TerminalErrors,
+            Family::ReconcilePanics,
             Family::ReconcileTime,
             Family::MaxConcurrent,
             Family::ActiveWorkers,
@@ -409,12 +419,14 @@ impl ClusterMetrics {
             total_success: total[3].clone(),
             errors: f.reconcile_errors.with_label_values(&r),
             terminal_errors: f.terminal_errors.with_label_values(&r),
+            panics: f.reconcile_panics.with_label_values(&r),
             time: LazyHistogram::new(f.reconcile_time.clone(), l.clone()),
             max_concurrent: f.max_concurrent.with_label_values(&r),
             active_workers: f.active_workers.with_label_values(&r),
         };
         m.errors.inc_by(0);
         m.terminal_errors.inc_by(0);
+        m.panics.inc_by(0);
         m
     }
 
@@ -540,6 +552,8 @@ pub struct ReconcileMetrics {
     pub(crate) total_success: IntCounter,
     pub(crate) errors: IntCounter,
     pub(crate) terminal_errors: IntCounter,
+    /// Handler panics, caught and counted as errors too (controller-runtime's `RecoverPanic`).
+    pub(crate) panics: IntCounter,
     pub(crate) time: LazyHistogram,
     pub(crate) max_concurrent: IntGauge,
     pub(crate) active_workers: IntGauge,
@@ -585,6 +599,7 @@ mod tests {
         for n in [
             "controller_runtime_reconcile_total",
             "controller_runtime_reconcile_errors_total",
+            "controller_runtime_reconcile_panics_total",
             "controller_runtime_reconcile_time_seconds",
             "controller_runtime_max_concurrent_reconciles",
             "controller_runtime_active_workers",

@@ -287,13 +287,14 @@ async fn error_backs_off_ignore_does_not_requeue_requeue_after_fires() {
                     "fail" if n <= 5 => HandlerResult::error(format!("transient failure {n}")),
                     "ignore" => HandlerResult::ignore("cannot be fixed by retrying"),
                     "later" if n == 1 => HandlerResult::RequeueAfter(Duration::from_millis(800)),
+                    "panic" if n == 1 => panic!("a handler bug"),
                     _ => HandlerResult::Success,
                 }
             }
         },
     );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    for name in ["fail", "ignore", "later"] {
+    for name in ["fail", "ignore", "later", "panic"] {
         cms.create(&PostParams::default(), &cm(ns, name, "x"))
             .await
             .unwrap();
@@ -328,7 +329,27 @@ async fn error_backs_off_ignore_does_not_requeue_requeue_after_fires() {
         "requeue-after fired after {gap:?}"
     );
 
-    // controller-runtime's series were counted
+    let panic = &runs["panic"];
+    assert_eq!(
+        panic.len(),
+        2,
+        "a panicking handler is retried like a failing one"
+    );
+
+    // controller-runtime's series were counted, the panic among them
+    let panics: f64 = lariat::metrics::registry()
+        .gather()
+        .iter()
+        .filter(|mf| mf.name() == "controller_runtime_reconcile_panics_total")
+        .flat_map(|mf| mf.get_metric())
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == "it-results")
+        })
+        .map(|m| m.get_counter().value())
+        .sum();
+    assert_eq!(panics, 1.0);
     let series = framework_series("it-results");
     assert!(series.iter().any(
         |s| s.starts_with("controller_runtime_reconcile_total{") && s.contains("result=error")

@@ -1,9 +1,10 @@
 //! Karmada's propagation metrics (`pkg/metrics/resource.go`), with its names, help texts, labels and
 //! buckets, registered in the process registry ([`lariat::metrics::registry`]):
 //! `binding_sync_work_duration_seconds{result}`, `work_sync_workload_duration_seconds{result}`,
-//! `create_resource_to_cluster{result,apiversion,kind,member_cluster,recreate}`,
-//! `update_resource_to_cluster{result,apiversion,kind,member_cluster,operationResult}` and
-//! `delete_resource_from_cluster{result,apiversion,kind,member_cluster}`.
+//! `create_resource_to_cluster{result,apiversion,kind,member_cluster,cluster,recreate}`,
+//! `update_resource_to_cluster{result,apiversion,kind,member_cluster,cluster,operationResult}` and
+//! `delete_resource_from_cluster{result,apiversion,kind,member_cluster,cluster}`; `cluster` is the
+//! label Karmada v1.16 deprecated for `member_cluster` and still writes, with the same value.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -60,29 +61,37 @@ fn build() -> prometheus::Result<PropagationMetrics> {
     let create = IntCounterVec::new(
         Opts::new(
             "create_resource_to_cluster",
-            "Number of creation operations against a target member cluster. The 'result' label indicates outcome ('success' or 'error'), 'recreate' indicates whether the operation is recreated (true/false). Labels 'apiversion', 'kind', and 'member_cluster' specify the resource type, API version, and target cluster respectively.",
-        ),
-        &["result", "apiversion", "kind", "member_cluster", "recreate"],
-    )?;
-    let update = IntCounterVec::new(
-        Opts::new(
-            "update_resource_to_cluster",
-            "Number of updating operation of the resource to a target member cluster. By the result, 'error' means a resource updated failed. Otherwise 'success'. member_cluster means the target member cluster. operationResult means the result of the update operation.",
+            "Number of creation operations against a target member cluster. The 'result' label indicates outcome ('success' or 'error'), 'recreate' indicates whether the operation is recreated (true/false). Labels 'apiversion', 'kind', and 'cluster' specify the resource type, API version, and target cluster respectively. [Label deprecation: cluster deprecated in 1.16; use member_cluster. Removal planned 1.18.]",
         ),
         &[
             "result",
             "apiversion",
             "kind",
             "member_cluster",
+            "cluster",
+            "recreate",
+        ],
+    )?;
+    let update = IntCounterVec::new(
+        Opts::new(
+            "update_resource_to_cluster",
+            "Number of updating operation of the resource to a target member cluster. By the result, 'error' means a resource updated failed. Otherwise 'success'. Cluster means the target member cluster. operationResult means the result of the update operation. [Label deprecation: cluster deprecated in 1.16; use member_cluster. Removal planned 1.18.]",
+        ),
+        &[
+            "result",
+            "apiversion",
+            "kind",
+            "member_cluster",
+            "cluster",
             "operationResult",
         ],
     )?;
     let delete = IntCounterVec::new(
         Opts::new(
             "delete_resource_from_cluster",
-            "Number of deletion operations against a target member cluster. The 'result' label indicates outcome ('success' or 'error'). Labels 'apiversion', 'kind', and 'member_cluster' specify the resource's API version, type, and source cluster respectively.",
+            "Number of deletion operations against a target member cluster. The 'result' label indicates outcome ('success' or 'error'). Labels 'apiversion', 'kind', and 'cluster' specify the resource's API version, type, and source cluster respectively. [Label deprecation: cluster deprecated in 1.16; use member_cluster. Removal planned 1.18.]",
         ),
-        &["result", "apiversion", "kind", "member_cluster"],
+        &["result", "apiversion", "kind", "member_cluster", "cluster"],
     )?;
     let registry = lariat::metrics::registry();
     for collector in [
@@ -142,7 +151,14 @@ pub fn count_create(ok: bool, api_version: &str, kind: &str, cluster: &str, recr
     if let Some(m) = metrics() {
         let recreate = if recreate { "true" } else { "false" };
         m.create
-            .with_label_values(&[result_label(ok), api_version, kind, cluster, recreate])
+            .with_label_values(&[
+                result_label(ok),
+                api_version,
+                kind,
+                cluster,
+                cluster,
+                recreate,
+            ])
             .inc();
     }
 }
@@ -151,7 +167,14 @@ pub fn count_create(ok: bool, api_version: &str, kind: &str, cluster: &str, recr
 pub fn count_update(ok: bool, api_version: &str, kind: &str, cluster: &str, operation: &str) {
     if let Some(m) = metrics() {
         m.update
-            .with_label_values(&[result_label(ok), api_version, kind, cluster, operation])
+            .with_label_values(&[
+                result_label(ok),
+                api_version,
+                kind,
+                cluster,
+                cluster,
+                operation,
+            ])
             .inc();
     }
 }
@@ -160,7 +183,7 @@ pub fn count_update(ok: bool, api_version: &str, kind: &str, cluster: &str, oper
 pub fn count_delete(ok: bool, api_version: &str, kind: &str, cluster: &str) {
     if let Some(m) = metrics() {
         m.delete
-            .with_label_values(&[result_label(ok), api_version, kind, cluster])
+            .with_label_values(&[result_label(ok), api_version, kind, cluster, cluster])
             .inc();
     }
 }

@@ -364,6 +364,7 @@ impl<K: CacheObject> SharedController<K> {
             match AssertUnwindSafe(fut).catch_unwind().await {
                 Err(_) => {
                     tracing::error!(cluster = self.cluster(), controller = self.name(), handler = %h.name, %key, "handler panicked; requeuing");
+                    m.panics.inc();
                     failed = true;
                 }
                 Ok(HandlerResult::Success) => {}

@@ -1,6 +1,7 @@
 //! Serving the process-wide registry ([`crate::metrics::registry`]) on `/metrics` in the Prometheus text
 //! format, plus the process metrics every Go component exports (`process_cpu_seconds_total`,
-//! `process_resident_memory_bytes`, `process_open_fds`, …).
+//! `process_resident_memory_bytes`, `process_open_fds`, …, and the network and address-space
+//! series of [`super::process_extra`]).
 
 use std::sync::OnceLock;
 
@@ -21,6 +22,14 @@ pub fn register_process_metrics() {
             let collector = prometheus::process_collector::ProcessCollector::for_self();
             if let Err(e) = registry().register(Box::new(collector)) {
                 tracing::warn!(error = %e, "cannot register process metrics");
+            }
+            match super::process_extra::ExtraProcessCollector::new() {
+                Ok(extra) => {
+                    if let Err(e) = registry().register(Box::new(extra)) {
+                        tracing::warn!(error = %e, "cannot register process network metrics");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot define process network metrics"),
             }
         }
     });

@@ -11,6 +11,8 @@ pub mod health;
 pub mod leader_election;
 pub mod logging;
 pub mod manager;
+#[cfg(target_os = "linux")]
+pub mod process_extra;
 pub mod signals;
 
 pub use addr::BindAddress;

@@ -1,5 +1,6 @@
-//! Karmada's cluster metrics (`pkg/metrics/cluster.go`): same names, types, help and the
-//! `member_cluster` label, registered in the process registry the binary serves on `/metrics`.
+//! Karmada's cluster metrics (`pkg/metrics/cluster.go`): same names, types, help and labels
+//! (`member_cluster` and, as in Karmada v1.16, the deprecated `cluster_name` with the same value),
+//! registered in the process registry the binary serves on `/metrics`.
 
 use std::sync::OnceLock;
 
@@ -10,6 +11,16 @@ use apimachinery::quantity::Quantity;
 
 /// The label every cluster metric carries.
 pub const MEMBER_CLUSTER_LABEL: &str = "member_cluster";
+
+/// The deprecated label Karmada v1.16 still writes beside [`MEMBER_CLUSTER_LABEL`], with the same
+/// value (Karmada plans its removal for v1.18): dashboards built on it keep working.
+pub const CLUSTER_NAME_LABEL: &str = "cluster_name";
+
+/// What Karmada v1.16 appends to the help of every family carrying [`CLUSTER_NAME_LABEL`].
+const CLUSTER_NAME_DEPRECATION: &str = " [Label deprecation: cluster_name deprecated in 1.16; use member_cluster. Removal planned 1.18.]";
+
+/// The label names of every cluster metric.
+const LABELS: [&str; 2] = [MEMBER_CLUSTER_LABEL, CLUSTER_NAME_LABEL];
 
 /// The cluster metric families.
 pub struct ClusterMetrics {
@@ -36,7 +47,10 @@ pub struct ClusterMetrics {
 }
 
 fn gauge(name: &str, help: &str) -> prometheus::Result<GaugeVec> {
-    GaugeVec::new(Opts::new(name, help), &[MEMBER_CLUSTER_LABEL])
+    GaugeVec::new(
+        Opts::new(name, format!("{help}{CLUSTER_NAME_DEPRECATION}")),
+        &LABELS,
+    )
 }
 
 impl ClusterMetrics {
@@ -44,9 +58,11 @@ impl ClusterMetrics {
         let sync_status_duration = HistogramVec::new(
             HistogramOpts::new(
                 "cluster_sync_status_duration_seconds",
-                "Duration in seconds for syncing the status of the cluster once.",
+                format!(
+                    "Duration in seconds for syncing the status of the cluster once.{CLUSTER_NAME_DEPRECATION}"
+                ),
             ),
-            &[MEMBER_CLUSTER_LABEL],
+            &LABELS,
         )?;
         Ok(ClusterMetrics {
             ready: gauge(
@@ -103,7 +119,7 @@ impl ClusterMetrics {
     /// Records a cluster's readiness, node counts and resources from its status.
     pub fn record_status(&self, cluster: &Cluster) {
         let name = cluster.metadata.name.as_deref().unwrap_or_default();
-        let labels = [name];
+        let labels = [name, name];
         self.ready
             .with_label_values(&labels)
             .set(if cluster.is_ready() { 1.0 } else { 0.0 });
@@ -156,16 +172,18 @@ impl ClusterMetrics {
     /// Records how long one status sync of `cluster` took.
     pub fn record_sync_duration(&self, cluster: &str, seconds: f64) {
         self.sync_status_duration
-            .with_label_values(&[cluster])
+            .with_label_values(&[cluster, cluster])
             .observe(seconds);
     }
 
     /// Deletes every series of `cluster` (it was removed).
     pub fn cleanup(&self, cluster: &str) {
         for g in self.gauges() {
-            let _ = g.remove_label_values(&[cluster]);
+            let _ = g.remove_label_values(&[cluster, cluster]);
         }
-        let _ = self.sync_status_duration.remove_label_values(&[cluster]);
+        let _ = self
+            .sync_status_duration
+            .remove_label_values(&[cluster, cluster]);
     }
 }
 
