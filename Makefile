@@ -29,6 +29,10 @@ karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, webhook a
 test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment.
 	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer
 
+.PHONY: test-aggregated-apiserver
+test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a control plane whose cluster.karmada.io is served by Karmada's karmada-aggregated-apiserver (not in `make test`).
+	$(CARGO) test -p karmada-e2e --features karmada-go --test aggregated_apiserver
+
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
 	nice -n 10 hack/build-test-binaries.sh karmada-e2e >/dev/null
