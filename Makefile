@@ -62,9 +62,11 @@ crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm c
 	$(MAKE) --no-print-directory chart-crds
 
 .PHONY: chart-crds
-chart-crds: ## Copy crds/ into the chart's crds/ (a chart test fails while they differ).
-	rm -f $(CHART)/crds/*.yaml
+chart-crds: ## Copy crds/ into the chart: crds/, but the Cluster CRD into files/crds/ (a template installs it unless clusterCRD.install=false); a chart test fails while they differ.
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/crds/*.yaml
+	mkdir -p $(CHART)/files/crds
 	cp crds/*.yaml $(CHART)/crds/
+	mv $(CHART)/crds/cluster.karmada.io_clusters.yaml $(CHART)/files/crds/
 
 .PHONY: helm-lint
 helm-lint: test-tools ## helm lint --strict the chart, with default values and with kubeconfig mode.

@@ -18,6 +18,8 @@
 //! - A Deployment and a policy propagate to both members and the template's status sums theirs.
 //! - Unjoin, and deleting the Pull member's Cluster while its agent runs, remove the Clusters
 //!   (finalizers released).
+//! - The controller-manager chart refuses to install its Cluster CRD beside the aggregated server,
+//!   and installs without it with `clusterCRD.install=false`.
 //!
 //! In Go Karmada the same Clusters would be served the same way; what differs from a CRD-served
 //! group is what the aggregated server does on its own: it validates Clusters, defaults
@@ -491,7 +493,27 @@ async fn clusters_served_by_the_aggregated_apiserver() {
     eventually("member2's Cluster gone", &procs, async || {
         match clusters.get_opt("member2").await {
             Ok(None) => Ok(()),
-            Ok(Some(c)) => Err(format!("finalizers {:?}", c.finalizers())),
+            Ok(Some(c)) => {
+                // What it waits for: the execution namespace's deletion and the Works in it.
+                let space = Api::<Namespace>::all(host.clone())
+                    .get_opt("karmada-es-member2")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map(|n| serde_json::to_string(&n.status).unwrap());
+                let works: Vec<String> =
+                    Api::<karmada_apis::Work>::namespaced(host.clone(), "karmada-es-member2")
+                        .list(&ListParams::default())
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .items
+                        .iter()
+                        .map(|w| format!("{} {:?}", w.name_any(), w.finalizers()))
+                        .collect();
+                Err(format!(
+                    "finalizers {:?}; execution space {space:?}; Works {works:?}",
+                    c.finalizers()
+                ))
+            }
             Err(e) => Err(e.to_string()),
         }
     })
@@ -505,5 +527,54 @@ async fn clusters_served_by_the_aggregated_apiserver() {
             .unwrap()
             .items
             .is_empty()
+    );
+}
+
+/// `helm install --dry-run=server` of the controller-manager chart against the host, with `sets`:
+/// the rendered manifests, or helm's error.
+fn helm_install_dry_run(sets: &[&str]) -> Result<String, String> {
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/karmada-controller-manager");
+    let home = std::env::temp_dir().join(format!("karmada-rs-helm-{}", std::process::id()));
+    let mut cmd = std::process::Command::new(karmada_e2e::tools::tool("helm"));
+    cmd.args(["install", "kcm"])
+        .arg(&chart)
+        .args(["-n", "default", "--dry-run=server", "--kubeconfig"])
+        .arg(env().host().kubeconfig_path())
+        .env_remove("KUBECONFIG");
+    for (var, sub) in [
+        ("HELM_CACHE_HOME", "cache"),
+        ("HELM_CONFIG_HOME", "config"),
+        ("HELM_DATA_HOME", "data"),
+    ] {
+        cmd.env(var, home.join(sub));
+    }
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The controller-manager chart installs the Cluster CRD by default: where the aggregated server
+/// serves the group, it refuses to, naming the APIService and the value that installs without it;
+/// with `clusterCRD.install=false` it installs, without any CRD among its templates.
+#[tokio::test]
+async fn the_chart_refuses_a_cluster_crd_beside_the_aggregated_apiserver() {
+    let refused = helm_install_dry_run(&[]).unwrap_err();
+    assert!(
+        refused.contains("APIService v1alpha1.cluster.karmada.io")
+            && refused.contains("karmada-system/karmada-aggregated-apiserver")
+            && refused.contains("clusterCRD.install=false"),
+        "{refused}"
+    );
+    let rendered = helm_install_dry_run(&["clusterCRD.install=false"]).unwrap();
+    assert!(rendered.contains("kind: Deployment"), "{rendered}");
+    assert!(
+        !rendered.contains("kind: CustomResourceDefinition"),
+        "{rendered}"
     );
 }
