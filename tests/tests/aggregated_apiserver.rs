@@ -18,6 +18,8 @@
 //! - A Deployment and a policy propagate to both members and the template's status sums theirs.
 //! - Unjoin, and deleting the Pull member's Cluster while its agent runs, remove the Clusters
 //!   (finalizers released).
+//! - The controller-manager says at startup that Clusters come through the APIService, and warns
+//!   when a Cluster CRD exists beside it (the APIService keeps serving them).
 //! - The controller-manager chart refuses to install its Cluster CRD beside the aggregated server,
 //!   and installs without it with `clusterCRD.install=false`.
 //!
@@ -199,6 +201,18 @@ async fn clusters_served_by_the_aggregated_apiserver() {
         &[],
     );
     let procs = [&cm];
+    // It says where Clusters come from.
+    cm.eventually("the startup line naming the APIService", WAIT, async || {
+        cm.log()
+            .lines()
+            .find(|l| {
+                l.contains("served through the APIService v1alpha1.cluster.karmada.io")
+                    && l.contains("karmada-system/karmada-aggregated-apiserver")
+            })
+            .map(|_| ())
+            .ok_or("not yet".to_string())
+    })
+    .await;
 
     // --- Push member: join. ---
     karmadactl("join", member1, &["--token-wait=3s"]).await;
@@ -520,6 +534,65 @@ async fn clusters_served_by_the_aggregated_apiserver() {
     .await;
     agent.signal(libc::SIGTERM);
     agent.wait_exit(Duration::from_secs(40)).await.unwrap();
+
+    // --- A Cluster CRD beside the APIService: the APIService still serves Clusters, and a
+    // controller-manager starting then warns that both claim the group. ---
+    let cluster_crd: Vec<_> = karmada_apis::crds::all()
+        .into_iter()
+        .filter(|c| c.metadata.name.as_deref() == Some(testenv::CLUSTER_CRD))
+        .collect();
+    testenv::install_crd_objects(&host, &cluster_crd)
+        .await
+        .unwrap();
+    let served_by = |a: APIService| a.spec.and_then(|s| s.service).and_then(|s| s.name);
+    let api_services = Api::<APIService>::all(host.clone());
+    assert_eq!(
+        served_by(
+            api_services
+                .get(testenv::CLUSTER_API_SERVICE)
+                .await
+                .unwrap()
+        )
+        .as_deref(),
+        Some("karmada-aggregated-apiserver")
+    );
+    let mut second = Kcm::start(env.host().kubeconfig_path(), &["--leader-elect=false"], &[]);
+    second
+        .eventually("the warning that both serve Clusters", WAIT, async || {
+            second
+                .log()
+                .lines()
+                .find(|l| l.contains("WARN") && l.contains("both the APIService"))
+                .map(|_| ())
+                .ok_or("not yet".to_string())
+        })
+        .await;
+    second.signal(libc::SIGTERM);
+    second.wait_exit(Duration::from_secs(40)).await.unwrap();
+    Api::<CustomResourceDefinition>::all(host.clone())
+        .delete(testenv::CLUSTER_CRD, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Cluster CRD gone", &[&cm], async || {
+        match Api::<CustomResourceDefinition>::all(host.clone())
+            .get_opt(testenv::CLUSTER_CRD)
+            .await
+        {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|c| c.map(|c| c.status)))),
+        }
+    })
+    .await;
+    assert_eq!(
+        served_by(
+            api_services
+                .get(testenv::CLUSTER_API_SERVICE)
+                .await
+                .unwrap()
+        )
+        .as_deref(),
+        Some("karmada-aggregated-apiserver")
+    );
     assert!(
         clusters
             .list(&ListParams::default())
