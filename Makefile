@@ -22,12 +22,16 @@ test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller
 	hack/build-test-binaries.sh >/dev/null
 
 .PHONY: karmada-binaries
-karmada-binaries: ## Build Karmada's Go controller-manager, scheduler and webhook (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark and its test need them.
+karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, webhook and aggregated API server (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark, its test and the aggregated-apiserver test need them.
 	nice -n 10 hack/build-test-binaries.sh karmada >/dev/null
 
 .PHONY: test-karmada-peer
 test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment.
 	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer
+
+.PHONY: test-aggregated-apiserver
+test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a control plane whose cluster.karmada.io is served by Karmada's karmada-aggregated-apiserver (not in `make test`).
+	$(CARGO) test -p karmada-e2e --features karmada-go --test aggregated_apiserver
 
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
@@ -58,9 +62,11 @@ crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm c
 	$(MAKE) --no-print-directory chart-crds
 
 .PHONY: chart-crds
-chart-crds: ## Copy crds/ into the chart's crds/ (a chart test fails while they differ).
-	rm -f $(CHART)/crds/*.yaml
+chart-crds: ## Copy crds/ into the chart: crds/, but the Cluster CRD into files/crds/ (a template installs it unless clusterCRD.install=false); a chart test fails while they differ.
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/crds/*.yaml
+	mkdir -p $(CHART)/files/crds
 	cp crds/*.yaml $(CHART)/crds/
+	mv $(CHART)/crds/cluster.karmada.io_clusters.yaml $(CHART)/files/crds/
 
 .PHONY: helm-lint
 helm-lint: test-tools ## helm lint --strict the chart, with default values and with kubeconfig mode.

@@ -6,7 +6,9 @@
 # Prints the cache folder on stdout; progress goes to stderr.
 #
 # `hack/build-test-binaries.sh karmada` instead builds Karmada's own Go controller-manager, scheduler and
-# webhook (the peer the benchmark measures against; `make karmada-binaries`) from hack/tools/karmada into
+# webhook (the peer the benchmark measures against; `make karmada-binaries`), and its aggregated API server
+# (serves cluster.karmada.io and clusters/proxy in the test environment's `aggregated_apiserver` option)
+# from hack/tools/karmada into
 #   .../test-binaries/karmada-<v>/
 # and prints that folder. `hack/build-test-binaries.sh karmada-e2e` builds, into the same folder, Karmada's
 # e2e suite and the Go karmadactl and karmada-agent (`make karmada-e2e-binaries`). Plain `make test` never
@@ -95,7 +97,8 @@ if [ "${1:-}" = karmada ]; then
   build karmada \
     karmada-controller-manager=github.com/karmada-io/karmada/cmd/controller-manager \
     karmada-scheduler=github.com/karmada-io/karmada/cmd/scheduler \
-    karmada-webhook=github.com/karmada-io/karmada/cmd/webhook
+    karmada-webhook=github.com/karmada-io/karmada/cmd/webhook \
+    karmada-aggregated-apiserver=github.com/karmada-io/karmada/cmd/aggregated-apiserver
   # Karmada's own CRDs, as its chart installs them: the peer's harness adds those our crds/ lack (the
   # Go controllers and webhook watch some of them, e.g. config.karmada.io's interpreter customizations).
   if [ ! -d "$out/crds" ]; then

@@ -209,22 +209,37 @@ fn chart_app_version_and_image_tag_follow_the_crate_version() {
     );
 }
 
+/// The chart's CRDs are the workspace's: every one in its `crds/` but the Cluster CRD, which is in
+/// `files/crds/` (a template installs it unless `clusterCRD.install=false`).
 #[test]
 fn chart_crds_are_the_workspace_crds() {
     let top = workspace().join("crds");
     let chart = chart_dir().join("crds");
+    let templated = chart_dir().join("files/crds");
     let fix = "run `make chart-crds` (or `make crds`) to copy crds/ into the chart";
+    let cluster = "cluster.karmada.io_clusters.yaml".to_string();
+    let mut expected = yaml_files(&top);
+    assert!(expected.remove(&cluster), "crds/ has no {cluster}");
     assert_eq!(
-        yaml_files(&top),
         yaml_files(&chart),
-        "charts/karmada-controller-manager/crds/ lists other files than crds/: {fix}"
+        expected,
+        "charts/karmada-controller-manager/crds/ lists other files than crds/ without {cluster}: {fix}"
     );
-    for name in yaml_files(&top) {
-        let a = std::fs::read(top.join(&name)).expect("read crd");
-        let b = std::fs::read(chart.join(&name)).expect("read chart crd");
+    assert_eq!(
+        yaml_files(&templated),
+        std::iter::once(cluster.clone()).collect(),
+        "charts/karmada-controller-manager/files/crds/ holds only {cluster}: {fix}"
+    );
+    for (name, dir, folder) in expected
+        .iter()
+        .map(|n| (n, &chart, "crds"))
+        .chain(std::iter::once((&cluster, &templated, "files/crds")))
+    {
+        let a = std::fs::read(top.join(name)).expect("read crd");
+        let b = std::fs::read(dir.join(name)).expect("read chart crd");
         assert!(
             a == b,
-            "charts/karmada-controller-manager/crds/{name} differs from crds/{name}: {fix}"
+            "charts/karmada-controller-manager/{folder}/{name} differs from crds/{name}: {fix}"
         );
     }
 }
@@ -871,7 +886,7 @@ async fn install_run_as_service_account_upgrade_uninstall() {
     ]);
     eprintln!("helm install took {:?}", started.elapsed());
 
-    // The CRDs from crds/ are installed and established.
+    // The CRDs from crds/ and the templated Cluster CRD are installed and established.
     wait_for_crds(&client).await;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
 
@@ -1112,14 +1127,15 @@ async fn install_run_as_service_account_upgrade_uninstall() {
         }
     })
     .await;
-    // Helm keeps CRDs from crds/ (deleting them would delete every policy, binding and Work).
-    assert!(
-        crds.get_opt("works.work.karmada.io")
-            .await
-            .unwrap()
-            .is_some(),
-        "CRDs survive uninstall"
-    );
+    // Helm keeps CRDs from crds/ (deleting them would delete every policy, binding and Work), and
+    // the templated Cluster CRD (`helm.sh/resource-policy: keep`; deleting it would delete every
+    // Cluster).
+    for name in ["works.work.karmada.io", "clusters.cluster.karmada.io"] {
+        assert!(
+            crds.get_opt(name).await.unwrap().is_some(),
+            "CRD {name} survives uninstall"
+        );
+    }
 }
 
 /// docs/reference.md's flags reference is what `--help` says (hack/readme-flags.sh --check).

@@ -121,3 +121,30 @@ true
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+"true" when this release renders the Cluster CRD (files/crds/cluster.karmada.io_clusters.yaml):
+clusterCRD.install is on and no other installer owns the CRD yet (an earlier version of this chart
+installed it from crds/, or another release did), as for the agent restriction policy above. Fails
+when the APIService v1alpha1.cluster.karmada.io sends cluster.karmada.io to a Service (Karmada's
+karmada-aggregated-apiserver): the CRD would claim the same group. helm template (no cluster to look
+up) always renders it.
+*/}}
+{{- define "kcm.renderClusterCRD" -}}
+{{- if .Values.clusterCRD.install -}}
+{{- $apiService := lookup "apiregistration.k8s.io/v1" "APIService" "" "v1alpha1.cluster.karmada.io" -}}
+{{- $service := dig "spec" "service" dict $apiService -}}
+{{- if $service -}}
+{{- fail (printf "clusterCRD.install is true, but the APIService v1alpha1.cluster.karmada.io already serves cluster.karmada.io from the Service %s/%s (Karmada's karmada-aggregated-apiserver): the Cluster CRD would claim the same group. Install with --set clusterCRD.install=false; the controller-manager uses the Clusters that server serves." (get $service "namespace") (get $service "name")) -}}
+{{- end -}}
+{{- $existing := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "clusters.cluster.karmada.io" -}}
+{{- if not $existing -}}
+true
+{{- else -}}
+{{- $annotations := ($existing.metadata).annotations | default dict -}}
+{{- if and (eq (get $annotations "meta.helm.sh/release-name") .Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") .Release.Namespace) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::controllers::ControllerContext;
 use crate::options::{self, LEASE_NAME, Options};
-use crate::{controllers, no_effect};
+use crate::{cluster_source, controllers, no_effect};
 use karmada_process::flags::Logs;
 use karmada_process::{shell, version};
 
@@ -107,6 +107,9 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         manager.shutdown().await;
         return Ok(());
     }
+    // Which server serves Clusters (the CRD or Karmada's aggregated API server); a warning when both
+    // claim the group or neither does.
+    cluster_source::report(&client).await;
 
     let opts = Arc::new(opts);
     let result = manager

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod cluster_api;
+pub mod cluster_source;
 pub mod controllers;
 
 pub mod no_effect;

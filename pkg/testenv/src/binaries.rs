@@ -121,14 +121,15 @@ pub fn karmada_version() -> &'static str {
 }
 
 /// The folder `hack/build-test-binaries.sh karmada` (`make karmada-binaries`) writes Karmada's Go
-/// binaries and Karmada's own CRDs (`crds/`) to, beside the other test binaries.
+/// binaries (controller-manager, scheduler, webhook, aggregated API server) and Karmada's own CRDs
+/// (`crds/`) to, beside the other test binaries.
 pub fn karmada_dir() -> PathBuf {
     cache_dir().with_file_name(format!("karmada-{}", karmada_version()))
 }
 
 /// Locates Karmada's Go executable `name` (`karmada-controller-manager`, `karmada-scheduler`,
-/// `karmada-webhook`); the error says to run `make karmada-binaries`. Never found in
-/// `$KUBEBUILDER_ASSETS`: our own controller-manager has the same name.
+/// `karmada-webhook`, `karmada-aggregated-apiserver`); the error says to run `make karmada-binaries`.
+/// Never found in `$KUBEBUILDER_ASSETS`: our own controller-manager has the same name.
 pub fn locate_karmada(name: &str) -> Result<PathBuf, Error> {
     let p = karmada_dir().join(name);
     if p.is_file() {

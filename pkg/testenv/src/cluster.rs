@@ -31,10 +31,32 @@ pub struct ApiServer {
     process: Mutex<Option<ManagedProcess>>,
     components: Mutex<Vec<ManagedProcess>>,
     metrics_server_port: Mutex<Option<u16>>,
+    aggregated_apiserver_port: Mutex<Option<u16>>,
 }
 
 /// The front-proxy client's name: the identity an aggregating API server proxies with.
 const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
+/// Karmada's aggregated API server: its binary, log and Service name.
+pub(crate) const AGGREGATED_APISERVER: &str = "karmada-aggregated-apiserver";
+
+/// The APIService that makes the host serve `cluster.karmada.io/v1alpha1` through it.
+pub const CLUSTER_API_SERVICE: &str = "v1alpha1.cluster.karmada.io";
+
+/// An extension API server behind an APIService: an ExternalName Service `localhost` on its port, so
+/// the aggregator proxies to the loopback port, with this cluster's CA as the CA bundle.
+struct Extension<'a> {
+    api_service: &'a str,
+    group: &'a str,
+    version: &'a str,
+    namespace: &'a str,
+    service: &'a str,
+    port: u16,
+    group_priority_minimum: i32,
+    version_priority: i32,
+    /// The extension server's log, quoted when it does not become Available.
+    log: PathBuf,
+}
 
 impl ApiServer {
     /// Creates its folder, PKI and kubeconfig; does not start it.
@@ -89,6 +111,7 @@ impl ApiServer {
             process: Mutex::new(None),
             components: Mutex::new(Vec::new()),
             metrics_server_port: Mutex::new(None),
+            aggregated_apiserver_port: Mutex::new(None),
         };
         server.kubeconfig = kubeconfig::for_server(&server)?;
         kubeconfig::write(&server.kubeconfig_path, &server.kubeconfig)?;
@@ -344,9 +367,19 @@ impl ApiServer {
     }
 
     fn start_component(&self, binary: &str, args: Vec<String>) -> Result<(), Error> {
+        self.start_component_from(binary, &binaries::locate(binary)?, args)
+    }
+
+    /// Like [`Self::start_component`], with the executable at `program`.
+    fn start_component_from(
+        &self,
+        binary: &str,
+        program: &Path,
+        args: Vec<String>,
+    ) -> Result<(), Error> {
         let proc = ManagedProcess::spawn(
             &format!("{}/{binary}", self.name),
-            &binaries::locate(binary)?,
+            program,
             &args,
             &self.dir.join(format!("{binary}.log")),
             &self.pid_file,
@@ -495,43 +528,141 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Registers the `v1beta1.metrics.k8s.io` APIService (an ExternalName Service `localhost`, so the
-    /// aggregator proxies to the loopback port) and waits until the API server reports it Available.
+    /// Registers the `v1beta1.metrics.k8s.io` APIService and waits until the API server reports it
+    /// Available.
     pub(crate) async fn register_metrics_api(&self, timeout: Duration) -> Result<(), Error> {
-        use k8s_openapi::api::core::v1::Service;
-        use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
         let port = self
             .metrics_server_port
             .lock()
             .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?
             .ok_or_else(|| Error::Process(format!("{}: metrics-server not started", self.name)))?;
+        self.register_extension(
+            &Extension {
+                api_service: "v1beta1.metrics.k8s.io",
+                group: "metrics.k8s.io",
+                version: "v1beta1",
+                namespace: "kube-system",
+                service: "metrics-server",
+                port,
+                group_priority_minimum: 100,
+                version_priority: 100,
+                log: self.dir.join("metrics-server.log"),
+            },
+            timeout,
+        )
+        .await
+    }
+
+    /// Runs Karmada's `karmada-aggregated-apiserver` (built by `make karmada-binaries`) against it on a
+    /// loopback port, as Karmada's installers deploy it: this server's kubeconfig for its clients and
+    /// for delegated authentication and authorization, its own prefix on the shared etcd, and a serving
+    /// certificate from this cluster's CA. The API server must be an aggregator
+    /// ([`Self::enable_front_proxy`]): the extension server trusts its front-proxy client.
+    pub(crate) fn start_aggregated_apiserver(&self, etcd_url: &str) -> Result<(), Error> {
+        let program = binaries::locate_karmada(AGGREGATED_APISERVER)?;
+        let port = process::free_port()?;
+        let (cert, key) = self.pki.issue_serving(
+            AGGREGATED_APISERVER,
+            &[
+                "localhost",
+                "127.0.0.1",
+                "karmada-aggregated-apiserver.karmada-system.svc",
+            ],
+            &self.dir,
+        )?;
+        let kc = self.kubeconfig_path.display().to_string();
+        let args = vec![
+            format!("--kubeconfig={kc}"),
+            format!("--authentication-kubeconfig={kc}"),
+            format!("--authorization-kubeconfig={kc}"),
+            format!("--etcd-servers={etcd_url}"),
+            format!("--etcd-prefix=/{}-{AGGREGATED_APISERVER}", self.name),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", cert.display()),
+            format!("--tls-private-key-file={}", key.display()),
+            "--v=1".to_string(),
+        ];
+        self.start_component_from(AGGREGATED_APISERVER, &program, args)?;
+        *self
+            .aggregated_apiserver_port
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))? = Some(port);
+        Ok(())
+    }
+
+    /// Registers the `v1alpha1.cluster.karmada.io` APIService (Service
+    /// `karmada-system/karmada-aggregated-apiserver`, Karmada's priorities) and waits until the API
+    /// server reports it Available.
+    pub(crate) async fn register_cluster_api(&self, timeout: Duration) -> Result<(), Error> {
+        let port = self
+            .aggregated_apiserver_port
+            .lock()
+            .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?
+            .ok_or_else(|| {
+                Error::Process(format!("{}: {AGGREGATED_APISERVER} not started", self.name))
+            })?;
+        self.register_extension(
+            &Extension {
+                api_service: CLUSTER_API_SERVICE,
+                group: "cluster.karmada.io",
+                version: "v1alpha1",
+                namespace: "karmada-system",
+                service: AGGREGATED_APISERVER,
+                port,
+                group_priority_minimum: 2000,
+                version_priority: 10,
+                log: self.dir.join(format!("{AGGREGATED_APISERVER}.log")),
+            },
+            timeout,
+        )
+        .await
+    }
+
+    /// Creates the Service and APIService of `ext` (and the Service's namespace) and waits until the
+    /// APIService is Available.
+    async fn register_extension(
+        &self,
+        ext: &Extension<'_>,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        use k8s_openapi::api::core::v1::Service;
+        use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
         let client = self.try_client().await?;
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": ext.namespace}}))
+                .map_err(|e| Error::Process(format!("namespace manifest: {e}")))?;
         let service: Service = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "metrics-server", "namespace": "kube-system"},
+            "metadata": {"name": ext.service, "namespace": ext.namespace},
             "spec": {"type": "ExternalName", "externalName": "localhost",
-                     "ports": [{"name": "https", "port": port}]},
+                     "ports": [{"name": "https", "port": ext.port}]},
         }))
-        .map_err(|e| Error::Process(format!("metrics-server Service manifest: {e}")))?;
+        .map_err(|e| Error::Process(format!("{} Service manifest: {e}", ext.service)))?;
         let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, self.ca_pem()?);
         let api_service: APIService = serde_json::from_value(serde_json::json!({
             "apiVersion": "apiregistration.k8s.io/v1",
             "kind": "APIService",
-            "metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "metadata": {"name": ext.api_service},
             "spec": {
-                "service": {"name": "metrics-server", "namespace": "kube-system", "port": port},
-                "group": "metrics.k8s.io",
-                "version": "v1beta1",
+                "service": {"name": ext.service, "namespace": ext.namespace, "port": ext.port},
+                "group": ext.group,
+                "version": ext.version,
                 "caBundle": ca,
-                "groupPriorityMinimum": 100,
-                "versionPriority": 100,
+                "groupPriorityMinimum": ext.group_priority_minimum,
+                "versionPriority": ext.version_priority,
             },
         }))
-        .map_err(|e| Error::Process(format!("metrics APIService manifest: {e}")))?;
-        let services: Api<Service> = Api::namespaced(client.clone(), "kube-system");
+        .map_err(|e| Error::Process(format!("{} APIService manifest: {e}", ext.api_service)))?;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let services: Api<Service> = Api::namespaced(client.clone(), ext.namespace);
         let api_services: Api<APIService> = Api::all(client);
         for result in [
+            namespaces
+                .create(&PostParams::default(), &namespace)
+                .await
+                .map(|_| ()),
             services
                 .create(&PostParams::default(), &service)
                 .await
@@ -546,7 +677,7 @@ impl ApiServer {
                 Err(kube::Error::Api(s)) if s.code == 409 => {}
                 Err(e) => {
                     return Err(Error::kube(
-                        format!("{}: registering metrics.k8s.io", self.name),
+                        format!("{}: registering {}", self.name, ext.api_service),
                         e,
                     ));
                 }
@@ -554,28 +685,39 @@ impl ApiServer {
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let available = api_services
-                .get_opt("v1beta1.metrics.k8s.io")
+            let conditions = api_services
+                .get_opt(ext.api_service)
                 .await
                 .ok()
                 .flatten()
                 .and_then(|a| a.status)
                 .and_then(|s| s.conditions)
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == "Available" && c.status == "True")
-                });
-            if available {
+                .unwrap_or_default();
+            if conditions
+                .iter()
+                .any(|c| c.type_ == "Available" && c.status == "True")
+            {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                let log = self.dir.join("metrics-server.log");
+                let why = conditions
+                    .iter()
+                    .find(|c| c.type_ == "Available")
+                    .map(|c| {
+                        format!(
+                            " ({}: {})",
+                            c.reason.as_deref().unwrap_or(""),
+                            c.message.as_deref().unwrap_or("")
+                        )
+                    })
+                    .unwrap_or_default();
                 return Err(Error::Timeout(format!(
-                    "{}: the metrics.k8s.io APIService was not Available within {timeout:?}; last lines \
+                    "{}: the {} APIService was not Available within {timeout:?}{why}; last lines \
                      of {}:\n{}",
                     self.name,
-                    log.display(),
-                    process::log_tail(&log)
+                    ext.api_service,
+                    ext.log.display(),
+                    process::log_tail(&ext.log)
                 )));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

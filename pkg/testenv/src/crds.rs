@@ -14,14 +14,36 @@ pub fn workspace_crds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds")
 }
 
+/// The Cluster CRD's name: left out where Karmada's aggregated API server serves the group.
+pub const CLUSTER_CRD: &str = "clusters.cluster.karmada.io";
+
 /// Applies every CRD in the workspace's `crds/` and waits until each is Established.
 pub async fn install_crds(client: &Client) -> Result<Vec<String>, Error> {
     install_crds_from(client, &workspace_crds_dir()).await
 }
 
+/// Like [`install_crds`], without the CRDs named in `skip` (e.g. [`CLUSTER_CRD`]).
+pub async fn install_crds_except(client: &Client, skip: &[&str]) -> Result<Vec<String>, Error> {
+    let crds = read_crds(&workspace_crds_dir())?
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_none_or(|n| !skip.contains(&n))
+        })
+        .collect::<Vec<_>>();
+    install_crd_objects(client, &crds).await
+}
+
 /// Applies every `*.yaml` CRD in `dir` (server-side apply) and waits until each is Established.
 /// Returns the names of the CRDs.
 pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String>, Error> {
+    install_crd_objects(client, &read_crds(dir)?).await
+}
+
+/// The CRDs of the `*.yaml` files in `dir`, sorted by file name; each must have a name.
+fn read_crds(dir: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -47,7 +69,7 @@ pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String
         }
         crds.push(crd);
     }
-    install_crd_objects(client, &crds).await
+    Ok(crds)
 }
 
 /// Applies `crds` (server-side apply) and waits until each is Established. Returns their names.

@@ -20,7 +20,7 @@ pub enum Error {
     /// One of Karmada's Go binaries is missing (the Karmada peer in the benchmark).
     #[error(
         "Karmada's Go binary {name} not found (looked in: {searched}); build Karmada's controller-manager, \
-         scheduler and webhook from the pinned Go module with `make karmada-binaries` (runs \
+         scheduler, webhook and aggregated API server from the pinned Go module with `make karmada-binaries` (runs \
          `hack/build-test-binaries.sh karmada`; needs Go >= 1.26)"
     )]
     MissingKarmadaBinary {

@@ -6,6 +6,9 @@
 //! service-account controllers), and a *full* member adds kube-scheduler and kwok with fake nodes, so a
 //! Deployment there really gets Running, Ready pods. Optionally a full member also runs metrics-server,
 //! scraping kwok's emulated kubelet resource metrics, behind the `metrics.k8s.io` APIService.
+//! Optionally the host serves `cluster.karmada.io` through Karmada's own `karmada-aggregated-apiserver`
+//! behind the `v1alpha1.cluster.karmada.io` APIService, instead of the Cluster CRD, as Karmada's
+//! installers set a control plane up.
 //!
 //! Every process is started from the official binaries built by `hack/build-test-binaries.sh` (or found
 //! in `$KUBEBUILDER_ASSETS`) and can never outlive the process that started it; see [`process`].
@@ -25,8 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use cluster::ApiServer;
-pub use crds::{install_crd_objects, install_crds, install_crds_from, workspace_crds_dir};
+pub use cluster::{ApiServer, CLUSTER_API_SERVICE};
+pub use crds::{
+    CLUSTER_CRD, install_crd_objects, install_crds, install_crds_except, install_crds_from,
+    workspace_crds_dir,
+};
 pub use error::Error;
 
 use process::ManagedProcess;
@@ -63,6 +69,13 @@ pub struct EnvOptions {
     /// each pod's usage from its `kwok.x-k8s.io/usage-cpu` / `usage-memory` annotations and serves it as
     /// the kubelet's resource metrics, which metrics-server scrapes every 10 s.
     pub metrics_server: bool,
+    /// The host serves `cluster.karmada.io/v1alpha1` (Clusters, their `status` and `proxy`) through
+    /// Karmada's `karmada-aggregated-apiserver` (built by `make karmada-binaries`), registered as the
+    /// `v1alpha1.cluster.karmada.io` APIService, as in a control plane Karmada's own tools installed:
+    /// the host becomes an aggregator (front-proxy client certificate, request-header CA), the
+    /// aggregated server keeps Clusters under its own prefix of the shared etcd, and
+    /// [`Self::install_crds`] leaves the Cluster CRD out.
+    pub aggregated_apiserver: bool,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
 }
@@ -78,6 +91,7 @@ impl Default for EnvOptions {
             host_audit_log: false,
             member_audit_logs: false,
             metrics_server: false,
+            aggregated_apiserver: false,
             dir: None,
         }
     }
@@ -132,6 +146,9 @@ impl TestEnv {
         for name in names {
             binaries::locate(name)?;
         }
+        if options.aggregated_apiserver {
+            binaries::locate_karmada(cluster::AGGREGATED_APISERVER)?;
+        }
         if options.full_members > 0 {
             binaries::kwok_stages()?;
         }
@@ -148,6 +165,9 @@ impl TestEnv {
         servers.push(ApiServer::prepare("host", &dir, &etcd_url, &pid_file)?);
         if options.host_audit_log {
             servers[0].enable_audit_log()?;
+        }
+        if options.aggregated_apiserver {
+            servers[0].enable_front_proxy()?;
         }
         for i in 1..=options.members {
             let mut member = ApiServer::prepare(&format!("member{i}"), &dir, &etcd_url, &pid_file)?;
@@ -206,8 +226,17 @@ impl TestEnv {
             )
             .await?;
         }
+        if options.aggregated_apiserver {
+            host.start_aggregated_apiserver(&etcd_url)?;
+            host.register_cluster_api(Duration::from_secs(90)).await?;
+        }
         if options.install_crds {
-            install_crds(&host.try_client().await?).await?;
+            let client = host.try_client().await?;
+            if options.aggregated_apiserver {
+                install_crds_except(&client, &[CLUSTER_CRD]).await?;
+            } else {
+                install_crds(&client).await?;
+            }
         }
         kubeconfig::write_combined(
             &dir.join("kubeconfig"),

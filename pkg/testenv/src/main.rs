@@ -37,6 +37,10 @@ enum Command {
         /// Run metrics-server in the full members (metrics.k8s.io from kwok's emulated pod usage).
         #[arg(long)]
         metrics_server: bool,
+        /// Serve cluster.karmada.io through Karmada's karmada-aggregated-apiserver (`make
+        /// karmada-binaries`) instead of the Cluster CRD.
+        #[arg(long)]
+        aggregated_apiserver: bool,
         /// Keep state in this folder (default: a fresh temporary folder, removed on exit).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -63,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
         kwok_nodes,
         install_crds,
         metrics_server,
+        aggregated_apiserver,
         dir,
         ready_file,
     } = Cli::parse().command;
@@ -75,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
         host_audit_log: false,
         member_audit_logs: false,
         metrics_server,
+        aggregated_apiserver,
         dir,
     };
     let started = std::time::Instant::now();
