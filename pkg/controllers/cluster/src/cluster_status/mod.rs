@@ -134,9 +134,38 @@ async fn get_status(client: &kube::Client, path: &str) -> Result<u16, String> {
         .map_err(|e| e.to_string())?;
     match tokio::time::timeout(REQUEST_TIMEOUT, client.send(req)).await {
         Ok(Ok(resp)) => Ok(resp.status().as_u16()),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(error_chain(&e)),
         Err(_) => Err(format!("GET {path} timed out after {REQUEST_TIMEOUT:?}")),
     }
+}
+
+/// `e` and its causes (a connection error's cause, such as a proxy refusing the tunnel, is only
+/// in its source chain), each once.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
+/// The observed Ready condition of a member reached through `proxy` (credentials removed): as
+/// [`observed_ready_condition`], but an unreachable member's message (Karmada's `cluster is not
+/// reachable`) goes on to name the proxy and the cause, so a wrong or unreachable proxy shows on
+/// the Cluster.
+pub fn observed_ready_condition_through_proxy(health: &Health, proxy: &str) -> Condition {
+    let mut condition = observed_ready_condition(health);
+    if let Health::Offline(cause) = health {
+        condition.message =
+            format!("{CLUSTER_MESSAGE_NOT_REACHABLE} through proxy {proxy}: {cause}");
+    }
+    condition
 }
 
 /// The observed Ready condition for a probe result (before flap suppression).
@@ -360,7 +389,13 @@ impl Controller {
             Health::Healthy => {}
         }
         let online = !matches!(health, Health::Offline(_) | Health::Unauthorized(_));
-        let observed = observed_ready_condition(&health);
+        let observed = match &member.clients().config().proxy_url {
+            Some(proxy) => observed_ready_condition_through_proxy(
+                &health,
+                &lariat::client::proxy::redact(proxy),
+            ),
+            None => observed_ready_condition(&health),
+        };
         let ready = self
             .conditions
             .threshold_adjusted_at(cluster, observed, probed_at);
