@@ -139,9 +139,16 @@ async fn get_status(client: &kube::Client, path: &str) -> Result<u16, String> {
     }
 }
 
-/// `e` and its causes (a connection error's cause, such as a proxy refusing the tunnel, is only
-/// in its source chain), each once.
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// `e` and its causes (a connection error's cause is only in its source chain), each once; from
+/// the proxy's error on when a proxy failed, as that names the proxy, the target and the cause.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(proxy) = c.downcast_ref::<lariat::client::ProxyError>() {
+            return proxy.to_string();
+        }
+        cause = c.source();
+    }
     let mut msg = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
