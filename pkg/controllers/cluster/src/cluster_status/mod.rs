@@ -169,6 +169,10 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 pub fn observed_ready_condition_through_proxy(health: &Health, proxy: &str) -> Condition {
     let mut condition = observed_ready_condition(health);
     if let Health::Offline(cause) = health {
+        // The proxy's own error starts with the proxy: say it once.
+        let cause = cause
+            .strip_prefix(&format!("proxy {proxy}: "))
+            .unwrap_or(cause);
         condition.message =
             format!("{CLUSTER_MESSAGE_NOT_REACHABLE} through proxy {proxy}: {cause}");
     }
@@ -656,5 +660,36 @@ impl Controller {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod proxy_message_tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_proxied_member_names_the_proxy_once() {
+        let health = Health::Offline(
+            "proxy http://10.0.0.5:3128: tunnel to m1:6443: the proxy answered CONNECT with 403 Forbidden"
+                .to_owned(),
+        );
+        let c = observed_ready_condition_through_proxy(&health, "http://10.0.0.5:3128");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            (
+                "False",
+                CLUSTER_REASON_NOT_REACHABLE,
+                "cluster is not reachable through proxy http://10.0.0.5:3128: tunnel to m1:6443: \
+                 the proxy answered CONNECT with 403 Forbidden"
+            )
+        );
+        let timeout = Health::Offline("GET /readyz timed out after 10s".to_owned());
+        let c = observed_ready_condition_through_proxy(&timeout, "socks5://p:1080");
+        assert_eq!(
+            c.message,
+            "cluster is not reachable through proxy socks5://p:1080: GET /readyz timed out after 10s"
+        );
+        let c = observed_ready_condition_through_proxy(&Health::Healthy, "socks5://p:1080");
+        assert_eq!(c.message, CLUSTER_MESSAGE_HEALTHY);
     }
 }
