@@ -1074,6 +1074,125 @@ mod tests {
         );
     }
 
+    /// A CA, and a TLS server config for 127.0.0.1 signed by it, and a client config trusting it.
+    fn tls_pair() -> (
+        Arc<tokio_rustls::rustls::ServerConfig>,
+        Arc<tokio_rustls::rustls::ClientConfig>,
+    ) {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        use tokio_rustls::rustls;
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::from_params(&ca, &ca_key);
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca_cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        (Arc::new(server), Arc::new(client))
+    }
+
+    #[tokio::test]
+    async fn an_https_proxy_gets_connect_inside_tls() {
+        let (server, client) = tls_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(server);
+        let proxy = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut s = acceptor.accept(tcp).await.unwrap();
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut b).await.unwrap();
+                head.push(b[0]);
+            }
+            s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = [0u8; 4];
+            s.read_exact(&mut buf).await.unwrap();
+            s.write_all(&buf).await.unwrap();
+            s.flush().await.unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-proxy-token", HeaderValue::from_static("t1"));
+        let c = ProxyConnector::new(
+            FencedConnector::new(tcp, WriteFence::new()),
+            Proxy::new(&format!("https://{addr}").parse().unwrap(), headers).unwrap(),
+            Some(client),
+        )
+        .unwrap();
+        let io = c
+            .oneshot("https://api.example:6443/".parse().unwrap())
+            .await
+            .unwrap();
+        assert!(matches!(io, ProxyStream::Tls(_)));
+        ping(io).await;
+        let head = proxy.await.unwrap();
+        assert!(
+            head.starts_with("CONNECT api.example:6443 HTTP/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("x-proxy-token: t1\r\n"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn an_https_proxy_with_an_untrusted_certificate_is_refused() {
+        let (server, _) = tls_pair();
+        let (_, other_client) = tls_pair();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(server);
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let _ = acceptor.accept(tcp).await;
+        });
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        let c = ProxyConnector::new(
+            FencedConnector::new(tcp, WriteFence::new()),
+            Proxy::new(
+                &format!("https://{addr}").parse().unwrap(),
+                HeaderMap::new(),
+            )
+            .unwrap(),
+            Some(other_client),
+        )
+        .unwrap();
+        let err = c
+            .oneshot("https://api:443/".parse().unwrap())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("TLS handshake with the proxy failed") && err.contains("certificate"),
+            "{err}"
+        );
+    }
+
     #[tokio::test]
     async fn a_shut_fence_keeps_the_handshake_off_the_wire() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
