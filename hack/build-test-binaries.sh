@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, metrics-server) from their
-# official Go modules (hack/tools/*), once, into a cache folder named after their versions:
+# Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, metrics-server,
+# test-proxy) from their official Go modules (hack/tools/*), once, into a cache folder named after their versions:
 #   ${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}/test-binaries/k8s-<v>_etcd-<v>_kwok-<v>/
 # A binary already present in $KUBEBUILDER_ASSETS is used from there and not built.
 # Prints the cache folder on stdout; progress goes to stderr.
@@ -120,6 +120,8 @@ build kubernetes \
 build etcd etcd=.
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok
 build metrics-server metrics-server=sigs.k8s.io/metrics-server/cmd/metrics-server
+# The HTTP CONNECT / SOCKS5 proxy members are reached through in tests/tests/member_proxy.rs.
+build test-proxy test-proxy=.
 
 # kwok needs Stage configs to drive nodes and pods (kwokctl normally supplies them). Take the ones the
 # pinned kwok module ships: nodes become Ready and heartbeat through leases; pods become Ready, complete, and

@@ -17,6 +17,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// The cluster's proxy settings cannot be used.
+    #[error("cluster {cluster:?}: {source}")]
+    Proxy {
+        /// Cluster name.
+        cluster: String,
+        /// Cause.
+        #[source]
+        source: crate::client::ProxyConfigError,
+    },
     /// A header value (such as a User-Agent) was invalid.
     #[error("invalid header value {value:?} for cluster {cluster:?}")]
     InvalidHeader {

@@ -201,7 +201,8 @@ impl Credentials {
     }
 
     /// A kube client configuration: endpoint, bearer token, CA bundle (PEM) unless TLS verification
-    /// is skipped, and proxy.
+    /// is skipped, and proxy URL (its headers go into the client options, see
+    /// [`Self::proxy_headers`]).
     async fn kube_config(&self, cluster: &str) -> Result<kube::Config, ConnectError> {
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::STANDARD;
@@ -217,9 +218,6 @@ impl Credentials {
             c["insecure-skip-tls-verify"] = serde_json::json!(true);
         } else if !self.ca_bundle.is_empty() {
             c["certificate-authority-data"] = serde_json::json!(b64.encode(&self.ca_bundle));
-        }
-        if !self.proxy_url.is_empty() {
-            c["proxy-url"] = serde_json::json!(self.proxy_url);
         }
         let kc = serde_json::json!({
             "apiVersion": "v1",
@@ -240,15 +238,37 @@ impl Credentials {
                 message: e.to_string(),
             })?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
-        if !self.proxy_header.is_empty() {
-            // kube-rs has no hook for headers on the proxy CONNECT request; sending them to the
-            // member API server instead would leak them, so they are not used.
-            tracing::warn!(
-                cluster,
-                "spec.proxyHeader is not supported by karmada-rs member clients; ignoring it"
-            );
-        }
+        // The Cluster alone says whether the member is behind a proxy: kube would otherwise take
+        // HTTPS_PROXY from the environment.
+        config.proxy_url = if self.proxy_url.is_empty() {
+            None
+        } else {
+            Some(self.proxy_url.parse().map_err(|e| ConnectError::Config {
+                cluster: cluster.to_string(),
+                message: format!("spec.proxyURL is not a valid URL: {e}"),
+            })?)
+        };
         Ok(config)
+    }
+
+    /// `spec.proxyHeader` as the headers of the proxy's CONNECT requests: as Karmada, a value
+    /// holding commas is several values of that header (`'k1': 'v1,v2'` sends `k1: v1` and
+    /// `k1: v2`), each trimmed as Go writes them.
+    fn proxy_headers(&self, cluster: &str) -> Result<http::HeaderMap, ConnectError> {
+        let mut headers = http::HeaderMap::new();
+        for (name, values) in &self.proxy_header {
+            let invalid = || ConnectError::Config {
+                cluster: cluster.to_string(),
+                message: format!("spec.proxyHeader {name:?} is not a valid HTTP header"),
+            };
+            let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+            for value in values.split(',') {
+                let mut value = http::HeaderValue::from_str(value.trim()).map_err(|_| invalid())?;
+                value.set_sensitive(true);
+                headers.append(header.clone(), value);
+            }
+        }
+        Ok(headers)
     }
 }
 
@@ -444,7 +464,9 @@ impl MemberClusters {
             self.disconnect(&name).await;
         }
         let config = creds.kube_config(&name).await?;
-        let member = match self.registry.add(&name, config, self.cluster_options()) {
+        let mut options = self.cluster_options();
+        options.clients.proxy_headers = creds.proxy_headers(&name)?;
+        let member = match self.registry.add(&name, config, options) {
             Ok(m) => m,
             Err(lariat::Error::ClusterExists(_)) => {
                 // Another task connected it meanwhile; use that connection.
@@ -510,6 +532,50 @@ mod tests {
             block_owner_deletion: Some(true),
         }]);
         s
+    }
+
+    fn credentials(proxy_url: &str, header: &[(&str, &str)]) -> Credentials {
+        Credentials {
+            endpoint: "https://10.0.0.1:6443".into(),
+            token: b"t".to_vec(),
+            ca_bundle: Vec::new(),
+            insecure: true,
+            proxy_url: proxy_url.into(),
+            proxy_header: header
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_proxy_comes_from_the_cluster_spec_only() {
+        let c = credentials("socks5://proxy.example:1080", &[]);
+        let config = c.kube_config("m1").await.unwrap();
+        assert_eq!(
+            config.proxy_url.map(|u| u.to_string()),
+            Some("socks5://proxy.example:1080/".to_owned())
+        );
+        let config = credentials("", &[]).kube_config("m1").await.unwrap();
+        assert_eq!(config.proxy_url, None);
+    }
+
+    #[test]
+    fn proxy_header_values_split_on_commas_as_karmada() {
+        let c = credentials(
+            "http://p:3128",
+            &[("X-Token", "a, b"), ("Proxy-Authorization", "Basic Zm9v")],
+        );
+        let h = c.proxy_headers("m1").unwrap();
+        let tokens: Vec<_> = h.get_all("x-token").iter().collect();
+        assert_eq!(tokens, ["a", "b"]);
+        assert_eq!(h["proxy-authorization"], "Basic Zm9v");
+        assert!(h["proxy-authorization"].is_sensitive());
+        let err = credentials("http://p:3128", &[("bad header", "v")])
+            .proxy_headers("m1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.proxyHeader \"bad header\""), "{err}");
     }
 
     #[test]

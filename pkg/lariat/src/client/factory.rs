@@ -20,6 +20,7 @@ use super::fence::{FenceLayer, FencedConnector, WriteFence};
 use super::limit::{ResponseLimitLayer, ResponseLimits};
 use super::mapper::RestMapper;
 use super::metrics_layer::RequestMetricsLayer;
+use super::proxy::{Proxy, ProxyConnector};
 use super::ratelimit::{Priority, RateLimitLayer};
 use super::timeout::RequestTimeoutLayer;
 use crate::error::{Error, Result};
@@ -47,6 +48,11 @@ pub struct ClientOptions {
     /// Response body size limits by request kind (default: none), so a hostile or broken server
     /// costs bounded memory (see [`super::limit`]).
     pub response_limits: ResponseLimits,
+    /// Headers sent on every CONNECT request to the cluster's HTTP(S) proxy (the config's
+    /// `proxy_url`), as Go's `http.Transport.ProxyConnectHeader`; never sent to the API server,
+    /// and unused without a proxy or with a SOCKS5 one. Values are marked sensitive (they are
+    /// often credentials) so `Debug` hides them. Default: none.
+    pub proxy_headers: http::HeaderMap,
 }
 
 impl Default for ClientOptions {
@@ -57,6 +63,7 @@ impl Default for ClientOptions {
             user_agent: DEFAULT_USER_AGENT.to_string(),
             request_timeout: None,
             response_limits: ResponseLimits::default(),
+            proxy_headers: http::HeaderMap::new(),
         }
     }
 }
@@ -125,12 +132,13 @@ impl Base {
     }
 }
 
-/// The HTTP transport of one cluster: hyper's pooled client over TLS over TCP connections that
-/// enforce the process's [`WriteFence`] (see [`super::fence`]). Cheap to clone; clones share the pool.
+/// The HTTP transport of one cluster: hyper's pooled client over TLS over connections (direct or
+/// tunnelled through the cluster's proxy, see [`super::proxy`]) whose TCP socket enforces the
+/// process's [`WriteFence`] (see [`super::fence`]). Cheap to clone; clones share the pool.
 type Transport = hyper_util::client::legacy::Client<
     hyper_timeout::TimeoutConnector<
         hyper_rustls::HttpsConnector<
-            FencedConnector<hyper_util::client::legacy::connect::HttpConnector>,
+            ProxyConnector<FencedConnector<hyper_util::client::legacy::connect::HttpConnector>>,
         >,
     >,
     kube::client::Body,
@@ -144,30 +152,54 @@ const IDLE_CONNECTIONS_PER_HOST: usize = 25;
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 
 /// Builds the transport of `config`'s cluster: kube's connector (TLS, connect/read/write timeouts)
-/// over a TCP connector whose connections enforce the process's fence. kube builds its connector
-/// internally, so it is assembled here; HTTP/SOCKS proxies are left out (`proxy-url` fails with a
-/// clear error, as kube without its proxy features does).
+/// over the proxy tunnel of `config.proxy_url` (HTTP CONNECT with `proxy_headers`, or SOCKS5; see
+/// [`super::proxy`]) or a direct connection, over a TCP connector whose connections enforce the
+/// process's fence. kube builds its connector internally, so it is assembled here.
 ///
 /// One transport serves every client of a cluster, as client-go's transport cache makes clients
 /// built from one config share one `http.Transport`: one pool of connections and one TLS
 /// configuration (and session cache) instead of one per User-Agent, so a controller's request
 /// reuses a connection another controller left idle.
-fn transport(config: &Config) -> std::result::Result<Transport, kube::Error> {
+fn transport(cluster: &str, config: &Config, proxy_headers: &http::HeaderMap) -> Result<Transport> {
     use hyper_util::client::legacy::connect::HttpConnector;
     use kube::client::ConfigExt as _;
 
-    if let Some(proxy) = &config.proxy_url {
-        return Err(kube::Error::ProxyProtocolUnsupported {
-            proxy_url: Box::new(proxy.clone()),
-        });
-    }
+    let kube_err = |source| Error::Client {
+        cluster: cluster.to_owned(),
+        source,
+    };
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
     tcp.set_keepalive(Some(TCP_KEEPALIVE));
-    let tls = config.rustls_https_connector_with_connector(FencedConnector::new(
-        tcp,
-        WriteFence::process().clone(),
-    ))?;
+    let fenced = FencedConnector::new(tcp, WriteFence::process().clone());
+    let tunnel = match &config.proxy_url {
+        None => ProxyConnector::direct(fenced),
+        Some(url) => {
+            let proxy_err = |source| Error::Proxy {
+                cluster: cluster.to_owned(),
+                source,
+            };
+            let proxy = Proxy::new(url, proxy_headers.clone()).map_err(proxy_err)?;
+            // As Go's transport: the TLS session with an https:// proxy uses the cluster's TLS
+            // settings (CA bundle, skip-verify, client certificate).
+            let tls = match proxy.scheme() {
+                super::proxy::ProxyScheme::Https => {
+                    Some(Arc::new(config.rustls_client_config().map_err(kube_err)?))
+                }
+                _ => None,
+            };
+            ProxyConnector::new(fenced, proxy, tls)
+                .map_err(proxy_err)?
+                .with_handshake_timeout(
+                    config
+                        .connect_timeout
+                        .unwrap_or(super::proxy::DEFAULT_HANDSHAKE_TIMEOUT),
+                )
+        }
+    };
+    let tls = config
+        .rustls_https_connector_with_connector(tunnel)
+        .map_err(kube_err)?;
     let mut connector = hyper_timeout::TimeoutConnector::new(tls);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
@@ -240,10 +272,7 @@ impl ClientFactory {
             .unwrap_or_default();
         let cluster = cluster.into();
         let bucket = Arc::new(TokenBucket::new(options.qps, options.burst));
-        let transport = transport(&config).map_err(|source| Error::Client {
-            cluster: cluster.clone(),
-            source,
-        })?;
+        let transport = transport(&cluster, &config, &options.proxy_headers)?;
         let base = Base {
             cluster,
             config,

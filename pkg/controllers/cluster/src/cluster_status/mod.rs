@@ -134,9 +134,49 @@ async fn get_status(client: &kube::Client, path: &str) -> Result<u16, String> {
         .map_err(|e| e.to_string())?;
     match tokio::time::timeout(REQUEST_TIMEOUT, client.send(req)).await {
         Ok(Ok(resp)) => Ok(resp.status().as_u16()),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(error_chain(&e)),
         Err(_) => Err(format!("GET {path} timed out after {REQUEST_TIMEOUT:?}")),
     }
+}
+
+/// `e` and its causes (a connection error's cause is only in its source chain), each once; from
+/// the proxy's error on when a proxy failed, as that names the proxy, the target and the cause.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(proxy) = c.downcast_ref::<lariat::client::ProxyError>() {
+            return proxy.to_string();
+        }
+        cause = c.source();
+    }
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
+/// The observed Ready condition of a member reached through `proxy` (credentials removed): as
+/// [`observed_ready_condition`], but an unreachable member's message (Karmada's `cluster is not
+/// reachable`) goes on to name the proxy and the cause, so a wrong or unreachable proxy shows on
+/// the Cluster.
+pub fn observed_ready_condition_through_proxy(health: &Health, proxy: &str) -> Condition {
+    let mut condition = observed_ready_condition(health);
+    if let Health::Offline(cause) = health {
+        // The proxy's own error starts with the proxy: say it once.
+        let cause = cause
+            .strip_prefix(&format!("proxy {proxy}: "))
+            .unwrap_or(cause);
+        condition.message =
+            format!("{CLUSTER_MESSAGE_NOT_REACHABLE} through proxy {proxy}: {cause}");
+    }
+    condition
 }
 
 /// The observed Ready condition for a probe result (before flap suppression).
@@ -360,7 +400,13 @@ impl Controller {
             Health::Healthy => {}
         }
         let online = !matches!(health, Health::Offline(_) | Health::Unauthorized(_));
-        let observed = observed_ready_condition(&health);
+        let observed = match &member.clients().config().proxy_url {
+            Some(proxy) => observed_ready_condition_through_proxy(
+                &health,
+                &lariat::client::proxy::redact(proxy),
+            ),
+            None => observed_ready_condition(&health),
+        };
         let ready = self
             .conditions
             .threshold_adjusted_at(cluster, observed, probed_at);
@@ -614,5 +660,36 @@ impl Controller {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod proxy_message_tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_proxied_member_names_the_proxy_once() {
+        let health = Health::Offline(
+            "proxy http://10.0.0.5:3128: tunnel to m1:6443: the proxy answered CONNECT with 403 Forbidden"
+                .to_owned(),
+        );
+        let c = observed_ready_condition_through_proxy(&health, "http://10.0.0.5:3128");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            (
+                "False",
+                CLUSTER_REASON_NOT_REACHABLE,
+                "cluster is not reachable through proxy http://10.0.0.5:3128: tunnel to m1:6443: \
+                 the proxy answered CONNECT with 403 Forbidden"
+            )
+        );
+        let timeout = Health::Offline("GET /readyz timed out after 10s".to_owned());
+        let c = observed_ready_condition_through_proxy(&timeout, "socks5://p:1080");
+        assert_eq!(
+            c.message,
+            "cluster is not reachable through proxy socks5://p:1080: GET /readyz timed out after 10s"
+        );
+        let c = observed_ready_condition_through_proxy(&Health::Healthy, "socks5://p:1080");
+        assert_eq!(c.message, CLUSTER_MESSAGE_HEALTHY);
     }
 }
