@@ -337,19 +337,10 @@ async fn error_backs_off_ignore_does_not_requeue_requeue_after_fires() {
     );
 
     // controller-runtime's series were counted, the panic among them
-    let panics: f64 = lariat::metrics::registry()
-        .gather()
-        .iter()
-        .filter(|mf| mf.name() == "controller_runtime_reconcile_panics_total")
-        .flat_map(|mf| mf.get_metric())
-        .filter(|m| {
-            m.get_label()
-                .iter()
-                .any(|l| l.name() == "cluster" && l.value() == "it-results")
-        })
-        .map(|m| m.get_counter().value())
-        .sum();
-    assert_eq!(panics, 1.0);
+    assert_eq!(
+        counter_sum("controller_runtime_reconcile_panics_total", "it-results"),
+        1.0
+    );
     let series = framework_series("it-results");
     assert!(series.iter().any(
         |s| s.starts_with("controller_runtime_reconcile_total{") && s.contains("result=error")

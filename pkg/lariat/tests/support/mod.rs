@@ -152,6 +152,22 @@ pub fn framework_series(cluster: &str) -> Vec<String> {
     out
 }
 
+/// Counter `family` summed over the series of one cluster.
+pub fn counter_sum(family: &str, cluster: &str) -> f64 {
+    lariat::metrics::registry()
+        .gather()
+        .iter()
+        .filter(|mf| mf.name() == family)
+        .flat_map(prometheus::proto::MetricFamily::get_metric)
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == cluster)
+        })
+        .map(|m| m.get_counter().value())
+        .sum()
+}
+
 /// Value of `rest_client_requests_total` summed over codes and methods for one cluster.
 pub fn rest_requests(cluster: &str) -> u64 {
     lariat::metrics::registry()
