@@ -1,8 +1,12 @@
-//! Installing the project's CustomResourceDefinitions (`crds/`) into an API server.
+//! Installing the project's CustomResourceDefinitions (`crds/`, with the admission policies kept
+//! beside them) into an API server.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -14,13 +18,16 @@ pub fn workspace_crds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crds")
 }
 
-/// Applies every CRD in the workspace's `crds/` and waits until each is Established.
+/// Applies every CRD in the workspace's `crds/` (and the admission policies there) and waits until
+/// each is Established.
 pub async fn install_crds(client: &Client) -> Result<Vec<String>, Error> {
     install_crds_from(client, &workspace_crds_dir()).await
 }
 
-/// Applies every `*.yaml` CRD in `dir` (server-side apply) and waits until each is Established.
-/// Returns the names of the CRDs.
+/// Applies every `*.yaml` file in `dir` (server-side apply) and waits until each CRD is
+/// Established. Besides CRDs a file may hold the ValidatingAdmissionPolicies (and their bindings)
+/// installed with them (`crds/` has Karmada's resource deletion protection); they are applied
+/// after the CRDs. Returns the names of the CRDs.
 pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String>, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
@@ -35,19 +42,87 @@ pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String
         )));
     }
     let mut crds = Vec::new();
+    let mut policies = Vec::new();
+    let mut bindings = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text)
             .map_err(|e| Error::Crds(format!("{}: {e}", file.display())))?;
-        if crd.metadata.name.is_none() {
-            return Err(Error::Crds(format!(
-                "{}: CRD without a name",
-                file.display()
-            )));
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            let kind = doc
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let parsed =
+                |e: serde_json::Error| Error::Crds(format!("{}: {kind}: {e}", file.display()));
+            match kind.as_str() {
+                "CustomResourceDefinition" => {
+                    let crd: CustomResourceDefinition =
+                        serde_json::from_value(doc).map_err(parsed)?;
+                    if crd.metadata.name.is_none() {
+                        return Err(Error::Crds(format!(
+                            "{}: CRD without a name",
+                            file.display()
+                        )));
+                    }
+                    crds.push(crd);
+                }
+                "ValidatingAdmissionPolicy" => {
+                    policies.push(serde_json::from_value(doc).map_err(parsed)?);
+                }
+                "ValidatingAdmissionPolicyBinding" => {
+                    bindings.push(serde_json::from_value(doc).map_err(parsed)?);
+                }
+                other => {
+                    return Err(Error::Crds(format!(
+                        "{}: unexpected kind {other:?} (CRDs and ValidatingAdmissionPolicies only)",
+                        file.display()
+                    )));
+                }
+            }
         }
-        crds.push(crd);
     }
-    install_crd_objects(client, &crds).await
+    let names = install_crd_objects(client, &crds).await?;
+    install_admission_policies(client, &policies, &bindings).await?;
+    Ok(names)
+}
+
+/// Applies `policies` and `bindings` (server-side apply). The API server enforces a policy moments
+/// later (its admission plugin loads policies from a watch): a test relying on one waits for it,
+/// e.g. until a dry run of what it refuses is refused.
+pub async fn install_admission_policies(
+    client: &Client,
+    policies: &[ValidatingAdmissionPolicy],
+    bindings: &[ValidatingAdmissionPolicyBinding],
+) -> Result<(), Error> {
+    let params = PatchParams::apply("karmada-rs-testenv").force();
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    for policy in policies {
+        let name =
+            policy.metadata.name.clone().ok_or_else(|| {
+                Error::Crds("a ValidatingAdmissionPolicy without a name".to_owned())
+            })?;
+        api.patch(&name, &params, &Patch::Apply(policy))
+            .await
+            .map_err(|e| Error::kube(format!("applying ValidatingAdmissionPolicy {name}"), e))?;
+    }
+    let binding_api: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    for binding in bindings {
+        let name = binding.metadata.name.clone().ok_or_else(|| {
+            Error::Crds("a ValidatingAdmissionPolicyBinding without a name".to_owned())
+        })?;
+        binding_api
+            .patch(&name, &params, &Patch::Apply(binding))
+            .await
+            .map_err(|e| {
+                Error::kube(
+                    format!("applying ValidatingAdmissionPolicyBinding {name}"),
+                    e,
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// Applies `crds` (server-side apply) and waits until each is Established. Returns their names.
