@@ -1430,6 +1430,14 @@ async fn edge_cases_karmada_accepts_are_accepted() {
             json!({"resourceSelectors": deployments(), "propagateDeps": true,
                 "failover": {"application": {"decisionConditions": {"tolerationSeconds": 0}}}}),
         ),
+        // Application failover of a ServiceImport without propagateDeps: Karmada's webhook sets
+        // propagateDeps for ServiceImport selectors before validating; the detector forces it.
+        pp(
+            "service-import-failover",
+            json!({"resourceSelectors": [{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                    "kind": "ServiceImport", "name": "web"}],
+                "failover": {"application": {"decisionConditions": {"tolerationSeconds": 0}}}}),
+        ),
         // Every label selector operator with the values it takes, and a field selector.
         pp(
             "every-selector-operator",
