@@ -58,9 +58,10 @@ crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm c
 	$(MAKE) --no-print-directory chart-crds
 
 .PHONY: chart-crds
-chart-crds: ## Copy crds/ into the chart's crds/ (a chart test fails while they differ).
-	rm -f $(CHART)/crds/*.yaml
-	cp crds/*.yaml $(CHART)/crds/
+chart-crds: ## Copy crds/ into the chart: CRDs into its crds/, admission policies into its files/ (a chart test fails while they differ).
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/admissionregistration.k8s.io_*.yaml
+	cp $$(ls crds/*.yaml | grep -v '^crds/admissionregistration.k8s.io_') $(CHART)/crds/
+	cp crds/admissionregistration.k8s.io_*.yaml $(CHART)/files/
 
 .PHONY: helm-lint
 helm-lint: test-tools ## helm lint --strict the chart, with default values and with kubeconfig mode.
