@@ -62,11 +62,12 @@ crds: ## Regenerate crds/ from the Rust API types, and copy them into the Helm c
 	$(MAKE) --no-print-directory chart-crds
 
 .PHONY: chart-crds
-chart-crds: ## Copy crds/ into the chart: crds/, but the Cluster CRD into files/crds/ (a template installs it unless clusterCRD.install=false); a chart test fails while they differ.
-	rm -f $(CHART)/crds/*.yaml $(CHART)/files/crds/*.yaml
+chart-crds: ## Copy crds/ into the chart: CRDs into its crds/ (the Cluster CRD into files/crds/, which a template installs unless clusterCRD.install=false), admission policies into its files/; a chart test fails while they differ.
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/crds/*.yaml $(CHART)/files/admissionregistration.k8s.io_*.yaml
 	mkdir -p $(CHART)/files/crds
-	cp crds/*.yaml $(CHART)/crds/
+	cp $$(ls crds/*.yaml | grep -v '^crds/admissionregistration.k8s.io_') $(CHART)/crds/
 	mv $(CHART)/crds/cluster.karmada.io_clusters.yaml $(CHART)/files/crds/
+	cp crds/admissionregistration.k8s.io_*.yaml $(CHART)/files/
 
 .PHONY: helm-lint
 helm-lint: test-tools ## helm lint --strict the chart, with default values and with kubeconfig mode.

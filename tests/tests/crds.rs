@@ -1344,6 +1344,80 @@ async fn scheduler_name_is_immutable() {
     }
 }
 
+/// The `karmada-policy-permanent-id` admission policy (in `crds/`, installed with the CRDs): a
+/// policy's permanent id may be set where missing (the controller-manager does it after the create)
+/// but never changed or removed, with Karmada's message; other labels change freely.
+#[tokio::test]
+async fn a_policy_permanent_id_cannot_change_once_set() {
+    const ID: &str = "propagationpolicy.karmada.io/permanent-id";
+    let client = client().await;
+    let ns = namespace(&client, "crd-permanent-id").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<PropagationPolicy>(&()),
+    );
+    let object: DynamicObject =
+        serde_json::from_value(pp("with-id", json!({"resourceSelectors": deployments()})))
+            .expect("object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("created");
+    let labels = |value: Value| Patch::Merge(json!({"metadata": {"labels": value}}));
+    api.patch(
+        "with-id",
+        &PatchParams::default(),
+        &labels(json!({ID: "first"})),
+    )
+    .await
+    .expect("the id can be set where missing");
+    // The admission policy is loaded moments after it is installed: wait until a dry run is refused.
+    let dry = PatchParams {
+        dry_run: true,
+        ..PatchParams::default()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while api
+        .patch("with-id", &dry, &labels(json!({ID: "second"})))
+        .await
+        .is_ok()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the permanent-id admission policy never became active"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    for (what, change) in [
+        ("changed", json!({ID: "second"})),
+        ("removed", json!({ID: null})),
+    ] {
+        match api
+            .patch("with-id", &PatchParams::default(), &labels(change))
+            .await
+        {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 403, "{what}: {}", e.message);
+                assert!(
+                    e.message.contains(&format!(
+                        "label {ID} is immutable, it can only be set by the system during creation"
+                    )) && e.message.contains("karmada-policy-permanent-id"),
+                    "{what}: {}",
+                    e.message
+                );
+            }
+            other => panic!("the permanent id was {what}: {other:?}"),
+        }
+    }
+    api.patch(
+        "with-id",
+        &PatchParams::default(),
+        &labels(json!({"team": "a", ID: "first"})),
+    )
+    .await
+    .expect("other labels change freely");
+}
+
 #[tokio::test]
 async fn multicluster_service_types_are_immutable() {
     let client = client().await;
@@ -1428,6 +1502,14 @@ async fn edge_cases_karmada_accepts_are_accepted() {
         pp(
             "app-failover",
             json!({"resourceSelectors": deployments(), "propagateDeps": true,
+                "failover": {"application": {"decisionConditions": {"tolerationSeconds": 0}}}}),
+        ),
+        // Application failover of a ServiceImport without propagateDeps: Karmada's webhook sets
+        // propagateDeps for ServiceImport selectors before validating; the detector forces it.
+        pp(
+            "service-import-failover",
+            json!({"resourceSelectors": [{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                    "kind": "ServiceImport", "name": "web"}],
                 "failover": {"application": {"decisionConditions": {"tolerationSeconds": 0}}}}),
         ),
         // Every label selector operator with the values it takes, and a field selector.

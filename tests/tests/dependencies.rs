@@ -14,7 +14,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
+use karmada_apis::multicluster::v1alpha1::ServiceImport;
 use karmada_apis::names::work_name;
 use karmada_apis::{
     Cluster, ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
@@ -82,7 +83,10 @@ async fn clusters_ready(client: &Client) {
         {"groupVersion": "v1", "resources": [
             {"name": "configmaps", "kind": "ConfigMap"}, {"name": "secrets", "kind": "Secret"},
             {"name": "serviceaccounts", "kind": "ServiceAccount"},
-            {"name": "namespaces", "kind": "Namespace"}]}
+            {"name": "services", "kind": "Service"},
+            {"name": "namespaces", "kind": "Namespace"}]},
+        {"groupVersion": "multicluster.x-k8s.io/v1alpha1", "resources": [
+            {"name": "serviceimports", "kind": "ServiceImport"}]}
     ]});
     for (i, name) in MEMBERS.iter().enumerate() {
         create_namespace(
@@ -277,6 +281,81 @@ async fn dependencies_follow_their_workload_in_out_and_across_members() {
         gone(&rbs, "web-deployment")
     })
     .await;
+    controllers.stop().await;
+}
+
+/// Karmada's webhook writes `propagateDeps: true` into a policy selecting a ServiceImport; here
+/// the policy stays as written and its bindings get it: a ServiceImport under a policy without
+/// `propagateDeps` still takes its derived Service along (requiredBy, as Karmada's would).
+#[tokio::test]
+async fn a_service_import_policy_propagates_dependencies_unasked() {
+    let _serial = serial().lock().await;
+    let ns = "deps-import";
+    // The members serve the MCS API, as a Karmada user installs it there.
+    let mcs: Vec<_> = karmada_apis::crds::all()
+        .into_iter()
+        .filter(|c| c.spec.group == karmada_apis::multicluster::v1alpha1::GROUP)
+        .collect();
+    for m in env().members() {
+        testenv::install_crd_objects(&m.client().await, &mcs)
+            .await
+            .unwrap();
+    }
+    let (client, controllers) = setup(ns).await;
+    create::<ServiceImport>(
+        &client,
+        ns,
+        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"type": "ClusterSetIP", "ports": [{"name": "http", "protocol": "TCP", "port": 80}]}}),
+    )
+    .await;
+    // What the serviceImport controller derives from it on the control plane.
+    create::<Service>(
+        &client,
+        ns,
+        json!({"metadata": {"name": "derived-web", "namespace": ns},
+            "spec": {"ports": [{"name": "http", "protocol": "TCP", "port": 80}]}}),
+    )
+    .await;
+    create::<PropagationPolicy>(
+        &client,
+        ns,
+        json!({
+            "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "import", "namespace": ns},
+            "spec": {"resourceSelectors": [{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                    "kind": "ServiceImport", "name": "web"}],
+                "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}
+        }),
+    )
+    .await;
+
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually("the derived Service in member1", || async {
+        in_member::<Service>("member1", ns, "derived-web")
+            .await
+            .then_some(())
+    })
+    .await;
+    let import = rbs.get("web-serviceimport").await.unwrap();
+    assert!(import.spec.propagate_deps, "{:?}", import.spec);
+    let derived = rbs.get("derived-web-service").await.unwrap();
+    let required: Vec<&str> = derived
+        .spec
+        .required_by
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(required, ["web-serviceimport"], "{:?}", derived.spec);
+    assert!(derived.spec.placement.is_none());
+    assert!(!in_member::<Service>("member2", ns, "derived-web").await);
+    // The user's policy is left as written.
+    let policy = Api::<PropagationPolicy>::namespaced(client.clone(), ns)
+        .get("import")
+        .await
+        .unwrap();
+    assert!(!policy.spec.propagate_deps);
     controllers.stop().await;
 }
 

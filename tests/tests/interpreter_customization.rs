@@ -425,6 +425,90 @@ async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scrip
     controllers.stop().await;
 }
 
+/// The messages of the Warning Events `InterpreterScriptFailed` on customization `name`.
+async fn customization_warnings(client: &Client, name: &str) -> Vec<String> {
+    Api::<Event>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some("ResourceInterpreterCustomization")
+                && e.involved_object.name.as_deref() == Some(name)
+                && e.reason.as_deref() == Some(event_reasons::INTERPRETER_SCRIPT_FAILED)
+                && e.type_.as_deref() == Some("Warning")
+        })
+        .filter_map(|e| e.message)
+        .collect()
+}
+
+/// Karmada's webhook refuses a customization whose Lua does not compile; here it is accepted and
+/// reported on itself at once — with no object of its target kind anywhere — naming the field and
+/// the cause, once per version; a fixed version gets no new report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customization_that_does_not_compile_is_reported_when_written() {
+    let _serial = serial().lock().await;
+    let host = env().host().client().await;
+    let controllers = start_controllers().await;
+    let name = "unused-rules";
+    // No CRD, no object of this kind: only the customization itself can tell.
+    let ric: ResourceInterpreterCustomization = serde_json::from_value(json!({
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": name},
+        "spec": {"target": {"apiVersion": format!("{GROUP}/v1"), "kind": "Unused"},
+            "customizations": {
+                "replicaResource": lua("function GetReplicas(obj) return obj.spec.size, nil end"),
+                "retention": lua("function Retain(desired, observed) return desired"),
+                "healthInterpretation": lua("function Healthy(obj) return true end")}}
+    }))
+    .unwrap();
+    let rics: Api<ResourceInterpreterCustomization> = Api::all(host.clone());
+    rics.create(&PostParams::default(), &ric).await.unwrap();
+    let found = eventually(
+        "InterpreterScriptFailed events on unused-rules",
+        async || {
+            let found = customization_warnings(&host, name).await;
+            (found.len() == 2)
+                .then(|| found.clone())
+                .ok_or_else(|| format!("events: {found:?}"))
+        },
+    )
+    .await;
+    assert!(
+        found
+            .iter()
+            .any(|m| m.contains("unused-rules retention") && m.contains("syntax error")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|m| m.contains("unused-rules healthInterpretation")
+                && m.contains("InterpretHealth")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|m| m.contains("replicaResource")),
+        "{found:?}"
+    );
+
+    // Fixed: nothing new is reported (the two Events stay as they were).
+    rics.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"customizations": {
+            "retention": lua("function Retain(desired, observed) return desired end"),
+            "healthInterpretation": lua("function InterpretHealth(obj) return true end")}}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(customization_warnings(&host, name).await.len(), 2);
+    rics.delete(name, &Default::default()).await.unwrap();
+    controllers.stop().await;
+}
+
 /// The test's interpreter webhook: a TLS listener on loopback answering every
 /// ResourceInterpreterContext for Gizmos (spec.size replicas, status.ready), recording the
 /// operations it was asked.

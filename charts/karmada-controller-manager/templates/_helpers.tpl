@@ -148,3 +148,21 @@ true
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+"true" when this release renders the admission policy .name (dict "root" . "name" <name>): no other
+installer owns it yet. `kubectl apply -f crds/` installs the same policies, and a release must not fail
+Helm's ownership check on them; helm template (no cluster to look up) always renders it.
+*/}}
+{{- define "kcm.renderAdmissionPolicy" -}}
+{{- $root := .root -}}
+{{- $existing := lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" .name -}}
+{{- if not $existing -}}
+true
+{{- else -}}
+{{- $annotations := ($existing.metadata).annotations | default dict -}}
+{{- if and (eq (get $annotations "meta.helm.sh/release-name") $root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $root.Release.Namespace) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -44,6 +44,31 @@ pub fn operation_of(error: &ScriptError) -> Option<&str> {
         .nth(1)
 }
 
+/// Loads every script of `customization` on a fresh state (binary chunk, syntax, top level, the
+/// function), as a call would before running its function: the errors of those that do not load,
+/// in [`LuaOperation::ALL`] order, each naming the customization and field as a call's error
+/// does. What Karmada's webhook refuses at admission (it compiles each script). Blocks while the
+/// scripts load (on the Lua threads, within the time limit): call it off the async runtime.
+pub fn check_customization(
+    customization: &ResourceInterpreterCustomization,
+    limits: &Limits,
+) -> Vec<ScriptError> {
+    let name = customization.metadata.name.clone().unwrap_or_default();
+    LuaOperation::ALL
+        .into_iter()
+        .filter_map(|op| {
+            let script = script_of(&customization.spec.customizations, op)?;
+            Script::compile(
+                format!("{SCRIPT_PREFIX}{name} {}", op.field()),
+                op,
+                script.lua_script.clone(),
+                limits.clone(),
+            )
+            .err()
+        })
+        .collect()
+}
+
 /// Where the customizations come from: the full current list, or `None` while not yet known.
 pub type Source = Box<dyn Fn() -> Option<Vec<Arc<ResourceInterpreterCustomization>>> + Send + Sync>;
 

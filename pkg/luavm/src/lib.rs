@@ -29,7 +29,9 @@ pub mod pool;
 mod sandbox;
 mod script;
 
-pub use customizations::{Customizations, Source, customization_of, operation_of};
+pub use customizations::{
+    Customizations, Source, check_customization, customization_of, operation_of,
+};
 pub use error::ScriptError;
 pub use sandbox::Limits;
 pub use script::{LuaOperation, SUSPEND_AFTER, SUSPENDED_FOR, Script};

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use karmada_apis::policy::v1alpha1::{PreemptionBehavior, ResourceSelector};
+use karmada_apis::policy::v1alpha1::{PreemptionBehavior, PropagationSpec, ResourceSelector};
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_ANNOTATION, CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
     PROPAGATION_POLICY_NAME_ANNOTATION, PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
@@ -121,6 +121,22 @@ pub fn defaulted_selectors(
             s
         })
         .collect()
+}
+
+/// Whether a policy's bindings propagate dependencies: `propagateDeps`, or forced when a selector
+/// selects `multicluster.x-k8s.io/v1alpha1` ServiceImport. Karmada's mutating webhook writes
+/// `propagateDeps: true` into such a policy (a ServiceImport is useless without its derived
+/// Service and EndpointSlices); here the policy is left as written and the bindings get it.
+pub fn propagates_dependencies(spec: &PropagationSpec) -> bool {
+    spec.propagate_deps || selects_service_import(&spec.resource_selectors)
+}
+
+/// Karmada's `ContainsServiceImport`: a selector of kind ServiceImport in the MCS API's version.
+pub fn selects_service_import(selectors: &[ResourceSelector]) -> bool {
+    use karmada_apis::multicluster::v1alpha1::{API_VERSION, SERVICE_IMPORT_KIND};
+    selectors
+        .iter()
+        .any(|s| s.kind == SERVICE_IMPORT_KIND && s.api_version == API_VERSION)
 }
 
 /// Karmada's `getHighestPriorityPropagationPolicy` over the PropagationPolicies in the template's
@@ -491,5 +507,38 @@ mod tests {
         assert!(preemption_enabled(&PreemptionBehavior::Always, true));
         assert!(!preemption_enabled(&PreemptionBehavior::Always, false));
         assert!(!preemption_enabled(&PreemptionBehavior::Never, true));
+    }
+
+    #[test]
+    fn a_service_import_selector_forces_propagate_deps() {
+        let import = |api_version: &str| ResourceSelector {
+            api_version: api_version.into(),
+            kind: "ServiceImport".into(),
+            name: "web".into(),
+            ..Default::default()
+        };
+        let spec = |propagate_deps, selectors| PropagationSpec {
+            propagate_deps,
+            resource_selectors: selectors,
+            ..Default::default()
+        };
+        let mcs = import("multicluster.x-k8s.io/v1alpha1");
+        assert!(propagates_dependencies(&spec(
+            false,
+            vec![selector("a", None), mcs.clone()]
+        )));
+        assert!(propagates_dependencies(&spec(
+            true,
+            vec![selector("a", None)]
+        )));
+        assert!(!propagates_dependencies(&spec(
+            false,
+            vec![selector("a", None)]
+        )));
+        // Another version of the kind is not the MCS API's: Karmada compares the apiVersion.
+        assert!(!propagates_dependencies(&spec(
+            false,
+            vec![import("multicluster.x-k8s.io/v1beta1")]
+        )));
     }
 }

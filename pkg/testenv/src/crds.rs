@@ -1,8 +1,12 @@
-//! Installing the project's CustomResourceDefinitions (`crds/`) into an API server.
+//! Installing the project's CustomResourceDefinitions (`crds/`, with the admission policies kept
+//! beside them) into an API server.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -17,33 +21,51 @@ pub fn workspace_crds_dir() -> PathBuf {
 /// The Cluster CRD's name: left out where Karmada's aggregated API server serves the group.
 pub const CLUSTER_CRD: &str = "clusters.cluster.karmada.io";
 
-/// Applies every CRD in the workspace's `crds/` and waits until each is Established.
+/// Applies every CRD in the workspace's `crds/` (and the admission policies there) and waits until
+/// each is Established.
 pub async fn install_crds(client: &Client) -> Result<Vec<String>, Error> {
     install_crds_from(client, &workspace_crds_dir()).await
 }
 
 /// Like [`install_crds`], without the CRDs named in `skip` (e.g. [`CLUSTER_CRD`]).
 pub async fn install_crds_except(client: &Client, skip: &[&str]) -> Result<Vec<String>, Error> {
-    let crds = read_crds(&workspace_crds_dir())?
-        .into_iter()
-        .filter(|c| {
-            c.metadata
-                .name
-                .as_deref()
-                .is_none_or(|n| !skip.contains(&n))
-        })
-        .collect::<Vec<_>>();
-    install_crd_objects(client, &crds).await
+    let mut objects = read_dir(&workspace_crds_dir())?;
+    objects.crds.retain(|c| {
+        c.metadata
+            .name
+            .as_deref()
+            .is_none_or(|n| !skip.contains(&n))
+    });
+    objects.install(client).await
 }
 
-/// Applies every `*.yaml` CRD in `dir` (server-side apply) and waits until each is Established.
-/// Returns the names of the CRDs.
+/// Applies every `*.yaml` file in `dir` (server-side apply) and waits until each CRD is
+/// Established. Besides CRDs a file may hold the ValidatingAdmissionPolicies (and their bindings)
+/// installed with them (`crds/` has Karmada's resource deletion protection); they are applied
+/// after the CRDs. Returns the names of the CRDs.
 pub async fn install_crds_from(client: &Client, dir: &Path) -> Result<Vec<String>, Error> {
-    install_crd_objects(client, &read_crds(dir)?).await
+    read_dir(dir)?.install(client).await
 }
 
-/// The CRDs of the `*.yaml` files in `dir`, sorted by file name; each must have a name.
-fn read_crds(dir: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
+/// What the `*.yaml` files of a `crds/` folder hold.
+struct CrdsDir {
+    crds: Vec<CustomResourceDefinition>,
+    policies: Vec<ValidatingAdmissionPolicy>,
+    bindings: Vec<ValidatingAdmissionPolicyBinding>,
+}
+
+impl CrdsDir {
+    /// Applies the CRDs (waiting until Established), then the policies. Returns the CRDs' names.
+    async fn install(&self, client: &Client) -> Result<Vec<String>, Error> {
+        let names = install_crd_objects(client, &self.crds).await?;
+        install_admission_policies(client, &self.policies, &self.bindings).await?;
+        Ok(names)
+    }
+}
+
+/// The CRDs and admission policies of the `*.yaml` files in `dir`, sorted by file name; each CRD
+/// must have a name.
+fn read_dir(dir: &Path) -> Result<CrdsDir, Error> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -57,19 +79,89 @@ fn read_crds(dir: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
         )));
     }
     let mut crds = Vec::new();
+    let mut policies = Vec::new();
+    let mut bindings = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text)
             .map_err(|e| Error::Crds(format!("{}: {e}", file.display())))?;
-        if crd.metadata.name.is_none() {
-            return Err(Error::Crds(format!(
-                "{}: CRD without a name",
-                file.display()
-            )));
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            let kind = doc
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let parsed =
+                |e: serde_json::Error| Error::Crds(format!("{}: {kind}: {e}", file.display()));
+            match kind.as_str() {
+                "CustomResourceDefinition" => {
+                    let crd: CustomResourceDefinition =
+                        serde_json::from_value(doc).map_err(parsed)?;
+                    if crd.metadata.name.is_none() {
+                        return Err(Error::Crds(format!(
+                            "{}: CRD without a name",
+                            file.display()
+                        )));
+                    }
+                    crds.push(crd);
+                }
+                "ValidatingAdmissionPolicy" => {
+                    policies.push(serde_json::from_value(doc).map_err(parsed)?);
+                }
+                "ValidatingAdmissionPolicyBinding" => {
+                    bindings.push(serde_json::from_value(doc).map_err(parsed)?);
+                }
+                other => {
+                    return Err(Error::Crds(format!(
+                        "{}: unexpected kind {other:?} (CRDs and ValidatingAdmissionPolicies only)",
+                        file.display()
+                    )));
+                }
+            }
         }
-        crds.push(crd);
     }
-    Ok(crds)
+    Ok(CrdsDir {
+        crds,
+        policies,
+        bindings,
+    })
+}
+
+/// Applies `policies` and `bindings` (server-side apply). The API server enforces a policy moments
+/// later (its admission plugin loads policies from a watch): a test relying on one waits for it,
+/// e.g. until a dry run of what it refuses is refused.
+pub async fn install_admission_policies(
+    client: &Client,
+    policies: &[ValidatingAdmissionPolicy],
+    bindings: &[ValidatingAdmissionPolicyBinding],
+) -> Result<(), Error> {
+    let params = PatchParams::apply("karmada-rs-testenv").force();
+    let api: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    for policy in policies {
+        let name =
+            policy.metadata.name.clone().ok_or_else(|| {
+                Error::Crds("a ValidatingAdmissionPolicy without a name".to_owned())
+            })?;
+        api.patch(&name, &params, &Patch::Apply(policy))
+            .await
+            .map_err(|e| Error::kube(format!("applying ValidatingAdmissionPolicy {name}"), e))?;
+    }
+    let binding_api: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    for binding in bindings {
+        let name = binding.metadata.name.clone().ok_or_else(|| {
+            Error::Crds("a ValidatingAdmissionPolicyBinding without a name".to_owned())
+        })?;
+        binding_api
+            .patch(&name, &params, &Patch::Apply(binding))
+            .await
+            .map_err(|e| {
+                Error::kube(
+                    format!("applying ValidatingAdmissionPolicyBinding {name}"),
+                    e,
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// Applies `crds` (server-side apply) and waits until each is Established. Returns their names.

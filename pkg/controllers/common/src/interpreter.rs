@@ -88,6 +88,113 @@ fn front_layers(
     customized.with_layer(Arc::new(webhook::Webhooks::new(source, Some(config))))
 }
 
+/// Checks each ResourceInterpreterCustomization when it is created or changed (and once per
+/// version after a start): every script is loaded as a call would load it (syntax, top level,
+/// the function), and one that does not load is reported at once with a Warning Event
+/// `InterpreterScriptFailed` on the customization, naming the field and the cause — before any
+/// object of the target kind needs it. Karmada's webhook refuses such a customization at
+/// admission; without a webhook it is accepted, and this is how its author hears about it. Runs
+/// until `cancel` fires; the detector starts it, so it runs once per controller-manager.
+pub fn check_customizations(
+    control_plane: &lariat::Cluster,
+    events: &EventSink,
+    options: InterpreterOptions,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<(), crate::error::FrameworkError> {
+    let controller =
+        crate::handlers::shared_controller::<ResourceInterpreterCustomization>(control_plane)?;
+    let checker = Checker {
+        events: Arc::new(events.recorder(REPORTER)),
+        limits: Limits {
+            options,
+            ..Limits::default()
+        },
+        checked: Arc::new(std::sync::Mutex::new(std::collections::HashMap::new())),
+    };
+    crate::handlers::register(
+        &controller,
+        "customization-check",
+        cancel,
+        &checker,
+        |checker: Checker, key, object| async move { checker.check(key, object).await },
+    );
+    Ok(())
+}
+
+/// What [`check_customizations`] keeps: the recorder and the version of each customization
+/// already checked (a resync or restart of the watch checks nothing twice).
+#[derive(Clone)]
+struct Checker {
+    events: Arc<EventRecorder>,
+    limits: Limits,
+    checked: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+}
+
+impl Checker {
+    async fn check(
+        &self,
+        key: lariat::ObjectKey,
+        object: Option<Arc<ResourceInterpreterCustomization>>,
+    ) -> lariat::HandlerResult<ResourceInterpreterCustomization> {
+        let name = key.name().to_owned();
+        let Some(customization) = object else {
+            self.lock_checked().remove(&name);
+            return lariat::HandlerResult::Success;
+        };
+        let version = customization
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        if self.lock_checked().get(&name) == Some(&version) {
+            return lariat::HandlerResult::Success;
+        }
+        let limits = self.limits.clone();
+        let loaded = Arc::clone(&customization);
+        let errors = match tokio::task::spawn_blocking(move || {
+            karmada_luavm::check_customization(&loaded, &limits)
+        })
+        .await
+        {
+            Ok(errors) => errors,
+            Err(e) => {
+                return lariat::HandlerResult::Error(
+                    format!("checking the scripts of ResourceInterpreterCustomization {name}: {e}")
+                        .into(),
+                );
+            }
+        };
+        let target = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(format!(
+                "{}/{}",
+                karmada_apis::config::GROUP,
+                karmada_apis::config::v1alpha1::VERSION
+            )),
+            kind: Some("ResourceInterpreterCustomization".into()),
+            name: Some(name.clone()),
+            uid: customization.metadata.uid.clone(),
+            ..Default::default()
+        };
+        for error in &errors {
+            tracing::warn!(customization = %name, error = %error, "a customization script does not load");
+            self.events.record_now(
+                &target,
+                EventType::Warning,
+                karmada_apis::well_known::event_reasons::INTERPRETER_SCRIPT_FAILED,
+                format!("the script does not load: {error}"),
+            );
+        }
+        self.lock_checked().insert(name, version);
+        lariat::HandlerResult::Success
+    }
+
+    fn lock_checked(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// `resource_interpreter_script_failures_total{customization,operation,reason}`: failed calls
 /// of ResourceInterpreterCustomization scripts, by customization, operation field
 /// (`replicaResource`, ...) and reason (`timeout`, `memory`, `suspended`, `syntax`,

@@ -111,9 +111,11 @@ fn default_scheduler_name() -> String {
 
 /// What Karmada's PropagationPolicy webhook checks on the spec, as CEL.
 const PROPAGATION_SPEC_RULES: &[Cel] = &[
+    // A policy selecting a ServiceImport propagates dependencies without asking (Karmada's
+    // mutating webhook sets propagateDeps before this check; the detector forces it here).
     Cel::at(
         ".propagateDeps",
-        "!has(self.failover) || !has(self.failover.application) || (has(self.propagateDeps) && self.propagateDeps)",
+        "!has(self.failover) || !has(self.failover.application) || (has(self.propagateDeps) && self.propagateDeps) || self.resourceSelectors.exists(s, s.kind == 'ServiceImport' && s.apiVersion == 'multicluster.x-k8s.io/v1alpha1')",
         "application failover is set, propagateDeps must be true",
     ),
     Cel::at(

@@ -163,7 +163,8 @@ pub fn build(
             uid: template.uid.clone(),
             resource_version: template.resource_version.clone(),
         },
-        propagate_deps: spec.propagate_deps,
+        // Karmada's webhook forces propagateDeps on policies selecting ServiceImports.
+        propagate_deps: karmada_policy::matching::propagates_dependencies(spec),
         replica_requirements: replicas.requirements,
         replicas: replicas.replicas,
         placement: Some(spec.placement.clone()),

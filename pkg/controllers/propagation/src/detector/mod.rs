@@ -228,6 +228,23 @@ impl Detector {
     /// the first discovery once every cache it reads has synced.
     pub async fn run(self) -> Result<(), BoxError> {
         self.register_policy_handlers();
+        // Customizations whose scripts do not load are reported when written (what Karmada's
+        // webhook refuses at admission), once per controller-manager: the detector always runs.
+        let inner = &self.inner;
+        if let Err(e) = karmada_controllers_common::interpreter::check_customizations(
+            &inner.ctx.control_plane,
+            &inner.ctx.events,
+            InterpreterOptions {
+                resource_quota_estimate: inner
+                    .ctx
+                    .settings
+                    .feature_gates
+                    .enabled(FEATURE_RESOURCE_QUOTA_ESTIMATE),
+            },
+            &inner.cancel,
+        ) {
+            tracing::warn!(error = %e, "ResourceInterpreterCustomizations are not checked when written");
+        }
         tokio::join!(self.release_deferred(), self.discover_periodically());
         tracing::info!("resource detector stopped");
         Ok(())
