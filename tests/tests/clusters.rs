@@ -151,7 +151,7 @@ fn ready_metric(cluster: &str) -> f64 {
     cluster_metrics()
         .expect("cluster metrics defined")
         .ready
-        .with_label_values(&[cluster])
+        .with_label_values(&[cluster, cluster])
         .get()
 }
 
@@ -355,7 +355,7 @@ async fn member_cluster_lifecycle() {
     let nodes_metric = cluster_metrics()
         .expect("cluster metrics defined")
         .node_number
-        .with_label_values(&["member1"])
+        .with_label_values(&["member1", "member1"])
         .get();
     assert_eq!(nodes_metric as usize, nodes.len());
 

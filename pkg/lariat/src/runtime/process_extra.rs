@@ -3,7 +3,7 @@
 //! `process_network_transmit_bytes_total` (bytes over every interface of the process's network
 //! namespace, from `/proc/self/net/dev`) and `process_virtual_memory_max_bytes` (the address-space
 //! limit from `/proc/self/limits`; "unlimited" reads as 2^64 - 1, as Go's procfs reads it). A
-//! dashboard built on Karmada's Go components finds the same series here.
+//! dashboard built on Go components' process metrics finds the same series here.
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
