@@ -5,6 +5,22 @@ use std::time::Duration;
 /// A boxed error returned by handlers (the workspace's one definition, from apimachinery).
 pub use apimachinery::BoxError;
 
+/// `e` followed by each of its causes not already in the text: a connection error's `Display`
+/// says only `tcp connect error`, while what went wrong (`Connection refused`) is its source.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
 /// Framework errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -273,7 +273,7 @@ pub struct ProxyError {
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyErrorKind {
     /// The TCP connection to the proxy failed.
-    #[error("cannot connect to the proxy: {}", chain(.0.as_ref()))]
+    #[error("cannot connect to the proxy: {}", crate::error::error_chain(.0.as_ref()))]
     Connect(BoxError),
     /// The TLS handshake with an `https://` proxy failed.
     #[error("TLS handshake with the proxy failed: {0}")]
@@ -307,22 +307,6 @@ pub enum ProxyErrorKind {
     /// The request has no target host.
     #[error("the request URI has no host")]
     NoTarget,
-}
-
-/// `e` and its causes, each once (a TCP connector's error says only `tcp connect error`; the
-/// cause, such as `Connection refused`, is its source).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !msg.contains(&text) {
-            msg.push_str(": ");
-            msg.push_str(&text);
-        }
-        cause = c.source();
-    }
-    msg
 }
 
 /// A connector that reaches every destination through `proxy` (or directly without one); see the

@@ -10,6 +10,8 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::error_chain;
+
 /// Where the client configuration came from (for messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigSource {
@@ -50,20 +52,6 @@ pub enum ClientConfigError {
         "no kubeconfig: pass --kubeconfig, set KUBECONFIG, run in a pod, or create $HOME/.kube/config"
     )]
     NotFound,
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let s_msg = s.to_string();
-        if !msg.contains(&s_msg) {
-            msg.push_str(": ");
-            msg.push_str(&s_msg);
-        }
-        cur = s.source();
-    }
-    msg
 }
 
 /// Loads the client configuration; see the module docs for the order.

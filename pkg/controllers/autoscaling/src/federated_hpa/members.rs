@@ -149,7 +149,6 @@ impl FederatedHpaController {
 
     /// The target's scale summed over `clusters`, and the pods of each cluster's selector. A cluster
     /// that cannot be read is left out (logged, and named in `left_out`); none readable is an error.
-    // Over 80 lines: per member, scale then pods, each failure logged and the member skipped.
     pub(super) async fn scale_of_members(
         &self,
         clusters: &[String],

@@ -149,17 +149,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         }
         cause = c.source();
     }
-    let mut msg = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !msg.contains(&text) {
-            msg.push_str(": ");
-            msg.push_str(&text);
-        }
-        cause = c.source();
-    }
-    msg
+    lariat::error::error_chain(e)
 }
 
 /// The observed Ready condition of a member reached through `proxy` (credentials removed): as
