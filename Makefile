@@ -91,7 +91,7 @@ env-up: test-binaries ## Bring up a host + 2 members (first one full) by hand; C
 	$(CARGO) run -q -p testenv -- up --members 2 --full --install-crds
 
 .PHONY: local-up
-local-up: test-binaries test-tools ## Start host + 3 members: member1/2 joined (Push), member3 served by a karmada-agent (Pull); run them in the background.
+local-up: test-binaries test-tools ## Start host + 3 members: member1/2 joined (Push), member3 served by a karmada-agent (Pull); run them in the background. AGGREGATED=1: Clusters served by Karmada's aggregated API server.
 	hack/local-up.sh
 
 .PHONY: local-down

@@ -6,6 +6,9 @@
 #   - karmada-controller-manager running against the host, leader-elected in karmada-system;
 #   - member3 in Pull mode: karmada-agent running as a local process, with a ServiceAccount token on the
 #     host that holds exactly the RBAC charts/karmada-agent renders for the Karmada API server.
+# With AGGREGATED=1 (`make local-up AGGREGATED=1`), cluster.karmada.io is served as on a control plane
+# Karmada's installers set up: by Karmada's karmada-aggregated-apiserver (built from the pinned Go module
+# by `make karmada-binaries`) through an APIService, and the host has no Cluster CRD.
 # State (kubeconfig, pid files, logs) lives in ${KARMADA_RS_LOCAL_UP_DIR:-<repo>/.local-up}.
 # Stop everything with `make local-down`.
 set -euo pipefail
@@ -49,9 +52,16 @@ helm="$tools/helm"
 echo "local-up: building testenv, karmadactl, karmada-controller-manager and karmada-agent" >&2
 (cd "$root" && ${CARGO:-cargo} build -q -p testenv -p karmadactl -p karmada-controller-manager -p karmada-agent --bins)
 
-echo "local-up: starting host + member1 (full) + member2 + member3 (logs: $state/testenv.log)" >&2
+env_flags=(--members 3 --full --install-crds)
+if [ -n "${AGGREGATED:-}" ]; then
+  echo "local-up: building Karmada's aggregated API server (cached after the first time)" >&2
+  nice -n 10 "$root/hack/build-test-binaries.sh" karmada >/dev/null ||
+    die "building Karmada's binaries failed (run: make karmada-binaries)"
+  env_flags+=(--aggregated-apiserver)
+fi
+echo "local-up: starting host + member1 (full) + member2 + member3${AGGREGATED:+, Clusters served by karmada-aggregated-apiserver} (logs: $state/testenv.log)" >&2
 # setsid: the environment outlives this script and make; testenv's children die with testenv.
-setsid "$target/testenv" up --members 3 --full --install-crds --dir "$state/env" --ready-file "$state/ready" \
+setsid "$target/testenv" up "${env_flags[@]}" --dir "$state/env" --ready-file "$state/ready" \
   >"$state/testenv.log" 2>&1 </dev/null &
 echo $! >"$state/testenv.pid"
 started=1

@@ -58,6 +58,9 @@ struct Args {
     /// Skip the burst with the members in Pull mode (served by karmada-agents).
     #[arg(long)]
     no_pull: bool,
+    /// Skip the burst with Clusters served by Karmada's aggregated API server.
+    #[arg(long)]
+    no_aggregated: bool,
     /// Deployments of the failover run (0: none).
     #[arg(long)]
     failover_templates: Option<usize>,
@@ -118,6 +121,7 @@ fn main() -> anyhow::Result<()> {
     config.floor &= !args.no_floor;
     config.customization &= !args.no_customization;
     config.pull &= !args.no_pull;
+    config.aggregated &= !args.no_aggregated;
     if let Some(n) = args.failover_templates {
         config.failover_templates = n;
     }

@@ -2,15 +2,18 @@
 //! (`test-proxy`, built from hack/tools/test-proxy: elazarl/goproxy for HTTP CONNECT, armon/go-socks5
 //! for SOCKS5; it logs one JSON line per tunnel it opens).
 //!
-//! Each member is reachable **only through its proxy**: after `karmadactl join`, its Cluster's
-//! `apiEndpoint` becomes `https://localhost:<port>` where `<port>` is a free port nothing listens
-//! on, and the proxy maps that `host:port` (`--map`) to the member's real API server. A direct
-//! connection is refused; only a tunnel reaches the member, with TLS still verified against the
+//! Each member is reachable **only through its proxy**: its Cluster's `apiEndpoint` is
+//! `https://localhost:<port>` where `<port>` is a free port nothing listens on, and the proxy maps
+//! that `host:port` (`--map`) to the member's real API server. A direct connection is refused; only a tunnel reaches the member, with TLS still verified against the
 //! member's CA (its serving certificate names `localhost`). So a Ready member, a propagated
 //! Deployment and its status coming back prove the controller-manager's member clients (health
 //! checks, caches and watches, Work application, status collection) all went through the proxy,
 //! and the proxy's log names each tunnel's target.
 //!
+//! - `member2` is joined by `karmadactl join` with a kubeconfig whose `server` is that endpoint and
+//!   whose `proxy-url` names the SOCKS5 proxy: karmadactl itself goes through the proxy, and the
+//!   Cluster gets the URL as `spec.proxyURL` (as Karmada's karmadactl does); member1 is joined
+//!   directly and then patched to its endpoint and proxy;
 //! - `member1` through an HTTP proxy, with `spec.proxyHeader` `X-Proxy-Token: t1,t2`: the proxy
 //!   saw the header on the CONNECT requests (two values, as Karmada splits on commas);
 //! - `member2` through a SOCKS5 proxy that requires a username and password (from the proxy
@@ -167,6 +170,19 @@ async fn register_copy(host: &Client, name: &str, member: &str, endpoint: &str, 
         .unwrap();
 }
 
+/// A copy of `member`'s kubeconfig whose cluster entry has `server` and `proxy-url`.
+fn proxied_kubeconfig(member: &ApiServer, server: &str, proxy_url: &str, dir: &Path) -> PathBuf {
+    let mut kc = kube::config::Kubeconfig::read_from(member.kubeconfig_path()).unwrap();
+    for named in &mut kc.clusters {
+        let cluster = named.cluster.as_mut().unwrap();
+        cluster.server = Some(server.to_string());
+        cluster.proxy_url = Some(proxy_url.to_string());
+    }
+    let path = dir.join(format!("{}-through-proxy.kubeconfig", member.name()));
+    std::fs::write(&path, serde_json::to_vec(&kc).unwrap()).unwrap();
+    path
+}
+
 fn issue_proxy_cert(member: &ApiServer, dir: &Path) -> (PathBuf, PathBuf) {
     member
         .pki()
@@ -210,11 +226,30 @@ async fn members_behind_http_https_and_socks5_proxies_join_propagate_and_report(
         ],
     );
 
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
+    karmada_e2e::karmadactl::join(env.host(), m1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    // member2 is joined as a user whose kubeconfig reaches it only through the SOCKS5 proxy:
+    // karmadactl itself goes through it, and the Cluster gets the kubeconfig's proxy-url.
+    let m2_proxy_url = format!("socks5://karmada:p%40ss%3Aword@127.0.0.1:{}", socks.port);
+    let m2_kubeconfig = proxied_kubeconfig(m2, &m2_endpoint, &m2_proxy_url, env.dir());
+    karmada_e2e::karmadactl::join_with(env.host(), m2.name(), &m2_kubeconfig, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let joined = Api::<Cluster>::all(host.clone())
+        .get(m2.name())
+        .await
+        .unwrap();
+    assert_eq!(joined.spec.api_endpoint, m2_endpoint);
+    assert_eq!(joined.spec.proxy_url, m2_proxy_url);
+    assert!(
+        socks
+            .tunnels()
+            .iter()
+            .any(|t| t["user"] == "karmada" && t["target"] == m2_target.as_str()),
+        "karmadactl join did not go through the SOCKS5 proxy:\n{}",
+        socks.text()
+    );
     // Before the controller-manager starts: its first connection already goes through the proxy.
     route_through(
         &host,
@@ -228,7 +263,7 @@ async fn members_behind_http_https_and_socks5_proxies_join_propagate_and_report(
         &host,
         m2.name(),
         &m2_endpoint,
-        &format!("socks5://karmada:p%40ss%3Aword@127.0.0.1:{}", socks.port),
+        &m2_proxy_url,
         json!({"X-Not-For-Socks": "x"}),
     )
     .await;

@@ -112,8 +112,12 @@ pub async fn target_from(
             config.auth_info.impersonate_groups = Some(groups.to_vec());
         }
     }
-    let client = kube::Client::try_from(config)
-        .with_context(|| format!("{origin}: cannot build a client"))?;
+    let client = if config.proxy_url.is_some() {
+        proxied_client(config, &ctx.cluster, &origin)?
+    } else {
+        kube::Client::try_from(config)
+            .with_context(|| format!("{origin}: cannot build a client"))?
+    };
     Ok(Target {
         server: cluster.server.clone().unwrap_or_default(),
         insecure: cluster.insecure_skip_tls_verify.unwrap_or(false),
@@ -122,6 +126,33 @@ pub async fn target_from(
         ca_pem,
         origin,
     })
+}
+
+/// A client for a cluster entry with a `proxy-url` (`http`, `https` or `socks5`, as kubectl and
+/// Karmada's karmadactl honour it): built by the same transport the controller-manager uses for
+/// proxied members, so a member reachable only through its proxy can be joined. No client-side rate
+/// limit, as for kube's own clients here.
+fn proxied_client(config: kube::Config, name: &str, origin: &str) -> anyhow::Result<kube::Client> {
+    let metrics = lariat::metrics::FrameworkMetrics::global()
+        .with_context(|| format!("{origin}: cannot register client metrics"))?;
+    let options = lariat::ClientOptions {
+        qps: 0.0,
+        user_agent: "karmadactl".to_string(),
+        ..lariat::ClientOptions::default()
+    };
+    let factory = lariat::ClientFactory::new(
+        name,
+        config,
+        options,
+        lariat::metrics::ClusterMetrics::new(name, metrics),
+    )
+    .map_err(|e| {
+        anyhow!(
+            "{origin}: cannot build a client through its proxy: {}",
+            lariat::error::error_chain(&e)
+        )
+    })?;
+    Ok(factory.client())
 }
 
 /// Refuses a kubeconfig that reaches outside itself: an `exec` or `auth-provider` plugin (a command

@@ -24,7 +24,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use report::{Machine, Report, Run};
-use session::{Impl, Mode, Qps, Session};
+use session::{Impl, Layout, Mode, Qps, Session};
 
 /// One controller-manager configuration the benchmark runs on a fresh environment.
 #[derive(Clone, Copy)]
@@ -41,6 +41,8 @@ struct Plan {
     pull: bool,
     /// The failover scenario instead of the burst ([`failover`]).
     failover: bool,
+    /// Clusters served by Karmada's aggregated API server instead of the Cluster CRD.
+    aggregated: bool,
 }
 
 /// Sizes and switches.
@@ -74,6 +76,10 @@ pub struct BenchConfig {
     /// (karmada-rs only): the controller-manager's member requests (none) and the agents' CPU and
     /// memory beside the Push numbers.
     pub pull: bool,
+    /// Also run a burst with `cluster.karmada.io` served by Karmada's `karmada-aggregated-apiserver`
+    /// (as on a control plane Karmada's installers set up) instead of the Cluster CRD: every
+    /// Cluster read and status write goes through the host's aggregation layer.
+    pub aggregated: bool,
     /// Deployments of the failover run ([`failover`]; 0: no failover run).
     pub failover_templates: usize,
     /// Also measure the minimal-writes floor.
@@ -105,6 +111,7 @@ impl BenchConfig {
             default_qps_templates: 400,
             customization: true,
             pull: true,
+            aggregated: true,
             failover_templates: 300,
             floor: true,
             floor_syncs: 5,
@@ -128,6 +135,8 @@ impl BenchConfig {
             default_qps_templates: 20,
             customization: true,
             pull: true,
+            // Needs `make karmada-binaries`, which `make test` does not build.
+            aggregated: false,
             failover_templates: 6,
             floor: true,
             floor_syncs: 5,
@@ -164,6 +173,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         customized: false,
         pull: false,
         failover: false,
+        aggregated: false,
     };
     let mut plans = vec![Plan {
         restart: true,
@@ -187,6 +197,12 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
     if config.pull {
         plans.push(Plan {
             pull: true,
+            ..plan(Qps::Raised, config.members, full)
+        });
+    }
+    if config.aggregated {
+        plans.push(Plan {
+            aggregated: true,
             ..plan(Qps::Raised, config.members, full)
         });
     }
@@ -217,6 +233,9 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         if p.pull {
             label.push_str(", Pull (agents)");
         }
+        if p.aggregated {
+            label.push_str(", aggregated Cluster API");
+        }
         if p.failover {
             label.push_str(", failover");
         }
@@ -224,11 +243,20 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             label = format!("{}, {label}", imp.label());
         }
         progress(&format!("{label}: starting a fresh environment"));
-        let mode = if p.pull { Mode::Pull } else { Mode::Push };
+        let layout = Layout {
+            mode: if p.pull { Mode::Pull } else { Mode::Push },
+            aggregated_apiserver: p.aggregated,
+        };
         let extra_args = if p.failover { failover::KCM_ARGS } else { &[] };
-        let mut s =
-            Session::start_mode(imp, members, config.namespaces, Some(qps), extra_args, mode)
-                .await?;
+        let mut s = Session::start_laid_out(
+            imp,
+            members,
+            config.namespaces,
+            Some(qps),
+            extra_args,
+            layout,
+        )
+        .await?;
         if p.failover {
             progress(&format!(
                 "{label}: {deployments} Deployments, then {} lost",
@@ -243,6 +271,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
                 members,
                 customization: false,
                 pull: false,
+                aggregated: false,
                 healthy_deployment_bindings: 0,
                 burst: None,
                 restart: None,
@@ -308,6 +337,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             members,
             customization: p.customized,
             pull: p.pull,
+            aggregated: p.aggregated,
             healthy_deployment_bindings,
             burst: Some(burst),
             restart,

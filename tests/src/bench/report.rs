@@ -158,6 +158,8 @@ pub struct Run {
     pub customization: bool,
     /// Whether the members were in Pull mode, each served by a `karmada-agent`.
     pub pull: bool,
+    /// Whether Clusters were served by Karmada's aggregated API server.
+    pub aggregated: bool,
     /// Deployment bindings whose member objects were all reported `Healthy` after the burst: none
     /// natively (the API-server-only members never roll a Deployment out), all of them when the
     /// customization's health script ran.
@@ -272,10 +274,15 @@ fn per_template_table(
 }
 
 fn servers(c: &super::session::ServerCpu) -> String {
-    format!(
+    let servers = format!(
         "{:.1} / {:.1} / {:.1}",
         c.host_apiserver, c.member_apiservers, c.etcd
-    )
+    );
+    if c.aggregated_apiserver > 0.0 {
+        format!("{servers} (+ {:.1} aggregated)", c.aggregated_apiserver)
+    } else {
+        servers
+    }
 }
 
 fn ms(p: &Percentiles) -> String {
@@ -552,6 +559,7 @@ impl Report {
                         && p.members == ours.members
                         && p.customization == ours.customization
                         && p.pull == ours.pull
+                        && p.aggregated == ours.aggregated
                 })?;
                 Some((ours, peer))
             })

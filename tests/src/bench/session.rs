@@ -39,13 +39,25 @@ impl Impl {
 }
 
 /// How the members are connected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub enum Mode {
     /// Joined: the controller-manager talks to each member.
+    #[default]
     Push,
     /// Each member served by its own `karmada-agent` (with the same client rate limits); the
     /// controller-manager never talks to a member.
     Pull,
+}
+
+/// How a session's control plane is laid out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Layout {
+    /// How the members are connected.
+    pub mode: Mode,
+    /// `cluster.karmada.io` served by Karmada's `karmada-aggregated-apiserver` through an APIService
+    /// (as Karmada's installers set it up; `make karmada-binaries` builds it) instead of the Cluster
+    /// CRD.
+    pub aggregated_apiserver: bool,
 }
 
 /// Client rate limits the controller-manager runs with.
@@ -89,6 +101,8 @@ pub struct ServerCpu {
     pub member_apiservers: f64,
     /// The etcd they share.
     pub etcd: f64,
+    /// Karmada's aggregated API server, when it serves Clusters (0 otherwise).
+    pub aggregated_apiserver: f64,
 }
 
 impl ServerCpu {
@@ -98,6 +112,7 @@ impl ServerCpu {
             host_apiserver: self.host_apiserver - before.host_apiserver,
             member_apiservers: self.member_apiservers - before.member_apiservers,
             etcd: self.etcd - before.etcd,
+            aggregated_apiserver: self.aggregated_apiserver - before.aggregated_apiserver,
         }
     }
 }
@@ -158,19 +173,21 @@ impl Session {
         qps: Option<Qps>,
         extra_args: &[&str],
     ) -> anyhow::Result<Session> {
-        Session::start_mode(imp, members, namespaces, qps, extra_args, Mode::Push).await
+        Session::start_laid_out(imp, members, namespaces, qps, extra_args, Layout::default()).await
     }
 
-    /// [`start_impl`](Self::start_impl) with the members in `mode`: joined (Push), or each served by
-    /// a `karmada-agent` process (Pull; ours only).
-    pub async fn start_mode(
+    /// [`start_impl`](Self::start_impl) laid out as `layout` says: the members joined (Push) or each
+    /// served by a `karmada-agent` process (Pull; ours only), Clusters served by the Cluster CRD or by
+    /// Karmada's aggregated API server.
+    pub async fn start_laid_out(
         imp: Impl,
         members: usize,
         namespaces: usize,
         qps: Option<Qps>,
         extra_args: &[&str],
-        mode: Mode,
+        layout: Layout,
     ) -> anyhow::Result<Session> {
+        let mode = layout.mode;
         if mode == Mode::Pull && imp != Impl::Rust {
             bail!("Pull mode is measured with karmada-rs's agent only");
         }
@@ -182,6 +199,7 @@ impl Session {
         let env = TestEnv::start(EnvOptions {
             members,
             install_crds: true,
+            aggregated_apiserver: layout.aggregated_apiserver,
             ..Default::default()
         })
         .await
@@ -375,6 +393,14 @@ impl Session {
             host_apiserver: cpu(self.env.host().pid()),
             member_apiservers: self.env.members().iter().map(|m| cpu(m.pid())).sum(),
             etcd: cpu(Some(self.env.etcd_pid())),
+            // The host runs nothing else beside its API server.
+            aggregated_apiserver: self
+                .env
+                .host()
+                .component_pids()
+                .into_iter()
+                .map(|pid| cpu(Some(pid)))
+                .sum(),
         }
     }
 
