@@ -75,7 +75,8 @@ done
 
 kc="$state/env/kubeconfig"
 k() { "$kubectl" --kubeconfig "$kc" "$@"; }
-k --context host create namespace karmada-system >/dev/null
+# (testenv already made it when the aggregated API server runs: its Service lives there)
+k --context host get namespace karmada-system >/dev/null 2>&1 || k --context host create namespace karmada-system >/dev/null
 
 for m in member1 member2; do
   echo "local-up: karmadactl join $m" >&2
