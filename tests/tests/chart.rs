@@ -553,6 +553,13 @@ async fn helm_template_passes_server_side_dry_run() {
         let manifests = helm(&args);
         assert!(manifests.contains("kind: CustomResourceDefinition"));
         assert!(manifests.contains("kind: Deployment"));
+        // The Cluster CRD belongs on the Karmada API server: rendered in inCluster mode only.
+        let kubeconfig_mode = extra.contains(&"karmadaApiServer.mode=kubeconfig");
+        assert_eq!(
+            manifests.contains("  name: clusters.cluster.karmada.io\n"),
+            !kubeconfig_mode,
+            "the Cluster CRD rendered in the wrong mode ({extra:?})"
+        );
         let out = run(
             &tool("kubectl"),
             &[

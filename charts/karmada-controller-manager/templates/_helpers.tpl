@@ -131,7 +131,7 @@ karmada-aggregated-apiserver): the CRD would claim the same group. helm template
 up) always renders it.
 */}}
 {{- define "kcm.renderClusterCRD" -}}
-{{- if .Values.clusterCRD.install -}}
+{{- if and (include "kcm.inCluster" .) .Values.clusterCRD.install -}}
 {{- $apiService := lookup "apiregistration.k8s.io/v1" "APIService" "" "v1alpha1.cluster.karmada.io" -}}
 {{- $service := dig "spec" "service" dict $apiService -}}
 {{- if $service -}}
