@@ -16,6 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
+use karmada_e2e::bench::process::parse_metrics;
 use karmada_e2e::controller_manager::Kcm;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -481,5 +482,54 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
     .await;
     println!("scaled down {:?} after the CPU use fell", down.elapsed());
     assert_eq!(template_replicas(&host, "api").await, 2);
+
+    // Karmada's latency families moved: syncs, and metric reads by type and result (the Pods
+    // metric of `api` is missing, so its reads failed), with Karmada's buckets (from 10 ms).
+    let samples = parse_metrics(&kcm.metrics().expect("scrape the controller-manager"));
+    let count = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples
+            .iter()
+            .filter(|s| s.name == name)
+            .filter(|s| {
+                labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|s| s.value)
+            .sum()
+    };
+    let pull = "federatedhpa_pull_metrics_duration_seconds_count";
+    for (labels, what) in [
+        (
+            vec![("result", "success"), ("metricType", "ResourceMetric")],
+            "CPU reads",
+        ),
+        (
+            vec![("result", "error"), ("metricType", "RawMetric")],
+            "failed Pods-metric reads",
+        ),
+    ] {
+        assert!(count(pull, &labels) >= 1.0, "no {what} in {pull}");
+    }
+    assert!(
+        count(
+            "federatedhpa_process_duration_seconds_count",
+            &[("result", "success")]
+        ) >= 1.0
+    );
+    let bounds: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.name == "federatedhpa_process_duration_seconds_bucket")
+        .filter(|s| s.labels.get("result").map(String::as_str) == Some("success"))
+        .filter_map(|s| s.labels.get("le").map(String::as_str))
+        .collect();
+    assert_eq!(
+        bounds,
+        [
+            "0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "0.64", "1.28", "2.56", "5.12",
+            "10.24", "20.48", "+Inf"
+        ],
+        "Karmada's buckets: from 10 ms, doubling, 12 of them"
+    );
     println!("test took {:?}", started.elapsed());
 }

@@ -187,3 +187,45 @@ pub fn count_delete(ok: bool, api_version: &str, kind: &str, cluster: &str) {
             .inc();
     }
 }
+
+/// A histogram family with Karmada's exponential buckets (`start`, doubling, `count` of them),
+/// registered in the process registry on first use. A family that cannot be registered (its name
+/// taken) is logged and still records, unexported; `None` only if the definition is invalid.
+pub fn registered_histogram(
+    name: &str,
+    help: &str,
+    (start, count): (f64, usize),
+    labels: &[&str],
+) -> Option<HistogramVec> {
+    let built = prometheus::exponential_buckets(start, 2.0, count)
+        .and_then(|b| HistogramVec::new(HistogramOpts::new(name, help).buckets(b), labels));
+    match built {
+        Ok(h) => {
+            if let Err(e) = lariat::metrics::registry().register(Box::new(h.clone())) {
+                tracing::warn!(metric = name, error = %e, "metric not registered");
+            }
+            Some(h)
+        }
+        Err(e) => {
+            tracing::error!(metric = name, error = %e, "invalid metric definition");
+            None
+        }
+    }
+}
+
+/// Observes the time since `started` in `histogram` under `result` (`success`/`error`, Karmada's
+/// `GetResultByError`) followed by `labels`.
+pub fn observe_result(
+    histogram: Option<&HistogramVec>,
+    ok: bool,
+    labels: &[&str],
+    started: Instant,
+) {
+    if let Some(h) = histogram {
+        let mut values = Vec::with_capacity(labels.len() + 1);
+        values.push(result_label(ok));
+        values.extend_from_slice(labels);
+        h.with_label_values(&values)
+            .observe(started.elapsed().as_secs_f64());
+    }
+}

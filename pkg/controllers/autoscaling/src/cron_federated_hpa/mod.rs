@@ -16,6 +16,7 @@
 //! the scale subresource and the FederatedHPA by merge patches of the replica fields, and a
 //! `failedHistoryLimit` of 0 keeps no failed execution (Karmada's slice arithmetic panics there).
 
+mod durations;
 pub mod schedule;
 
 use std::collections::{HashMap, HashSet};
@@ -225,6 +226,20 @@ impl CronController {
             }
             executors.target = Some(cron.spec.scale_target_ref.clone());
         }
+        let started = std::time::Instant::now();
+        let synced = self.sync_rules(key, cron).await;
+        durations::observe_process(synced.is_ok(), started);
+        if synced.is_ok()
+            && let Ok(mut all) = self.inner.executors.lock()
+            && let Some(executors) = all.get_mut(key)
+        {
+            executors.generation = generation;
+        }
+        synced
+    }
+
+    /// Starts or updates an executor per rule and drops the history of rules that are gone.
+    async fn sync_rules(&self, key: &str, cron: &CronFederatedHPA) -> Result<(), CronError> {
         let known: HashSet<&str> = cron
             .status
             .iter()
@@ -246,11 +261,6 @@ impl CronController {
             if let Err(e) = removed {
                 return Err(self.status_failed(cron, e).await);
             }
-        }
-        if let Ok(mut all) = self.inner.executors.lock()
-            && let Some(executors) = all.get_mut(key)
-        {
-            executors.generation = generation;
         }
         Ok(())
     }
@@ -467,6 +477,7 @@ impl Job {
         if self.rule.is_suspended() {
             return;
         }
+        let started = std::time::Instant::now();
         let target = &cron.spec.scale_target_ref;
         let scaled = if target.api_version == API_VERSION {
             if target.kind == FEDERATED_HPA_KIND {
@@ -486,6 +497,7 @@ impl Job {
         let reference = reference_of(&cron);
         let now = Time(Timestamp::now());
         let rule = &self.rule;
+        let scaled_ok = scaled.is_ok();
         let written = match scaled {
             Err(message) => {
                 events
@@ -542,6 +554,8 @@ impl Job {
                 )
                 .await;
         }
+        // As Karmada: the scale's result, timed to the end of its history entry.
+        durations::observe_rule(scaled_ok, started);
     }
 
     /// Sets a FederatedHPA's bounds to the rule's (the FederatedHPA is read untyped).

@@ -27,6 +27,7 @@
 //! - Errors are in [`error`].
 
 pub mod calculator;
+mod durations;
 mod error;
 mod members;
 pub mod metrics;

@@ -13,6 +13,7 @@ use kube::ResourceExt;
 
 use super::FederatedHpaController;
 use super::calculator::{CalcError, PodMetricsInfo};
+use super::durations;
 use super::members::{MultiClusterScale, selector_string};
 use super::metrics::{self, MetricsError};
 use super::replicas::{Invalid, Proposed};
@@ -160,7 +161,9 @@ impl FederatedHpaController {
         let metric_name = source.metric.name.clone();
         let metric_selector = selector_string(source.metric.selector.as_ref());
         let target = milli_of(source.target.average_value.as_ref());
+        let started = std::time::Instant::now();
         let fetched = pods_metric_values(scale, &namespace, &metric_name, &metric_selector).await;
+        durations::observe_pull(fetched.is_ok(), durations::RAW_METRIC, started);
         let result = fetched
             .map_err(|e| format!("unable to get metric {metric_name}: {e}"))
             .and_then(|metrics| {
@@ -216,9 +219,11 @@ impl FederatedHpaController {
         now: Timestamp,
     ) -> Result<(i32, String, MetricValueStatus), String> {
         let calc = &self.inner.calculator;
+        let started = std::time::Instant::now();
         let fetched = self
             .resource_metrics(namespace, resource, container, scale)
             .await;
+        durations::observe_pull(fetched.is_ok(), durations::RESOURCE_METRIC, started);
         let unable =
             |e: MetricsError| format!("unable to get metrics for resource {resource}: {e}");
         if let Some(average) = &target.average_value {
@@ -331,10 +336,10 @@ impl FederatedHpaController {
                 described.kind, described.name
             )
         };
-        let total = self
-            .object_metric_total(&namespace, source, scale)
-            .await
-            .map_err(|e| unable(&e))?;
+        let started = std::time::Instant::now();
+        let total = self.object_metric_total(&namespace, source, scale).await;
+        durations::observe_pull(total.is_ok(), durations::OBJECT_METRIC, started);
+        let total = total.map_err(|e| unable(&e))?;
         let target = &source.target;
         let calc = &self.inner.calculator;
         if target.type_ == "Value" && target.value.is_some() {

@@ -57,7 +57,10 @@ impl FederatedHpaController {
             return HandlerResult::RequeueAfter(*at - now);
         }
         let period = inner.settings.sync_period;
-        match self.reconcile(&key, &hpa).await {
+        let started = Instant::now();
+        let synced = self.reconcile(&key, &hpa).await;
+        super::durations::observe_process(synced.is_ok(), started);
+        match synced {
             Ok(()) => {
                 if let Ok(mut d) = inner.due.lock() {
                     d.insert(key.to_string(), (generation, Instant::now() + period));
