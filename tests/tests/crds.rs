@@ -1418,6 +1418,265 @@ async fn a_policy_permanent_id_cannot_change_once_set() {
     .expect("other labels change freely");
 }
 
+/// Creates `object` with `api`, which an admission policy named `policy` must refuse with 403 and
+/// a message containing each of `texts`. The first call waits until the policy is enforced (the API
+/// server loads a policy moments after it is installed), dry runs until one is refused.
+async fn assert_refused_by(api: &Api<DynamicObject>, policy: &str, object: Value, texts: &[&str]) {
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let object: DynamicObject = serde_json::from_value(object).expect("object");
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while api.create(&dry, &object).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}: admission policy {policy} never refused it"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    match api.create(&PostParams::default(), &object).await {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 403, "{name}: {}", e.message);
+            assert!(
+                e.message.contains(&format!(
+                    "ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: "
+                )),
+                "{name}: {}",
+                e.message
+            );
+            for text in texts {
+                assert!(
+                    e.message.contains(text),
+                    "{name}: no {text:?} in {}",
+                    e.message
+                );
+            }
+        }
+        other => panic!("{name} was not refused: {other:?}"),
+    }
+}
+
+/// Creates each object with `api`; every one must be accepted.
+async fn assert_accepted(api: &Api<DynamicObject>, objects: Vec<Value>) {
+    for object in objects {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let object: DynamicObject = serde_json::from_value(object).expect("object");
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("{name} was refused: {e}"));
+    }
+}
+
+fn op(kind: &str, name: &str, overriders: Value) -> Value {
+    json!({
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"resourceSelectors": deployments(), "overrideRules": [{"overriders": overriders}]},
+    })
+}
+
+/// The `karmada-override-policy` admission policy (in `crds/`, installed with the CRDs) checks what
+/// Karmada's OverridePolicy webhook checks in each override rule and CRD rules cannot see, with
+/// Karmada's messages: a field overrider's `value` follows its operator, label keys and values
+/// and annotation keys are valid. What Karmada accepts is accepted, also on ClusterOverridePolicies.
+#[tokio::test]
+async fn override_policy_overriders_are_checked_at_admission() {
+    const POLICY: &str = "karmada-override-policy";
+    let client = client().await;
+    let ns = namespace(&client, "crd-override-values").await;
+    let ops: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<OverridePolicy>(&()),
+    );
+    let cops: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::erase::<ClusterOverridePolicy>(&()),
+    );
+    let kind = "OverridePolicy";
+    assert_refused_by(
+        &ops,
+        POLICY,
+        op(kind, "add-without-value", json!({"fieldOverrider": [{"fieldPath": "/data/config",
+            "json": [{"subPath": "/a", "operator": "replace", "value": 1},
+                     {"subPath": "/b", "operator": "add"}]}]})),
+        &["spec.overrideRules[0].overriders.fieldOverrider[0].json[1].value: Invalid value: null: value is required for add or replace operation"],
+    )
+    .await;
+    assert_refused_by(
+        &ops,
+        POLICY,
+        op(kind, "remove-with-value", json!({"fieldOverrider": [{"fieldPath": "/data/config",
+            "yaml": [{"subPath": "/a", "operator": "remove", "value": "x"}]}]})),
+        &["spec.overrideRules[0].overriders.fieldOverrider[0].yaml[0].value: Invalid value: \"x\": value is not allowed for remove operation"],
+    )
+    .await;
+    // Two errors: Karmada's aggregate, `[a, b]`.
+    assert_refused_by(
+        &ops,
+        POLICY,
+        op(kind, "bad-label", json!({"labelsOverrider": [{"operator": "add",
+            "value": {"bad key": "bad value!"}}]})),
+        &[
+            "[spec.overrideRules[0].overriders.labelsOverrider[0].value: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), ",
+            "spec.overrideRules[0].overriders.labelsOverrider[0].value: Invalid value: \"bad value!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &ops,
+        POLICY,
+        op(kind, "bad-annotation", json!({"annotationsOverrider": [{"operator": "add",
+            "value": {"a/b/c": "anything"}}]})),
+        &["spec.overrideRules[0].overriders.annotationsOverrider[0].value: Invalid value: \"a/b/c\": a qualified name must consist of"],
+    )
+    .await;
+    assert_refused_by(
+        &ops,
+        POLICY,
+        op(kind, "empty-prefix", json!({"labelsOverrider": [{"operator": "add",
+            "value": {"/app": "web"}}]})),
+        &["spec.overrideRules[0].overriders.labelsOverrider[0].value: Invalid value: \"/app\": prefix part must be non-empty"],
+    )
+    .await;
+    assert_refused_by(
+        &cops,
+        POLICY,
+        op(
+            "ClusterOverridePolicy",
+            "cluster-add-without-value",
+            json!({"fieldOverrider": [
+            {"fieldPath": "/data/config", "yaml": [{"subPath": "/a", "operator": "add"}]}]}),
+        ),
+        &["value is required for add or replace operation"],
+    )
+    .await;
+    let good = json!({
+        "labelsOverrider": [{"operator": "add", "value": {"example.com/team": "a", "tier": ""}}],
+        // Annotation keys are checked lower-cased; values are free.
+        "annotationsOverrider": [{"operator": "replace", "value": {"Example.com/Note": "anything, really!"}}],
+        "fieldOverrider": [
+            {"fieldPath": "/data/config", "json": [
+                {"subPath": "/a", "operator": "add", "value": {"b": [1, 2]}},
+                {"subPath": "/c", "operator": "replace", "value": 0},
+                {"subPath": "/d", "operator": "remove"}]},
+            {"fieldPath": "/data/other", "yaml": [{"subPath": "/e", "operator": "replace", "value": "x"}]}],
+    });
+    assert_accepted(
+        &ops,
+        vec![
+            op(kind, "good", good.clone()),
+            // As Karmada: the deprecated top-level `overriders` are not checked.
+            json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": kind,
+                "metadata": {"name": "deprecated-overriders"},
+                "spec": {"resourceSelectors": deployments(),
+                    "overriders": {"labelsOverrider": [{"operator": "add", "value": {"bad key": "v"}}]}}}),
+        ],
+    )
+    .await;
+    assert_accepted(
+        &cops,
+        vec![op("ClusterOverridePolicy", "cluster-good", good)],
+    )
+    .await;
+}
+
+fn mci(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "networking.karmada.io/v1alpha1",
+        "kind": "MultiClusterIngress",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+/// The `karmada-multicluster-ingress` admission policy (in `crds/`, installed with the CRDs) checks
+/// a MultiClusterIngress's spec as Karmada's webhook does (as Kubernetes checks an Ingress), with
+/// its messages; a valid one is accepted.
+#[tokio::test]
+async fn multicluster_ingress_spec_is_checked_at_admission() {
+    const POLICY: &str = "karmada-multicluster-ingress";
+    let client = client().await;
+    let ns = namespace(&client, "crd-mci").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::erase::<karmada_apis::networking::v1alpha1::MultiClusterIngress>(&()),
+    );
+    let web = json!({"service": {"name": "web", "port": {"number": 80}}});
+    assert_refused_by(
+        &api,
+        POLICY,
+        mci("empty", json!({})),
+        &["spec: Invalid value: null: either `defaultBackend` or `rules` must be specified"],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        mci("ip-host", json!({"rules": [{"host": "10.0.0.1", "http": {"paths": [
+            {"path": "/a//b", "pathType": "Prefix", "backend": web}]}}]})),
+        &[
+            "[spec.rules[0].host: Invalid value: \"10.0.0.1\": must be a DNS name, not an IP address, ",
+            "spec.rules[0].http.paths[0].path: Invalid value: \"/a//b\": must not contain '//']",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        mci(
+            "two-ports",
+            json!({"defaultBackend": {"service": {"name": "web",
+            "port": {"name": "http", "number": 80}}}}),
+        ),
+        &["spec.defaultBackend: Invalid value: \"\": cannot set both port name & port number"],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        mci("bad-service", json!({"defaultBackend": {"service": {"name": "9web",
+            "port": {"number": 70000}}}})),
+        &[
+            "spec.defaultBackend.service.name: Invalid value: \"9web\": a DNS-1035 label must consist of",
+            "spec.defaultBackend.service.port.number: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        mci("bad-tls", json!({"defaultBackend": web, "tls": [{"hosts": ["*.example.com"],
+            "secretName": "bad_secret"}]})),
+        &["spec.tls[0].secretName: Invalid value: \"bad_secret\": a lowercase RFC 1123 subdomain must consist of"],
+    )
+    .await;
+    assert_accepted(
+        &api,
+        vec![
+            mci("default-backend", json!({"defaultBackend": web})),
+            mci("rules", json!({"ingressClassName": "nginx",
+                "rules": [{"host": "*.example.com", "http": {"paths": [
+                    {"path": "/api", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"name": "http"}}}},
+                    {"pathType": "ImplementationSpecific", "backend": {"resource": {
+                        "apiGroup": "k8s.example.com", "kind": "StorageBucket", "name": "static"}}}]}},
+                    {"host": "example.com"}],
+                "tls": [{"hosts": ["example.com", "*.example.com"], "secretName": "tls-cert"}]})),
+        ],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn multicluster_service_types_are_immutable() {
     let client = client().await;

@@ -427,6 +427,11 @@ async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scrip
 
 /// The messages of the Warning Events `InterpreterScriptFailed` on customization `name`.
 async fn customization_warnings(client: &Client, name: &str) -> Vec<String> {
+    customization_events(client, name, event_reasons::INTERPRETER_SCRIPT_FAILED).await
+}
+
+/// The messages of the Warning Events with `reason` on the customization `name`.
+async fn customization_events(client: &Client, name: &str, reason: &str) -> Vec<String> {
     Api::<Event>::namespaced(client.clone(), "default")
         .list(&ListParams::default())
         .await
@@ -436,7 +441,7 @@ async fn customization_warnings(client: &Client, name: &str) -> Vec<String> {
         .filter(|e| {
             e.involved_object.kind.as_deref() == Some("ResourceInterpreterCustomization")
                 && e.involved_object.name.as_deref() == Some(name)
-                && e.reason.as_deref() == Some(event_reasons::INTERPRETER_SCRIPT_FAILED)
+                && e.reason.as_deref() == Some(reason)
                 && e.type_.as_deref() == Some("Warning")
         })
         .filter_map(|e| e.message)
@@ -506,6 +511,76 @@ async fn a_customization_that_does_not_compile_is_reported_when_written() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(customization_warnings(&host, name).await.len(), 2);
     rics.delete(name, &Default::default()).await.unwrap();
+    controllers.stop().await;
+}
+
+/// Karmada's webhook refuses a customization defining an operation another customization of the
+/// same target already defines; here the second is accepted and reported on itself, naming the
+/// operation, the other customization and the one whose script is used (the first by name).
+/// Dependency scripts, which add up, are no conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_customization_of_an_operation_is_reported_when_written() {
+    let _serial = serial().lock().await;
+    let host = env().host().client().await;
+    let controllers = start_controllers().await;
+    let rics: Api<ResourceInterpreterCustomization> = Api::all(host.clone());
+    let customization = |name: &str, rules: Value| -> ResourceInterpreterCustomization {
+        serde_json::from_value(json!({
+            "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
+            "metadata": {"name": name},
+            "spec": {"target": {"apiVersion": format!("{GROUP}/v1"), "kind": "Twice"},
+                "customizations": rules}
+        }))
+        .unwrap()
+    };
+    let dependencies = lua("function GetDependencies(obj) return {} end");
+    rics.create(
+        &PostParams::default(),
+        &customization(
+            "twice-a",
+            json!({"healthInterpretation": lua("function InterpretHealth(obj) return true end"),
+                "dependencyInterpretation": dependencies}),
+        ),
+    )
+    .await
+    .unwrap();
+    rics.create(
+        &PostParams::default(),
+        &customization(
+            "twice-b",
+            json!({"healthInterpretation": lua("function InterpretHealth(obj) return false end"),
+                "replicaResource": lua("function GetReplicas(obj) return 1, nil end"),
+                "dependencyInterpretation": dependencies}),
+        ),
+    )
+    .await
+    .unwrap();
+    let found = eventually(
+        "an InterpreterCustomizationConflict event on twice-b",
+        async || {
+            let found = customization_events(
+                &host,
+                "twice-b",
+                event_reasons::INTERPRETER_CUSTOMIZATION_CONFLICT,
+            )
+            .await;
+            (!found.is_empty())
+                .then(|| found.clone())
+                .ok_or_else(|| "no event yet".to_owned())
+        },
+    )
+    .await;
+    assert_eq!(
+        found,
+        [format!(
+            "conflicting with InterpreterOperation(InterpretHealth) of existing \
+             ResourceInterpreterCustomization(twice-a): both customize {GROUP}/v1 Twice; \
+             twice-a's script is used (the first by name), this one's is ignored"
+        )]
+    );
+    for name in ["twice-a", "twice-b"] {
+        rics.delete(name, &Default::default()).await.unwrap();
+    }
     controllers.stop().await;
 }
 

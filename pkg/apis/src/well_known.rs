@@ -362,6 +362,10 @@ pub mod event_reasons {
     /// suspended: its calls fail at once until the customization changes (on the
     /// customization). karmada-rs's own.
     pub const INTERPRETER_SCRIPT_SUSPENDED: &str = "InterpreterScriptSuspended";
+    /// A ResourceInterpreterCustomization defines an operation another customization of the
+    /// same target kind defines too (on the customization; the first by name is used).
+    /// karmada-rs's own: Karmada's webhook refuses the later one at admission.
+    pub const INTERPRETER_CUSTOMIZATION_CONFLICT: &str = "InterpreterCustomizationConflict";
     /// A policy preempted a template.
     pub const PREEMPT_POLICY_SUCCEED: &str = "PreemptPolicySucceed";
     /// A policy failed to preempt a template.

@@ -69,6 +69,67 @@ pub fn check_customization(
         .collect()
 }
 
+/// An operation that `customization` and another customization of the same target kind both
+/// define: what Karmada's webhook refuses at admission (the later one). Here both are accepted
+/// and, per operation, the script of the customization first by name runs ([`Customizations`]);
+/// the others' are ignored. Dependency scripts never conflict: every one runs and their answers
+/// are merged, as in Karmada.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The operation both define.
+    pub operation: LuaOperation,
+    /// The other customization's name.
+    pub other: String,
+    /// The name of the customization whose script runs (first by name of all that define it).
+    pub used: String,
+}
+
+/// The operations `customization` defines that another of `all` (of the same target apiVersion
+/// and kind, with a script for the same operation) also defines, one [`Conflict`] per other
+/// customization and operation, by operation then name. `all` may hold `customization` itself.
+pub fn conflicts(
+    customization: &ResourceInterpreterCustomization,
+    all: &[Arc<ResourceInterpreterCustomization>],
+) -> Vec<Conflict> {
+    let name = customization.metadata.name.as_deref().unwrap_or_default();
+    let target = &customization.spec.target;
+    let mut others: Vec<&ResourceInterpreterCustomization> = all
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|c| {
+            c.metadata.name.as_deref().unwrap_or_default() != name
+                && c.spec.target.api_version == target.api_version
+                && c.spec.target.kind == target.kind
+        })
+        .collect();
+    others.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut found = Vec::new();
+    for op in LuaOperation::ALL {
+        if op == LuaOperation::GetDependencies
+            || script_of(&customization.spec.customizations, op).is_none()
+        {
+            continue;
+        }
+        let defining: Vec<&str> = others
+            .iter()
+            .filter(|c| script_of(&c.spec.customizations, op).is_some())
+            .map(|c| c.metadata.name.as_deref().unwrap_or_default())
+            .collect();
+        let used = defining
+            .iter()
+            .copied()
+            .chain(std::iter::once(name))
+            .min()
+            .unwrap_or(name);
+        found.extend(defining.iter().map(|other| Conflict {
+            operation: op,
+            other: (*other).to_owned(),
+            used: used.to_owned(),
+        }));
+    }
+    found
+}
+
 /// Where the customizations come from: the full current list, or `None` while not yet known.
 pub type Source = Box<dyn Fn() -> Option<Vec<Arc<ResourceInterpreterCustomization>>> + Send + Sync>;
 

@@ -30,7 +30,8 @@ mod sandbox;
 mod script;
 
 pub use customizations::{
-    Customizations, Source, check_customization, customization_of, operation_of,
+    Conflict, Customizations, Source, check_customization, conflicts, customization_of,
+    operation_of,
 };
 pub use error::ScriptError;
 pub use sandbox::Limits;

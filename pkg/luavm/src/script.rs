@@ -66,6 +66,20 @@ impl LuaOperation {
         }
     }
 
+    /// Karmada's name of the operation (its `InterpreterOperation`), as its messages name it.
+    pub fn karmada_name(self) -> &'static str {
+        match self {
+            LuaOperation::Retain => "Retain",
+            LuaOperation::GetReplicas => "InterpretReplica",
+            LuaOperation::GetComponents => "InterpretComponent",
+            LuaOperation::ReviseReplica => "ReviseReplica",
+            LuaOperation::ReflectStatus => "InterpretStatus",
+            LuaOperation::AggregateStatus => "AggregateStatus",
+            LuaOperation::InterpretHealth => "InterpretHealth",
+            LuaOperation::GetDependencies => "InterpretDependency",
+        }
+    }
+
     /// The global function the script defines.
     pub fn function(self) -> &'static str {
         match self {

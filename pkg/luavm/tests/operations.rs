@@ -11,7 +11,7 @@ use karmada_apis::config::v1alpha1::{
 use karmada_apis::work::v1alpha1::ResourceHealth;
 use karmada_apis::work::v1alpha2::AggregatedStatusItem;
 use karmada_interpreter::{Interpreter, InterpreterLayer, Operation};
-use karmada_luavm::{Customizations, Limits, LuaOperation, Script, ScriptError};
+use karmada_luavm::{Conflict, Customizations, Limits, LuaOperation, Script, ScriptError};
 use serde_json::{Value, json};
 
 fn script(op: LuaOperation, source: &str) -> Script {
@@ -510,6 +510,79 @@ fn customizations_merge_by_name_and_take_precedence_over_native_rules() {
     assert_eq!(names, [("ConfigMap", "c"), ("Secret", "s")]);
     // Operations without a script use the native rule.
     assert!(interpreter.reflect_status(&d).unwrap().is_some());
+}
+
+/// Two customizations of one target defining the same operation conflict (Karmada's webhook
+/// refuses the later one); the first by name is the one used. Dependency scripts, other targets
+/// and other operations do not conflict.
+#[test]
+fn conflicts_name_the_other_customization_and_the_one_used() {
+    let health = |body: &str| {
+        Some(LuaScript::new(format!(
+            "function InterpretHealth(o) {body} end"
+        )))
+    };
+    let deps = Some(LuaScript::new("function GetDependencies(o) return {} end"));
+    let a = customization(
+        "a",
+        CustomizationRules {
+            health_interpretation: health("return false"),
+            dependency_interpretation: deps.clone(),
+            ..Default::default()
+        },
+    );
+    let b = customization(
+        "b",
+        CustomizationRules {
+            health_interpretation: health("return true"),
+            replica_resource: Some(LuaScript::new("function GetReplicas(o) return 7 end")),
+            dependency_interpretation: deps.clone(),
+            ..Default::default()
+        },
+    );
+    let c = customization(
+        "c",
+        CustomizationRules {
+            health_interpretation: health("return true"),
+            replica_resource: Some(LuaScript::new("function GetReplicas(o) return 1 end")),
+            ..Default::default()
+        },
+    );
+    let mut elsewhere = customization(
+        "0-other-kind",
+        CustomizationRules {
+            health_interpretation: health("return true"),
+            ..Default::default()
+        },
+    );
+    elsewhere.spec.target.kind = "StatefulSet".into();
+    let all: Vec<_> = [&c, &elsewhere, &b, &a]
+        .into_iter()
+        .map(|x| std::sync::Arc::new(x.clone()))
+        .collect();
+    let conflict = |operation, other: &str, used: &str| Conflict {
+        operation,
+        other: other.into(),
+        used: used.into(),
+    };
+    assert_eq!(
+        karmada_luavm::conflicts(&b, &all),
+        [
+            conflict(LuaOperation::GetReplicas, "c", "b"),
+            conflict(LuaOperation::InterpretHealth, "a", "a"),
+            conflict(LuaOperation::InterpretHealth, "c", "a"),
+        ]
+    );
+    assert_eq!(
+        karmada_luavm::conflicts(&a, &all),
+        [
+            conflict(LuaOperation::InterpretHealth, "b", "a"),
+            conflict(LuaOperation::InterpretHealth, "c", "a"),
+        ]
+    );
+    assert!(karmada_luavm::conflicts(&elsewhere, &all).is_empty());
+    assert!(karmada_luavm::conflicts(&a, &[std::sync::Arc::new(a.clone())]).is_empty());
+    assert_eq!(LuaOperation::GetReplicas.karmada_name(), "InterpretReplica");
 }
 
 #[test]

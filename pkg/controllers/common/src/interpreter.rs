@@ -92,9 +92,13 @@ fn front_layers(
 /// version after a start): every script is loaded as a call would load it (syntax, top level,
 /// the function), and one that does not load is reported at once with a Warning Event
 /// `InterpreterScriptFailed` on the customization, naming the field and the cause — before any
-/// object of the target kind needs it. Karmada's webhook refuses such a customization at
-/// admission; without a webhook it is accepted, and this is how its author hears about it. Runs
-/// until `cancel` fires; the detector starts it, so it runs once per controller-manager.
+/// object of the target kind needs it. An operation that another customization of the same
+/// target kind defines too (dependencies excepted: those add up) is reported with a Warning
+/// Event `InterpreterCustomizationConflict` naming the other and the one whose script is used:
+/// the first by name. Karmada's webhook refuses both at admission (the later of two conflicting
+/// customizations); without a webhook they are accepted, and this is how their author hears
+/// about it. Runs until `cancel` fires; the detector starts it, so it runs once per
+/// controller-manager.
 pub fn check_customizations(
     control_plane: &lariat::Cluster,
     events: &EventSink,
@@ -104,6 +108,7 @@ pub fn check_customizations(
     let controller =
         crate::handlers::shared_controller::<ResourceInterpreterCustomization>(control_plane)?;
     let checker = Checker {
+        store: controller.store(),
         events: Arc::new(events.recorder(REPORTER)),
         limits: Limits {
             options,
@@ -121,10 +126,11 @@ pub fn check_customizations(
     Ok(())
 }
 
-/// What [`check_customizations`] keeps: the recorder and the version of each customization
-/// already checked (a resync or restart of the watch checks nothing twice).
+/// What [`check_customizations`] keeps: the customizations, the recorder and the version of
+/// each customization already checked (a resync or restart of the watch checks nothing twice).
 #[derive(Clone)]
 struct Checker {
+    store: lariat::Store<ResourceInterpreterCustomization>,
     events: Arc<EventRecorder>,
     limits: Limits,
     checked: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
@@ -182,6 +188,31 @@ impl Checker {
                 EventType::Warning,
                 karmada_apis::well_known::event_reasons::INTERPRETER_SCRIPT_FAILED,
                 format!("the script does not load: {error}"),
+            );
+        }
+        let target_kind = &customization.spec.target;
+        for conflict in karmada_luavm::conflicts(&customization, &self.store.list()) {
+            let operation = conflict.operation.karmada_name();
+            let outcome = if conflict.used == name {
+                format!(
+                    "this one's script is used (the first by name), {}'s is ignored",
+                    conflict.other
+                )
+            } else {
+                format!(
+                    "{}'s script is used (the first by name), this one's is ignored",
+                    conflict.used
+                )
+            };
+            tracing::warn!(customization = %name, other = %conflict.other, operation, "two customizations define one operation");
+            self.events.record_now(
+                &target,
+                EventType::Warning,
+                karmada_apis::well_known::event_reasons::INTERPRETER_CUSTOMIZATION_CONFLICT,
+                format!(
+                    "conflicting with InterpreterOperation({operation}) of existing ResourceInterpreterCustomization({}): both customize {} {}; {outcome}",
+                    conflict.other, target_kind.api_version, target_kind.kind
+                ),
             );
         }
         self.lock_checked().insert(name, version);
