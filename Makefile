@@ -33,6 +33,10 @@ test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Kar
 test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a control plane whose cluster.karmada.io is served by Karmada's karmada-aggregated-apiserver (not in `make test`).
 	$(CARGO) test -p karmada-e2e --features karmada-go --test aggregated_apiserver
 
+.PHONY: test-karmada-webhook
+test-karmada-webhook: test-binaries karmada-binaries ## Run the test of Karmada's own karmada-webhook installed beside our admission policies and controller-manager (not in `make test`).
+	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_webhook_beside
+
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
 	nice -n 10 hack/build-test-binaries.sh karmada-e2e >/dev/null

@@ -100,41 +100,15 @@ impl KarmadaGo {
     ) -> anyhow::Result<KarmadaGo> {
         let bins = binaries()?;
         let host = env.host();
-        let client = host.try_client().await?;
-        install_missing_crds(&client, env.dir()).await?;
-
-        let dir = env.dir().join("karmada-webhook");
-        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        let (cert, key) =
-            host.pki()
-                .issue_serving("karmada-webhook", &["127.0.0.1", "localhost"], &dir)?;
-        let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-        let port = testenv::process::free_port()?;
         let kube_qps: Vec<&str> = qps_args
             .iter()
             .copied()
             .filter(|a| a.starts_with("--kube-api-"))
             .collect();
-        let mut webhook_args = vec![
-            "--bind-address=127.0.0.1".to_string(),
-            format!("--secure-port={port}"),
-            format!("--cert-dir={}", dir.display()),
-            format!(
-                "--tls-cert-file-name={}",
-                file_name(&cert).unwrap_or_default()
-            ),
-            format!(
-                "--tls-private-key-file-name={}",
-                file_name(&key).unwrap_or_default()
-            ),
-        ];
-        webhook_args.extend(kube_qps.iter().map(ToString::to_string));
+        let mut webhook_args: Vec<String> = kube_qps.iter().map(ToString::to_string).collect();
         webhook_args.extend(webhook_extra.iter().cloned());
+        let webhook = start_webhook(env, &webhook_args).await?;
         let kubeconfig = host.kubeconfig_path().to_path_buf();
-        let mut webhook = spawn(&bins[2], &kubeconfig, &webhook_args);
-        wait_port(&mut webhook, port, Duration::from_secs(60)).await?;
-        register_webhooks(&client, port, &host.ca_pem()?).await?;
-        wait_admitting(&client, &webhook, Duration::from_secs(60)).await?;
 
         let mut scheduler_args = vec!["--leader-elect=false".to_string()];
         scheduler_args.extend(kube_qps.iter().map(ToString::to_string));
@@ -286,6 +260,47 @@ impl KarmadaGo {
             .map(|(name, p)| (*name, p.log()))
             .collect()
     }
+}
+
+/// Starts Karmada's `karmada-webhook` alone, as [`KarmadaGo`] runs it: installs Karmada's CRDs
+/// the host lacks, serves on loopback with a certificate from the host's CA (`extra_args` added to
+/// its flags), registers both webhook configurations of Karmada's chart (`mutating-config`,
+/// `validating-config`, failure policy `Fail`) pointing at it, and returns once the host API
+/// server admits through it (a dry-run PropagationPolicy comes back with the permanent id the
+/// webhook stamps). The configurations stay registered after the process ends: the host then
+/// refuses what they match.
+pub async fn start_webhook(env: &TestEnv, extra_args: &[String]) -> anyhow::Result<Kcm> {
+    let bin = testenv::binaries::locate_karmada("karmada-webhook")?;
+    let host = env.host();
+    let client = host.try_client().await?;
+    install_missing_crds(&client, env.dir()).await?;
+
+    let dir = env.dir().join("karmada-webhook");
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let (cert, key) =
+        host.pki()
+            .issue_serving("karmada-webhook", &["127.0.0.1", "localhost"], &dir)?;
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let port = testenv::process::free_port()?;
+    let mut args = vec![
+        "--bind-address=127.0.0.1".to_string(),
+        format!("--secure-port={port}"),
+        format!("--cert-dir={}", dir.display()),
+        format!(
+            "--tls-cert-file-name={}",
+            file_name(&cert).unwrap_or_default()
+        ),
+        format!(
+            "--tls-private-key-file-name={}",
+            file_name(&key).unwrap_or_default()
+        ),
+    ];
+    args.extend(extra_args.iter().cloned());
+    let mut webhook = spawn(&bin, host.kubeconfig_path(), &args);
+    wait_port(&mut webhook, port, Duration::from_secs(60)).await?;
+    register_webhooks(&client, port, &host.ca_pem()?).await?;
+    wait_admitting(&client, &webhook, Duration::from_secs(60)).await?;
+    Ok(webhook)
 }
 
 fn tail(log: &str, lines: usize) -> String {
