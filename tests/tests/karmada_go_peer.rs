@@ -521,10 +521,6 @@ const KARMADA_ONLY: &[(&str, &str)] = &[
         "controller_runtime_conversion_webhook_",
         "controller-runtime's conversion webhook: none runs in the controller-manager",
     ),
-    (
-        "karmada_scheduler_",
-        "the built-in scheduler does not export Karmada's scheduler metrics yet",
-    ),
 ];
 
 /// Families only ours serves: karmada-rs's own.

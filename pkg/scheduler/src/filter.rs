@@ -3,6 +3,7 @@
 //! "0/N clusters are available" diagnosis.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use karmada_apis::Cluster;
@@ -10,6 +11,9 @@ use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement, SpreadFieldValu
 use karmada_apis::well_known::CLUSTER_CONDITION_COMPLETE_API_ENABLEMENTS;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_policy::selector::{cluster_matches, cluster_name};
+
+use crate::observe::{Code, ExtensionPoint, Observer};
+use crate::plugins::{Plugin, PluginSet};
 
 /// Reason: the cluster does not serve the resource's API.
 pub const REASON_API_MISSING: &str = "cluster(s) did not have the API resource";
@@ -133,62 +137,102 @@ pub fn effective_affinities<'p>(
     Some(affinities)
 }
 
-/// Runs the filter plugins on one cluster; `Err` carries the first failing plugin's reason.
-pub fn filter_cluster(
+/// Runs one filter plugin on one cluster; `Err` carries its reason. Plugins without a filter pass.
+pub fn run_filter(
+    plugin: Plugin,
     spec: &ResourceBindingSpec,
     placement: &Placement,
     affinities: Option<&[&ClusterAffinity]>,
     cluster: &Cluster,
 ) -> Result<(), String> {
     let name = cluster_name(cluster);
-    let already_scheduled = spec.target_contains(name);
-
-    // APIEnablement: clusters already scheduled always pass.
-    if !already_scheduled
-        && api_enablement(cluster, &spec.resource.api_version, &spec.resource.kind)
-            != ApiEnablement::Enabled
-    {
-        return Err(REASON_API_MISSING.to_owned());
-    }
-
-    // TaintToleration: clusters already scheduled always pass (the taint manager evicts).
-    if !already_scheduled
-        && let Some(taint) = untolerated_taint(cluster, &placement.cluster_tolerations)
-    {
-        return Err(format!(
-            "cluster(s) had untolerated taint {{{}}}",
-            taint_to_string(taint)
-        ));
-    }
-
-    // ClusterAffinity.
-    if let Some(affinities) = affinities
-        && !affinities.iter().any(|a| cluster_matches(cluster, a))
-    {
-        return Err(REASON_AFFINITY.to_owned());
-    }
-
-    // SpreadConstraint: the grouping property must be set.
-    for constraint in &placement.spread_constraints {
-        match constraint.spread_by_field {
-            Some(SpreadFieldValue::Provider) if cluster.spec.provider.is_empty() => {
-                return Err(REASON_NO_PROVIDER.to_owned());
+    match plugin {
+        // Clusters already scheduled always pass.
+        Plugin::ApiEnablement => {
+            if !spec.target_contains(name)
+                && api_enablement(cluster, &spec.resource.api_version, &spec.resource.kind)
+                    != ApiEnablement::Enabled
+            {
+                return Err(REASON_API_MISSING.to_owned());
             }
-            Some(SpreadFieldValue::Region) if cluster.spec.region.is_empty() => {
-                return Err(REASON_NO_REGION.to_owned());
-            }
-            Some(SpreadFieldValue::Zone) if cluster.spec.zones.is_empty() => {
-                return Err(REASON_NO_ZONES.to_owned());
-            }
-            _ => {}
         }
-    }
-
-    // ClusterEviction.
-    if spec.cluster_in_graceful_eviction_tasks(name) {
-        return Err(REASON_EVICTING.to_owned());
+        // Clusters already scheduled always pass (the taint manager evicts).
+        Plugin::TaintToleration => {
+            if !spec.target_contains(name)
+                && let Some(taint) = untolerated_taint(cluster, &placement.cluster_tolerations)
+            {
+                return Err(format!(
+                    "cluster(s) had untolerated taint {{{}}}",
+                    taint_to_string(taint)
+                ));
+            }
+        }
+        Plugin::ClusterAffinity => {
+            if let Some(affinities) = affinities
+                && !affinities.iter().any(|a| cluster_matches(cluster, a))
+            {
+                return Err(REASON_AFFINITY.to_owned());
+            }
+        }
+        // The grouping property must be set.
+        Plugin::SpreadConstraint => {
+            for constraint in &placement.spread_constraints {
+                match constraint.spread_by_field {
+                    Some(SpreadFieldValue::Provider) if cluster.spec.provider.is_empty() => {
+                        return Err(REASON_NO_PROVIDER.to_owned());
+                    }
+                    Some(SpreadFieldValue::Region) if cluster.spec.region.is_empty() => {
+                        return Err(REASON_NO_REGION.to_owned());
+                    }
+                    Some(SpreadFieldValue::Zone) if cluster.spec.zones.is_empty() => {
+                        return Err(REASON_NO_ZONES.to_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Plugin::ClusterEviction => {
+            if spec.cluster_in_graceful_eviction_tasks(name) {
+                return Err(REASON_EVICTING.to_owned());
+            }
+        }
+        Plugin::ClusterLocality => {}
     }
     Ok(())
+}
+
+/// The code a filter outcome is reported with.
+fn code_of(r: &Result<(), String>) -> Code {
+    if r.is_ok() {
+        Code::Success
+    } else {
+        Code::Unschedulable
+    }
+}
+
+/// Runs the enabled filter plugins on one cluster, reporting each run and the extension point to
+/// `observer`; `Err` carries the first failing plugin's reason.
+pub fn filter_cluster(
+    spec: &ResourceBindingSpec,
+    placement: &Placement,
+    affinities: Option<&[&ClusterAffinity]>,
+    cluster: &Cluster,
+    plugins: PluginSet,
+    observer: &mut dyn Observer,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let mut outcome = Ok(());
+    for plugin in plugins.iter().filter(|p| p.filters()) {
+        let ran = Instant::now();
+        let r = run_filter(plugin, spec, placement, affinities, cluster);
+        observer.plugin(plugin, ExtensionPoint::Filter, code_of(&r), ran.elapsed());
+        if r.is_err() {
+            outcome = r;
+            break;
+        }
+    }
+    observer.extension_point(ExtensionPoint::Filter, code_of(&outcome), started.elapsed());
+    outcome
 }
 
 /// Karmada's `FitError` message: `0/<all> clusters are available: <n reason>, ….` with the reason

@@ -23,11 +23,14 @@
 pub mod divide;
 pub mod estimate;
 pub mod filter;
+pub mod observe;
+pub mod plugins;
 mod spread;
 pub mod trigger;
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use karmada_apis::Cluster;
 use karmada_apis::policy::v1alpha1::Placement;
@@ -40,6 +43,8 @@ use karmada_policy::selector::{cluster_matches, cluster_name};
 use thiserror::Error;
 
 use crate::divide::{AssignError, AssignInput, Strategy, assign_to_clusters, strategy_of};
+use crate::observe::{Code, ExtensionPoint, Observer, Step, Unobserved};
+use crate::plugins::{Plugin, PluginSet};
 use crate::spread::{ClusterDetail, compare_clusters, select_best_clusters};
 
 pub use crate::divide::{TieBreak, allocate_webster_seats, divide_by_weight};
@@ -55,6 +60,8 @@ pub struct ScheduleOptions {
     /// `--enable-empty-workload-propagation`: keep selected clusters that got 0 replicas in the
     /// result (with 0 replicas) instead of dropping them.
     pub enable_empty_workload_propagation: bool,
+    /// `--plugins`: the filter and score plugins that run.
+    pub plugins: PluginSet,
 }
 
 /// A successful scheduling decision.
@@ -154,6 +161,17 @@ pub fn schedule_detailed<C: Borrow<Cluster>>(
     clusters: &[C],
     options: &ScheduleOptions,
 ) -> ScheduleReport {
+    schedule_observed(spec, status, clusters, options, &mut Unobserved)
+}
+
+/// Like [`schedule_detailed`], reporting each step, extension point and plugin run to `observer`.
+pub fn schedule_observed<C: Borrow<Cluster>>(
+    spec: &ResourceBindingSpec,
+    status: Option<&ResourceBindingStatus>,
+    clusters: &[C],
+    options: &ScheduleOptions,
+    observer: &mut dyn Observer,
+) -> ScheduleReport {
     let clusters: Vec<&Cluster> = clusters.iter().map(Borrow::borrow).collect();
     let Some(placement) = spec.placement.as_ref() else {
         return ScheduleReport {
@@ -169,13 +187,20 @@ pub fn schedule_detailed<C: Borrow<Cluster>>(
         .unwrap_or_default();
 
     if placement.cluster_affinities.is_empty() {
-        let result = schedule_once(spec, placement, observed, fresh, &clusters, options).map(
-            |(clusters, feasible)| ScheduleResult {
+        let run = Run {
+            spec,
+            placement,
+            fresh,
+            clusters: &clusters,
+            options,
+        };
+        let result = run
+            .once(observed, observer)
+            .map(|(clusters, feasible)| ScheduleResult {
                 clusters,
                 affinity_name: None,
                 feasible,
-            },
-        );
+            });
         return ScheduleReport {
             result,
             failed_terms: Vec::new(),
@@ -188,15 +213,15 @@ pub fn schedule_detailed<C: Borrow<Cluster>>(
         affinity_index(placement, observed)
     };
     let mut failed_terms = Vec::new();
+    let run = Run {
+        spec,
+        placement,
+        fresh,
+        clusters: &clusters,
+        options,
+    };
     for (index, term) in placement.cluster_affinities.iter().enumerate().skip(start) {
-        match schedule_once(
-            spec,
-            placement,
-            &term.affinity_name,
-            fresh,
-            &clusters,
-            options,
-        ) {
+        match run.once(&term.affinity_name, observer) {
             Ok((targets, feasible)) => {
                 return ScheduleReport {
                     result: Ok(ScheduleResult {
@@ -242,6 +267,7 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
     spec: &ResourceBindingSpec,
     status: Option<&ResourceBindingStatus>,
     clusters: &[C],
+    plugins: PluginSet,
 ) -> BTreeSet<String> {
     let Some(placement) = spec.placement.as_ref() else {
         return BTreeSet::new();
@@ -258,11 +284,18 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
             .map_or("", |t| t.affinity_name.as_str())
     };
     let clusters: Vec<&Cluster> = clusters.iter().map(Borrow::borrow).collect();
-    filter_clusters(spec, placement, observed, &clusters)
-        .0
-        .into_iter()
-        .map(|c| cluster_name(c).to_owned())
-        .collect()
+    filter_clusters(
+        spec,
+        placement,
+        observed,
+        &clusters,
+        plugins,
+        &mut Unobserved,
+    )
+    .0
+    .into_iter()
+    .map(|c| cluster_name(c).to_owned())
+    .collect()
 }
 
 /// Runs the filters; returns the feasible clusters and, for the others, why they were rejected.
@@ -271,7 +304,10 @@ fn filter_clusters<'c>(
     placement: &Placement,
     observed_affinity: &str,
     clusters: &[&'c Cluster],
+    plugins: PluginSet,
+    observer: &mut dyn Observer,
 ) -> (Vec<&'c Cluster>, BTreeMap<String, String>) {
+    let started = Instant::now();
     let affinities = filter::effective_affinities(placement, observed_affinity, spec.is_workload());
     let mut feasible = Vec::new();
     let mut diagnosis = BTreeMap::new();
@@ -279,13 +315,21 @@ fn filter_clusters<'c>(
         if cluster.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        match filter::filter_cluster(spec, placement, affinities.as_deref(), cluster) {
+        match filter::filter_cluster(
+            spec,
+            placement,
+            affinities.as_deref(),
+            cluster,
+            plugins,
+            observer,
+        ) {
             Ok(()) => feasible.push(cluster),
             Err(reason) => {
                 diagnosis.insert(cluster_name(cluster).to_owned(), reason);
             }
         }
     }
+    observer.step(Step::Filter, started.elapsed());
     (feasible, diagnosis)
 }
 
@@ -333,67 +377,127 @@ fn overflow_enabled(placement: &Placement, observed_affinity: &str) -> bool {
             .any(|t| t.affinity_name == observed_affinity && !t.overflow_affinities.is_empty())
 }
 
-/// One run of the algorithm with a fixed affinity term (Karmada's `genericScheduler.Schedule`).
-fn schedule_once(
+/// Karmada's score plugins over the feasible clusters: `ClusterLocality` gives 100 to a cluster
+/// the binding is already scheduled to, `ClusterAffinity` 0 to every cluster (then normalizes).
+fn score_clusters(
     spec: &ResourceBindingSpec,
-    placement: &Placement,
-    observed_affinity: &str,
-    fresh: bool,
-    clusters: &[&Cluster],
-    options: &ScheduleOptions,
-) -> Result<(Vec<TargetCluster>, BTreeSet<String>), ScheduleError> {
-    let (feasible, diagnosis) = filter_clusters(spec, placement, observed_affinity, clusters);
-    if feasible.is_empty() {
-        return Err(ScheduleError::NoClusterFit {
-            message: filter::fit_error_message(clusters.len(), &diagnosis),
-            diagnosis,
-        });
-    }
-    let feasible_names: BTreeSet<String> = feasible
-        .iter()
-        .map(|c| cluster_name(c).to_owned())
-        .collect();
-
-    let mut details: Vec<ClusterDetail<'_>> = feasible
-        .iter()
-        .map(|&cluster| {
-            let name = cluster_name(cluster).to_owned();
-            let score = if !spec.clusters.is_empty() && spec.target_contains(&name) {
-                100
-            } else {
-                0
-            };
-            let allocatable = available_replicas(cluster, spec);
-            let available =
-                i64::from(allocatable) + i64::from(spec.assigned_replicas_for_cluster(&name));
-            ClusterDetail {
-                overflow_order: overflow_order(cluster, placement, observed_affinity),
-                name,
-                score,
-                available_replicas: available,
-                allocatable_replicas: allocatable,
-                cluster,
+    feasible: &[&Cluster],
+    plugins: PluginSet,
+    observer: &mut dyn Observer,
+) -> Vec<i64> {
+    let started = Instant::now();
+    let mut scores = vec![0; feasible.len()];
+    for plugin in plugins.iter().filter(|p| p.scores()) {
+        for (score, cluster) in scores.iter_mut().zip(feasible) {
+            let ran = Instant::now();
+            if plugin == Plugin::ClusterLocality
+                && !spec.clusters.is_empty()
+                && spec.target_contains(cluster_name(cluster))
+            {
+                *score += 100;
             }
-        })
-        .collect();
-    details.sort_by(compare_clusters);
-
-    let selected = select_best_clusters(placement, spec, &details, spec.replicas)
-        .map_err(|e| ScheduleError::SchedulerError(format!("failed to select clusters: {e}")))?;
-
-    let mut targets = assign_replicas(spec, placement, observed_affinity, fresh, &selected)?;
-    if options.enable_empty_workload_propagation {
-        for c in &selected {
-            if !targets.iter().any(|t| t.name == c.name) {
-                targets.push(TargetCluster {
-                    name: c.name.clone(),
-                    replicas: 0,
-                    components: Vec::new(),
-                });
-            }
+            observer.plugin(plugin, ExtensionPoint::Score, Code::Success, ran.elapsed());
+        }
+        if plugin == Plugin::ClusterAffinity {
+            observer.plugin(
+                plugin,
+                ExtensionPoint::ScoreExtensionNormalize,
+                Code::Success,
+                Duration::ZERO,
+            );
         }
     }
-    Ok((targets, feasible_names))
+    observer.extension_point(ExtensionPoint::Score, Code::Success, started.elapsed());
+    observer.step(Step::Score, started.elapsed());
+    scores
+}
+
+/// What one binding is scheduled with, for every affinity term tried.
+struct Run<'a, 'c> {
+    spec: &'a ResourceBindingSpec,
+    placement: &'a Placement,
+    fresh: bool,
+    clusters: &'a [&'c Cluster],
+    options: &'a ScheduleOptions,
+}
+
+impl Run<'_, '_> {
+    /// One run of the algorithm with a fixed affinity term (Karmada's `genericScheduler.Schedule`).
+    fn once(
+        &self,
+        observed_affinity: &str,
+        observer: &mut dyn Observer,
+    ) -> Result<(Vec<TargetCluster>, BTreeSet<String>), ScheduleError> {
+        let Run {
+            spec,
+            placement,
+            fresh,
+            clusters,
+            options,
+        } = *self;
+        let (feasible, diagnosis) = filter_clusters(
+            spec,
+            placement,
+            observed_affinity,
+            clusters,
+            options.plugins,
+            observer,
+        );
+        if feasible.is_empty() {
+            return Err(ScheduleError::NoClusterFit {
+                message: filter::fit_error_message(clusters.len(), &diagnosis),
+                diagnosis,
+            });
+        }
+        let feasible_names: BTreeSet<String> = feasible
+            .iter()
+            .map(|c| cluster_name(c).to_owned())
+            .collect();
+        let scores = score_clusters(spec, &feasible, options.plugins, observer);
+
+        let started = Instant::now();
+        let mut details: Vec<ClusterDetail<'_>> = feasible
+            .iter()
+            .zip(scores)
+            .map(|(&cluster, score)| {
+                let name = cluster_name(cluster).to_owned();
+                let allocatable = available_replicas(cluster, spec);
+                let available =
+                    i64::from(allocatable) + i64::from(spec.assigned_replicas_for_cluster(&name));
+                ClusterDetail {
+                    overflow_order: overflow_order(cluster, placement, observed_affinity),
+                    name,
+                    score,
+                    available_replicas: available,
+                    allocatable_replicas: allocatable,
+                    cluster,
+                }
+            })
+            .collect();
+        details.sort_by(compare_clusters);
+        let selected = select_best_clusters(placement, spec, &details, spec.replicas);
+        observer.step(Step::Select, started.elapsed());
+        let selected = selected.map_err(|e| {
+            ScheduleError::SchedulerError(format!("failed to select clusters: {e}"))
+        })?;
+
+        let started = Instant::now();
+        let targets = assign_replicas(spec, placement, observed_affinity, fresh, &selected);
+        observer.step(Step::AssignReplicas, started.elapsed());
+        let mut targets = targets?;
+        if options.enable_empty_workload_propagation {
+            for c in &selected {
+                if !targets.iter().any(|t| t.name == c.name) {
+                    targets.push(TargetCluster {
+                        name: c.name.clone(),
+                        replicas: 0,
+                        components: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok((targets, feasible_names))
+    }
 }
 
 /// Karmada's `AssignReplicas`.

@@ -543,6 +543,7 @@ fn duplicated_and_non_workloads() {
         &clusters,
         &ScheduleOptions {
             enable_empty_workload_propagation: true,
+            ..ScheduleOptions::default()
         },
     )
     .unwrap();
@@ -1321,13 +1322,13 @@ fn feasible_names_follow_observed_term() {
         cluster_affinities: vec![term("a", &["m1", "m2"]), term("b", &["m3"])],
         ..Default::default()
     });
-    let names = feasible_cluster_names(&spec, None, &clusters);
+    let names = feasible_cluster_names(&spec, None, &clusters, PluginSet::all());
     assert_eq!(names.into_iter().collect::<Vec<_>>(), vec!["m1".to_owned()]);
     let status = ResourceBindingStatus {
         scheduler_observed_affinity_name: "b".into(),
         ..Default::default()
     };
-    let names = feasible_cluster_names(&spec, Some(&status), &clusters);
+    let names = feasible_cluster_names(&spec, Some(&status), &clusters, PluginSet::all());
     assert_eq!(names.into_iter().collect::<Vec<_>>(), vec!["m3".to_owned()]);
 }
 
@@ -1375,4 +1376,128 @@ fn application_failover_moves_to_the_next_affinity() {
             .collect::<Vec<_>>(),
         ["m2"]
     );
+}
+
+#[test]
+fn disabled_plugins_are_skipped() {
+    use crate::plugins::PluginSet;
+    let clusters = vec![
+        with_taint(cluster("m1"), TAINT_CLUSTER_NOT_READY, "NoSchedule"),
+        cluster("m2"),
+    ];
+    let spec = configmap_spec(Placement::default());
+    let options = ScheduleOptions {
+        plugins: PluginSet::parse(&["*", "-TaintToleration"]).unwrap(),
+        ..ScheduleOptions::default()
+    };
+    let result = schedule(&spec, None, &clusters, &options).unwrap();
+    assert_eq!(pairs(&result.clusters), vec![("m1", 0), ("m2", 0)]);
+    // No filter at all: every cluster not being deleted fits.
+    let none = ScheduleOptions {
+        plugins: PluginSet::none(),
+        ..ScheduleOptions::default()
+    };
+    let names = feasible_cluster_names(&spec, None, &clusters, none.plugins);
+    assert_eq!(names.len(), 2);
+}
+
+#[derive(Default)]
+struct Recorded {
+    steps: Vec<&'static str>,
+    points: Vec<(&'static str, &'static str)>,
+    plugins: Vec<(&'static str, &'static str, &'static str)>,
+}
+
+impl crate::observe::Observer for Recorded {
+    fn step(&mut self, step: crate::observe::Step, _: std::time::Duration) {
+        self.steps.push(step.as_str());
+    }
+    fn extension_point(
+        &mut self,
+        point: crate::observe::ExtensionPoint,
+        code: crate::observe::Code,
+        _: std::time::Duration,
+    ) {
+        self.points.push((point.as_str(), code.as_str()));
+    }
+    fn plugin(
+        &mut self,
+        plugin: crate::plugins::Plugin,
+        point: crate::observe::ExtensionPoint,
+        code: crate::observe::Code,
+        _: std::time::Duration,
+    ) {
+        self.plugins
+            .push((plugin.name(), point.as_str(), code.as_str()));
+    }
+}
+
+#[test]
+fn a_run_reports_steps_extension_points_and_plugins() {
+    let clusters = vec![
+        with_taint(cluster("m1"), TAINT_CLUSTER_NOT_READY, "NoSchedule"),
+        cluster("m2"),
+    ];
+    let spec = deployment_spec(
+        2,
+        Placement {
+            replica_scheduling: aggregated(),
+            ..Default::default()
+        },
+    );
+    let mut seen = Recorded::default();
+    let report = schedule_observed(
+        &spec,
+        None,
+        &clusters,
+        &ScheduleOptions::default(),
+        &mut seen,
+    );
+    assert!(report.result.is_ok(), "{:?}", report.result);
+    assert_eq!(seen.steps, ["Filter", "Score", "Select", "AssignReplicas"]);
+    // Filter once per cluster (m1 fails on its taint), Score once.
+    assert_eq!(
+        seen.points,
+        [
+            ("Filter", "Unschedulable"),
+            ("Filter", "Success"),
+            ("Score", "Success")
+        ]
+    );
+    assert!(
+        seen.plugins
+            .contains(&("TaintToleration", "Filter", "Unschedulable"))
+    );
+    assert!(
+        seen.plugins
+            .contains(&("ClusterEviction", "Filter", "Success"))
+    );
+    // The filters stop at the first failure: m1 never reaches ClusterAffinity.
+    let affinity_filters = seen
+        .plugins
+        .iter()
+        .filter(|p| p.0 == "ClusterAffinity" && p.1 == "Filter")
+        .count();
+    assert_eq!(affinity_filters, 1);
+    // Scores run on the one feasible cluster; ClusterAffinity normalizes once.
+    assert!(
+        seen.plugins
+            .contains(&("ClusterLocality", "Score", "Success"))
+    );
+    assert!(
+        seen.plugins
+            .contains(&("ClusterAffinity", "ScoreExtensionNormalize", "Success"))
+    );
+
+    // No cluster fits: only the filter step ran.
+    let mut seen = Recorded::default();
+    let report = schedule_observed(
+        &spec,
+        None,
+        &clusters[..1],
+        &ScheduleOptions::default(),
+        &mut seen,
+    );
+    assert!(report.result.is_err());
+    assert_eq!(seen.steps, ["Filter"]);
 }

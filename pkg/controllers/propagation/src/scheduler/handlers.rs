@@ -14,6 +14,9 @@ use karmada_controllers_common::binding::BindingObject;
 use kube::Resource;
 use lariat::{HandlerResult, ObjectKey};
 
+use super::metrics::{
+    BINDING_ADD, BINDING_UPDATE, CLUSTER_CHANGED, SCHEDULE_ATTEMPT_FAILURE, count_incoming,
+};
 use super::schedule::current_affinity;
 use super::{SCHEDULER_NAME, Scheduler};
 
@@ -110,6 +113,7 @@ impl Scheduler {
                         .forced
                         .lock()
                         .insert(binding_key::<ResourceBinding>(&key));
+                    count_incoming(CLUSTER_CHANGED);
                     inner.rb.enqueue_key(key);
                 }
             }
@@ -122,6 +126,7 @@ impl Scheduler {
                         .forced
                         .lock()
                         .insert(binding_key::<ClusterResourceBinding>(&key));
+                    count_incoming(CLUSTER_CHANGED);
                     inner.crb.enqueue_key(key);
                 }
             }
@@ -147,9 +152,17 @@ impl Scheduler {
         }
         let forced = inner.forced.lock().remove(&k);
         let generation = b.meta().generation.unwrap_or_default();
-        let handled = inner.handled.lock().get(&k) == Some(&generation);
+        let last_handled = inner.handled.lock().get(&k).copied();
+        let handled = last_handled == Some(generation);
         if !forced && handled {
             return HandlerResult::Success;
+        }
+        if !handled {
+            count_incoming(if last_handled.is_none() {
+                BINDING_ADD
+            } else {
+                BINDING_UPDATE
+            });
         }
         // Only a Cluster change is new when the binding's generation was already handled. A
         // binding change the scheduler has not handled yet (an eviction that just removed a
@@ -166,10 +179,12 @@ impl Scheduler {
                 // the fresh copy the watch is about to deliver. Routine, so no error is logged.
                 tracing::debug!(binding = %k, "binding changed while scheduling; retrying");
                 inner.forced.lock().insert(k);
+                count_incoming(SCHEDULE_ATTEMPT_FAILURE);
                 HandlerResult::RequeueAfter(CONFLICT_RETRY)
             }
             Err(e) => {
                 inner.forced.lock().insert(k);
+                count_incoming(SCHEDULE_ATTEMPT_FAILURE);
                 HandlerResult::Error(Box::new(e))
             }
         }

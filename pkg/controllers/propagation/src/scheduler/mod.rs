@@ -23,11 +23,15 @@
 //! - `handle_binding` calls `do_schedule` ([`schedule`]), which decides whether to schedule, runs
 //!   the algorithm (the `karmada-scheduler` crate) and checks quotas; `finish` writes the result
 //!   ([`write`]) and announces it ([`events`]).
+//! - Karmada's `karmada_scheduler_*` metrics are recorded where the work is done: bindings handed
+//!   in (`handle_binding`, `handle_cluster`), attempts (`do_schedule`) and the algorithm's steps
+//!   and plugins (its observer, [`metrics::Recorder`]).
 //! - Errors are in [`error`].
 
 mod error;
 mod events;
 mod handlers;
+mod metrics;
 mod schedule;
 mod write;
 
@@ -115,6 +119,7 @@ impl Scheduler {
             .map_err(framework("scheduler events client"))?;
         let recorder = EventRecorder::new(events_client, SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
+        metrics::register();
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 ctx,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -19,6 +20,7 @@ use serde_json::json;
 
 use super::Scheduler;
 use super::error::SchedulerError;
+use super::metrics::{Recorder, observe_attempt};
 use super::write::{key_of, namespace_and_name, result_unchanged, status_patch, with_condition};
 
 /// The affinity in force for a binding (the observed `clusterAffinities` term, else `clusterAffinity`).
@@ -58,7 +60,12 @@ impl Scheduler {
             let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
             return self.finish::<B>(b, result).await;
         }
-        let feasible_now = scheduler::feasible_cluster_names(spec, status, &clusters);
+        let feasible_now = scheduler::feasible_cluster_names(
+            spec,
+            status,
+            &clusters,
+            ScheduleOptions::default().plugins,
+        );
         let targets: BTreeSet<String> = spec.clusters.iter().map(|c| c.name.clone()).collect();
         let existing: HashSet<&str> = clusters
             .iter()
@@ -67,6 +74,8 @@ impl Scheduler {
             .collect();
         let trigger =
             scheduler::schedule_trigger(meta.annotations.as_ref(), spec, status, &clusters);
+        // Karmada's `schedule_type`: a replica change is a scale, anything else a reconcile.
+        let schedule_type = trigger.map_or("ReconcileSchedule", ScheduleTrigger::schedule_type);
         let reason = match trigger {
             // Duplicated results are recomputed on every binding change, as in Karmada; after a
             // Cluster change only when the clusters that fit differ from the result, so a Cluster
@@ -104,14 +113,24 @@ impl Scheduler {
             return Ok(generation);
         };
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
-        let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
+        let started = Instant::now();
+        let result = scheduler::schedule_observed(
+            spec,
+            status,
+            &clusters,
+            &ScheduleOptions::default(),
+            &mut Recorder,
+        )
+        .result;
         if let Ok(outcome) = &result {
             inner
                 .feasible
                 .lock()
                 .insert(k.to_owned(), outcome.feasible.clone());
         }
-        self.finish::<B>(b, result).await
+        let handled = self.finish::<B>(b, result).await;
+        observe_attempt(schedule_type, handled.is_ok(), started);
+        handled
     }
 
     /// Writes the result: `spec.clusters` and the applied placement (on success, and on a fit
