@@ -320,7 +320,10 @@ async fn a_rule_fires_at_its_minute_and_bad_rules_are_refused_or_reported() {
             let h = m.get_histogram();
             (
                 h.get_sample_count(),
-                h.get_bucket().iter().map(|b| b.upper_bound()).collect(),
+                h.get_bucket()
+                    .iter()
+                    .map(prometheus::proto::Bucket::upper_bound)
+                    .collect(),
             )
         })
     };

@@ -4,6 +4,8 @@
 //! retries) and schedule type (`ScaleSchedule` after a replica change), the latency histograms
 //! have observations in Karmada's buckets, and the algorithm's steps, extension points and plugins
 //! are timed under Karmada's label values.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
