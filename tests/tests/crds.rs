@@ -1677,6 +1677,111 @@ async fn multicluster_ingress_spec_is_checked_at_admission() {
     .await;
 }
 
+fn webhook_configuration(name: &str, webhooks: Value) -> Value {
+    json!({
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    })
+}
+
+/// The `karmada-resource-interpreter-webhook` admission policy (in `crds/`, installed with the
+/// CRDs) checks a ResourceInterpreterWebhookConfiguration's webhooks as Karmada's webhook does,
+/// with its messages; valid ones (a URL or a Service, a wildcard rule) are accepted.
+#[tokio::test]
+async fn interpreter_webhook_configurations_are_checked_at_admission() {
+    const POLICY: &str = "karmada-resource-interpreter-webhook";
+    let client = client().await;
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::erase::<
+            karmada_apis::config::v1alpha1::ResourceInterpreterWebhookConfiguration,
+        >(&()),
+    );
+    let rules = json!([{"operations": ["InterpretReplica"], "apiGroups": ["apps"],
+        "apiVersions": ["v1"], "kinds": ["Deployment"]}]);
+    let hook = |name: &str, client_config: Value| {
+        json!({"name": name, "clientConfig": client_config, "rules": rules,
+            "interpreterContextVersions": ["v1alpha1"]})
+    };
+    assert_refused_by(
+        &api,
+        POLICY,
+        webhook_configuration("plain-http", json!([hook("a.example.io",
+            json!({"url": "http://interpreter.example.io/interpret"}))])),
+        &["webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        webhook_configuration("url-parts", json!([hook("a.example.io",
+            json!({"url": "https://user@interpreter.example.io/x?a=b"}))])),
+        &[
+            "[webhooks[0].clientConfig.url: Invalid value: \"user\": user information is not permitted in the URL, ",
+            "webhooks[0].clientConfig.url: Invalid value: \"a=b\": query parameters are not permitted in the URL]",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        webhook_configuration("names", json!([
+            hook("interpreter", json!({"url": "https://interpreter.example.io"})),
+            hook("interpreter", json!({"url": "https://interpreter.example.io"}))])),
+        &[
+            "webhooks[0].name: Invalid value: \"interpreter\": should be a domain with at least two segments separated by dots",
+            "webhooks[1].name: Duplicate value: \"interpreter\"",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        webhook_configuration("rules-timeout-versions", json!([{"name": "a.example.io",
+            "clientConfig": {"service": {"name": "interpreter", "namespace": "karmada-system", "path": "/a//b"}},
+            "rules": [{"operations": ["*", "Retain"], "apiGroups": ["apps"], "apiVersions": ["v1"], "kinds": ["Deployment", ""]}],
+            "timeoutSeconds": 31,
+            "interpreterContextVersions": ["v1beta1"]}])),
+        &[
+            "webhooks[0].rules[0].operations: Invalid value: [\"*\",\"Retain\"]: if '*' is present, must not specify other operations",
+            "webhooks[0].rules[0].kinds[1]: Required value",
+            "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+            "webhooks[0].clientConfig.service.path: Invalid value: \"/a//b\": segment[1] may not be empty",
+            "webhooks[0].interpreterContextVersions: Invalid value: [\"v1beta1\"]: must include at least one of v1alpha1",
+        ],
+    )
+    .await;
+    assert_refused_by(
+        &api,
+        POLICY,
+        webhook_configuration(
+            "both-clients",
+            json!([hook(
+                "a.example.io",
+                json!({
+            "url": "https://interpreter.example.io",
+            "service": {"name": "interpreter", "namespace": "karmada-system"}})
+            )]),
+        ),
+        &["webhooks[0].clientConfig: Required value: exactly one of url or service is required"],
+    )
+    .await;
+    assert_accepted(
+        &api,
+        vec![webhook_configuration("valid-webhooks", json!([
+            hook("a.example.io", json!({"url": "https://127.0.0.1:8443/interpret"})),
+            {"name": "b.example.io.",
+                "clientConfig": {"service": {"name": "interpreter", "namespace": "karmada-system",
+                    "port": 8443, "path": "/interpret/v1"}},
+                "rules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "kinds": ["*"]}],
+                "timeoutSeconds": 30,
+                "interpreterContextVersions": ["v1alpha1", "v1beta1"]}]))],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn multicluster_service_types_are_immutable() {
     let client = client().await;
