@@ -5,6 +5,11 @@
 //! have observations in Karmada's buckets, and the algorithm's steps, extension points and plugins
 //! are timed under Karmada's label values.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test harness file: its helpers build fixed objects and panic on a broken fixture"
+)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
