@@ -26,8 +26,8 @@ karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, webhook a
 	nice -n 10 hack/build-test-binaries.sh karmada >/dev/null
 
 .PHONY: test-karmada-peer
-test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment.
-	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer
+test-karmada-peer: test-binaries karmada-binaries ## Run the tests that need Karmada's Go binaries (not in `make test`): its trio propagates on our test environment, and its scheduler runs beside ours under another --scheduler-name.
+	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_go_peer --test scheduler_name
 
 .PHONY: test-aggregated-apiserver
 test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a control plane whose cluster.karmada.io is served by Karmada's karmada-aggregated-apiserver (not in `make test`).

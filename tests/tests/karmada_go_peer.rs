@@ -641,6 +641,10 @@ const OURS_ONLY_FLAGS: &[&str] = &[
     // Deprecated spellings of --health-probe-bind-address older Karmada versions took.
     "bind-address",
     "secure-port",
+    // Karmada's karmada-scheduler flags: the scheduler runs inside this process ("Scheduler flags").
+    "scheduler-name",
+    "enable-empty-workload-propagation",
+    "plugins",
 ];
 
 /// The flags `karmada-controller-manager --help` lists are Karmada v1.16's, with its defaults, but

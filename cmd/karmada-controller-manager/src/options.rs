@@ -15,6 +15,7 @@ use lariat::runtime::features::FeatureGates;
 use lariat::runtime::logging::LogFormat;
 
 use crate::{controllers, no_effect};
+use karmada_controllers::common::context::{PluginSet, ScheduleOptions, SchedulerSettings};
 pub use karmada_process::flags::LeaderElectionOptions;
 use karmada_process::flags::{Checker, check_logs};
 pub use karmada_process::flags::{LogFlags, normalize_args, parse_go_bool};
@@ -59,6 +60,10 @@ pub struct Cli {
     /// Cluster failover flags.
     #[command(flatten)]
     pub failover: ClusterFailoverFlags,
+
+    /// Flags of Karmada's karmada-scheduler (the scheduler runs in this process).
+    #[command(flatten)]
+    pub scheduler: SchedulerFlags,
 }
 
 /// `Generic flags` section.
@@ -286,6 +291,32 @@ pub struct ClusterFailoverFlags {
     pub resource_eviction_rate: String,
 }
 
+/// `Scheduler flags` section: Karmada's `karmada-scheduler` flags, for the built-in scheduler
+/// (the `scheduler` controller).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Scheduler flags")]
+pub struct SchedulerFlags {
+    /// SchedulerName represents the name of the scheduler. default is 'default-scheduler'. Bindings whose spec.schedulerName names another scheduler are left to it.
+    #[arg(
+        long = "scheduler-name",
+        value_name = "string",
+        default_value = "default-scheduler"
+    )]
+    pub scheduler_name: String,
+    /// Enable workload with replicas 0 to be propagated to member clusters.
+    #[arg(long = "enable-empty-workload-propagation", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub enable_empty_workload_propagation: String,
+    /// A list of plugins to enable. '*' enables all build-in plugins, 'foo' enables the plugin named 'foo', '*,-foo' disables the plugin named 'foo'; an unknown name is an error. All build-in plugins: APIEnablement,TaintToleration,ClusterAffinity,SpreadConstraint,ClusterLocality,ClusterEviction.
+    #[arg(
+        long = "plugins",
+        value_name = "strings",
+        value_delimiter = ',',
+        default_value = "*",
+        allow_hyphen_values = true
+    )]
+    pub plugins: Vec<String>,
+}
+
 fn controllers_help() -> String {
     let missing = controllers::not_implemented();
     let missing = if missing.is_empty() {
@@ -404,6 +435,8 @@ pub struct Options {
     pub federated_resource_quota_sync_period: Duration,
     /// Cluster failover.
     pub cluster_failover: ClusterFailoverOptions,
+    /// The scheduler's flags.
+    pub scheduler: SchedulerSettings,
     /// `--feature-gates`.
     pub feature_gates: FeatureGates,
     /// `-v`.
@@ -461,6 +494,7 @@ impl Cli {
             &g.federated_resource_quota_sync_period,
         );
         let cluster_failover = check_cluster_failover(&mut c, &self.failover);
+        let scheduler = check_scheduler(&mut c, &self.scheduler);
         let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
@@ -501,6 +535,7 @@ impl Cli {
             hpa,
             federated_resource_quota_sync_period,
             cluster_failover,
+            scheduler,
             feature_gates,
             verbosity: logs.verbosity,
             logging_format: logs.format,
@@ -732,6 +767,30 @@ fn check_eviction(c: &mut Checker, g: &GenericFlags) -> Eviction {
     }
 }
 
+/// `--scheduler-name` (not empty, as Karmada validates), `--enable-empty-workload-propagation` and
+/// `--plugins` (every name one of Karmada's in-tree plugins).
+fn check_scheduler(c: &mut Checker, s: &SchedulerFlags) -> SchedulerSettings {
+    if s.scheduler_name.is_empty() {
+        c.bad("scheduler-name", &s.scheduler_name, "should not be empty");
+    }
+    let enable_empty_workload_propagation = c.boolean(
+        "enable-empty-workload-propagation",
+        &s.enable_empty_workload_propagation,
+    );
+    let plugins: Vec<&str> = s.plugins.iter().map(|p| p.trim()).collect();
+    let plugins = PluginSet::parse(&plugins).unwrap_or_else(|e| {
+        c.bad("plugins", &s.plugins.join(","), e);
+        PluginSet::all()
+    });
+    SchedulerSettings {
+        scheduler_name: s.scheduler_name.clone(),
+        options: ScheduleOptions {
+            enable_empty_workload_propagation,
+            plugins,
+        },
+    }
+}
+
 /// The `--horizontal-pod-autoscaler-*` flags.
 fn check_hpa(c: &mut Checker, g: &GenericFlags) -> HpaOptions {
     HpaOptions {
@@ -888,6 +947,30 @@ mod tests {
         assert_eq!(o.logging_format, LogFormat::Text);
         assert!(o.feature_gates.enabled("PropagateDeps"));
         assert!(!o.feature_gates.enabled("Failover"));
+        assert_eq!(o.scheduler, SchedulerSettings::default());
+        assert_eq!(o.scheduler.scheduler_name, "default-scheduler");
+    }
+
+    #[test]
+    fn scheduler_flags() {
+        use karmada_controllers::common::context::Plugin;
+        let o = parse(&[
+            "--scheduler-name=other",
+            "--enable-empty-workload-propagation",
+            "--plugins=*,-TaintToleration",
+        ])
+        .unwrap();
+        assert_eq!(o.scheduler.scheduler_name, "other");
+        assert!(o.scheduler.options.enable_empty_workload_propagation);
+        assert!(!o.scheduler.options.plugins.enabled(Plugin::TaintToleration));
+        assert!(o.scheduler.options.plugins.enabled(Plugin::ClusterLocality));
+        let errors = parse(&["--scheduler-name=", "--plugins=*,-Nope"]).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("--scheduler-name"), "{errors:?}");
+        assert!(
+            errors[1].contains("--plugins") && errors[1].contains("Nope"),
+            "{errors:?}"
+        );
     }
 
     #[test]

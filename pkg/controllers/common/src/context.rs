@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::members::MemberClusters;
 use lariat::events::EventSink;
 
+pub use karmada_scheduler::ScheduleOptions;
+pub use karmada_scheduler::plugins::{Plugin, PluginSet, UnknownPlugin};
+
 /// Error type a controller's run future returns.
 pub use apimachinery::BoxError;
 
@@ -78,6 +81,28 @@ pub struct Settings {
     pub cluster_startup_grace_period: Duration,
     /// The agent's `--cert-rotation-*` and `--karmada-kubeconfig-namespace` flags.
     pub cert_rotation: CertRotationSettings,
+    /// The flags of Karmada's `karmada-scheduler` the built-in scheduler acts on.
+    pub scheduler: SchedulerSettings,
+}
+
+/// The flags of Karmada's `karmada-scheduler` that the built-in scheduler takes (Karmada's defaults
+/// in [`Default`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerSettings {
+    /// `--scheduler-name` (`default-scheduler`): the bindings whose `spec.schedulerName` names this
+    /// scheduler (empty names the default) are scheduled; the source of its Events.
+    pub scheduler_name: String,
+    /// `--enable-empty-workload-propagation` (false) and `--plugins` (`*`).
+    pub options: ScheduleOptions,
+}
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        Self {
+            scheduler_name: karmada_apis::well_known::DEFAULT_SCHEDULER_NAME.to_owned(),
+            options: ScheduleOptions::default(),
+        }
+    }
 }
 
 /// The agent flags its `certRotation` controller acts on (Karmada's defaults in [`Default`]).

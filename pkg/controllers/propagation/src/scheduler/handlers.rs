@@ -14,11 +14,11 @@ use karmada_controllers_common::binding::BindingObject;
 use kube::Resource;
 use lariat::{HandlerResult, ObjectKey};
 
+use super::Scheduler;
 use super::metrics::{
     BINDING_ADD, BINDING_UPDATE, CLUSTER_CHANGED, SCHEDULE_ATTEMPT_FAILURE, count_incoming,
 };
 use super::schedule::current_affinity;
-use super::{SCHEDULER_NAME, Scheduler};
 
 /// How soon a binding whose write conflicted is scheduled again.
 pub(super) const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
@@ -27,8 +27,10 @@ pub(super) fn binding_key<B: Resource<DynamicType = ()>>(key: &ObjectKey) -> Str
     format!("{}/{key}", B::kind(&()))
 }
 
-/// Whether this scheduler handles a binding (Karmada's `resourceBindingEventFilter`).
+/// Whether the scheduler named `scheduler_name` handles a binding (Karmada's
+/// `resourceBindingEventFilter`).
 pub(super) fn responsible(
+    scheduler_name: &str,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     spec: &ResourceBindingSpec,
 ) -> bool {
@@ -37,7 +39,7 @@ pub(super) fn responsible(
     } else {
         spec.scheduler_name.as_str()
     };
-    if name != SCHEDULER_NAME || spec.scheduling_suspended() {
+    if name != scheduler_name || spec.scheduling_suspended() {
         return false;
     }
     let labels = meta.labels.as_ref();
@@ -106,7 +108,9 @@ impl Scheduler {
             }
         };
         for rb in inner.rb.store().list() {
-            if responsible(&rb.metadata, &rb.spec) && affected((&rb.spec, rb.status.as_ref())) {
+            if responsible(inner.name(), &rb.metadata, &rb.spec)
+                && affected((&rb.spec, rb.status.as_ref()))
+            {
                 let key = ObjectKey::from_object(&*rb);
                 if let Some(key) = key {
                     inner
@@ -119,7 +123,9 @@ impl Scheduler {
             }
         }
         for crb in inner.crb.store().list() {
-            if responsible(&crb.metadata, &crb.spec) && affected((&crb.spec, crb.status.as_ref())) {
+            if responsible(inner.name(), &crb.metadata, &crb.spec)
+                && affected((&crb.spec, crb.status.as_ref()))
+            {
                 let key = ObjectKey::from_object(&*crb);
                 if let Some(key) = key {
                     inner
@@ -147,7 +153,9 @@ impl Scheduler {
             inner.feasible.lock().remove(&k);
             return HandlerResult::Success;
         };
-        if !responsible(b.meta(), b.binding_spec()) || b.meta().deletion_timestamp.is_some() {
+        if !responsible(inner.name(), b.meta(), b.binding_spec())
+            || b.meta().deletion_timestamp.is_some()
+        {
             return HandlerResult::Success;
         }
         let forced = inner.forced.lock().remove(&k);

@@ -45,6 +45,7 @@ use lariat::{SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::context::ScheduleOptions;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
@@ -58,9 +59,21 @@ pub use error::SchedulerError;
 /// The controller's `--controllers` name.
 pub const NAME: &str = "scheduler";
 
-/// The scheduler name this controller serves (`spec.schedulerName`, empty means this one); also
-/// the `source.component` of its Events, as in Karmada.
-pub const SCHEDULER_NAME: &str = DEFAULT_SCHEDULER_NAME;
+/// The scheduler name (`--scheduler-name`) as a `'static` Event source: each distinct name is
+/// leaked once per process (the flag gives one).
+fn event_component(name: &str) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    if name == DEFAULT_SCHEDULER_NAME {
+        return DEFAULT_SCHEDULER_NAME;
+    }
+    let mut names = NAMES.lock();
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
 
 struct Inner {
     ctx: ControllerContext,
@@ -81,6 +94,18 @@ struct Inner {
     /// Fingerprint of each Cluster's scheduling-relevant fields.
     cluster_fingerprints: Mutex<HashMap<String, u64>>,
     cancel: CancellationToken,
+}
+
+impl Inner {
+    /// `--scheduler-name`.
+    fn name(&self) -> &str {
+        &self.ctx.settings.scheduler.scheduler_name
+    }
+
+    /// `--enable-empty-workload-propagation` and `--plugins`.
+    fn options(&self) -> &ScheduleOptions {
+        &self.ctx.settings.scheduler.options
+    }
 }
 
 /// The scheduler controller. Cheap to clone.
@@ -117,7 +142,9 @@ impl Scheduler {
             .clients()
             .background_client_for_component(NAME)
             .map_err(framework("scheduler events client"))?;
-        let recorder = EventRecorder::new(events_client, SCHEDULER_NAME, &ctx.cancel);
+        // Its Events come from the scheduler name, as Karmada's scheduler's do.
+        let component = event_component(&ctx.settings.scheduler.scheduler_name);
+        let recorder = EventRecorder::new(events_client, component, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         metrics::register();
         Ok(Scheduler {

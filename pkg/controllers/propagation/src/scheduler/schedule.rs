@@ -12,9 +12,7 @@ use karmada_apis::work::v1alpha2::ResourceBindingStatus;
 use karmada_apis::{Cluster, ResourceBinding};
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::quota::placement_exceeds;
-use karmada_scheduler::{
-    self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
-};
+use karmada_scheduler::{self as scheduler, ScheduleError, ScheduleResult, ScheduleTrigger};
 use kube::Resource;
 use serde_json::json;
 
@@ -57,15 +55,11 @@ impl Scheduler {
         let name = meta.name.clone().unwrap_or_default();
         let clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
         if spec.placement.is_none() {
-            let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
+            let result = scheduler::schedule(spec, status, &clusters, inner.options());
             return self.finish::<B>(b, result).await;
         }
-        let feasible_now = scheduler::feasible_cluster_names(
-            spec,
-            status,
-            &clusters,
-            ScheduleOptions::default().plugins,
-        );
+        let feasible_now =
+            scheduler::feasible_cluster_names(spec, status, &clusters, inner.options().plugins);
         let targets: BTreeSet<String> = spec.clusters.iter().map(|c| c.name.clone()).collect();
         let existing: HashSet<&str> = clusters
             .iter()
@@ -114,14 +108,9 @@ impl Scheduler {
         };
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
         let started = Instant::now();
-        let result = scheduler::schedule_observed(
-            spec,
-            status,
-            &clusters,
-            &ScheduleOptions::default(),
-            &mut Recorder,
-        )
-        .result;
+        let result =
+            scheduler::schedule_observed(spec, status, &clusters, inner.options(), &mut Recorder)
+                .result;
         if let Ok(outcome) = &result {
             inner
                 .feasible
