@@ -68,6 +68,7 @@ pub fn settings() -> Settings {
         cluster_monitor_grace_period: Duration::from_secs(40),
         cluster_startup_grace_period: Duration::from_secs(60),
         cert_rotation: Default::default(),
+        scheduler_estimator: Default::default(),
     }
 }
 

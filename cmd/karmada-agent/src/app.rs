@@ -219,6 +219,7 @@ fn controller_settings(opts: &Options) -> Settings {
         cluster_monitor_grace_period: Duration::from_secs(40),
         cluster_startup_grace_period: Duration::from_secs(60),
         cert_rotation: opts.cert_rotation.clone(),
+        scheduler_estimator: Default::default(),
         // Control-plane settings of controllers the agent does not run: their defaults.
         concurrent_dependent_resource_syncs: 2,
         federated_resource_quota_sync_period: Duration::from_secs(300),

@@ -201,6 +201,7 @@ fn controller_settings(opts: &Options) -> Settings {
         cluster_startup_grace_period: opts.cluster_startup_grace_period,
         // Agent flags.
         cert_rotation: Default::default(),
+        scheduler_estimator: opts.scheduler_estimator.clone(),
     }
 }
 

@@ -15,6 +15,7 @@ use lariat::runtime::features::FeatureGates;
 use lariat::runtime::logging::LogFormat;
 
 use crate::{controllers, no_effect};
+use karmada_controllers::common::context::SchedulerEstimatorSettings;
 pub use karmada_process::flags::LeaderElectionOptions;
 use karmada_process::flags::{Checker, check_logs};
 pub use karmada_process::flags::{LogFlags, normalize_args, parse_go_bool};
@@ -59,6 +60,10 @@ pub struct Cli {
     /// Cluster failover flags.
     #[command(flatten)]
     pub failover: ClusterFailoverFlags,
+
+    /// Scheduler estimator flags (karmada-scheduler's).
+    #[command(flatten)]
+    pub estimator: SchedulerEstimatorFlags,
 }
 
 /// `Generic flags` section.
@@ -286,6 +291,113 @@ pub struct ClusterFailoverFlags {
     pub resource_eviction_rate: String,
 }
 
+/// `Scheduler estimator flags` section: karmada-scheduler's flags for its accurate estimators,
+/// taken here because the scheduler runs in this process (Karmada's names, defaults and help).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Scheduler estimator flags")]
+pub struct SchedulerEstimatorFlags {
+    /// Enable calling cluster scheduler estimator for adjusting replicas.
+    #[arg(long = "enable-scheduler-estimator", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub enable_scheduler_estimator: String,
+    /// Disable the scheduler estimator for clusters in pull mode, which takes effect only when enable-scheduler-estimator is true.
+    #[arg(long = "disable-scheduler-estimator-in-pull-mode", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub disable_scheduler_estimator_in_pull_mode: String,
+    /// Specifies the timeout period of calling the scheduler estimator service.
+    #[arg(
+        long = "scheduler-estimator-timeout",
+        value_name = "duration",
+        default_value = "3s",
+        allow_hyphen_values = true
+    )]
+    pub scheduler_estimator_timeout: String,
+    /// The namespace to be used for discovering scheduler estimator services.
+    #[arg(
+        long = "scheduler-estimator-service-namespace",
+        value_name = "namespace",
+        default_value = "karmada-system"
+    )]
+    pub scheduler_estimator_service_namespace: String,
+    /// The prefix of scheduler estimator service name
+    #[arg(
+        long = "scheduler-estimator-service-prefix",
+        value_name = "prefix",
+        default_value = "karmada-scheduler-estimator"
+    )]
+    pub scheduler_estimator_service_prefix: String,
+    /// The secure port on which to connect the accurate scheduler estimator.
+    #[arg(
+        long = "scheduler-estimator-port",
+        value_name = "int",
+        default_value = "10352",
+        allow_hyphen_values = true
+    )]
+    pub scheduler_estimator_port: String,
+    /// SSL certification file used to secure scheduler estimator communication.
+    #[arg(
+        long = "scheduler-estimator-cert-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_cert_file: String,
+    /// SSL key file used to secure scheduler estimator communication.
+    #[arg(
+        long = "scheduler-estimator-key-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_key_file: String,
+    /// SSL Certificate Authority file used to secure scheduler estimator communication.
+    #[arg(
+        long = "scheduler-estimator-ca-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_ca_file: String,
+    /// Controls whether verifies the scheduler estimator's certificate chain and host name.
+    #[arg(long = "insecure-skip-estimator-verify", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub insecure_skip_estimator_verify: String,
+}
+
+/// The `Scheduler estimator flags`: booleans, a non-negative timeout, a port in 0..=65535 (as
+/// Karmada's scheduler validates them).
+fn check_scheduler_estimator(
+    c: &mut Checker,
+    f: &SchedulerEstimatorFlags,
+) -> SchedulerEstimatorSettings {
+    let port = match c.int("scheduler-estimator-port", &f.scheduler_estimator_port) {
+        Some(p) => u16::try_from(p).unwrap_or_else(|_| {
+            c.bad(
+                "scheduler-estimator-port",
+                &f.scheduler_estimator_port,
+                "must be a valid port between 0 and 65535 inclusive",
+            );
+            0
+        }),
+        None => 0,
+    };
+    SchedulerEstimatorSettings {
+        enabled: c.boolean("enable-scheduler-estimator", &f.enable_scheduler_estimator),
+        disable_in_pull_mode: c.boolean(
+            "disable-scheduler-estimator-in-pull-mode",
+            &f.disable_scheduler_estimator_in_pull_mode,
+        ),
+        timeout: c.non_negative_duration(
+            "scheduler-estimator-timeout",
+            &f.scheduler_estimator_timeout,
+        ),
+        port,
+        service_prefix: f.scheduler_estimator_service_prefix.clone(),
+        service_namespace: f.scheduler_estimator_service_namespace.clone(),
+        ca_file: f.scheduler_estimator_ca_file.clone(),
+        cert_file: f.scheduler_estimator_cert_file.clone(),
+        key_file: f.scheduler_estimator_key_file.clone(),
+        insecure_skip_verify: c.boolean(
+            "insecure-skip-estimator-verify",
+            &f.insecure_skip_estimator_verify,
+        ),
+    }
+}
+
 fn controllers_help() -> String {
     let missing = controllers::not_implemented();
     let missing = if missing.is_empty() {
@@ -404,6 +516,8 @@ pub struct Options {
     pub federated_resource_quota_sync_period: Duration,
     /// Cluster failover.
     pub cluster_failover: ClusterFailoverOptions,
+    /// The `--scheduler-estimator-*` flags.
+    pub scheduler_estimator: SchedulerEstimatorSettings,
     /// `--feature-gates`.
     pub feature_gates: FeatureGates,
     /// `-v`.
@@ -461,6 +575,7 @@ impl Cli {
             &g.federated_resource_quota_sync_period,
         );
         let cluster_failover = check_cluster_failover(&mut c, &self.failover);
+        let scheduler_estimator = check_scheduler_estimator(&mut c, &self.estimator);
         let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
@@ -501,6 +616,7 @@ impl Cli {
             hpa,
             federated_resource_quota_sync_period,
             cluster_failover,
+            scheduler_estimator,
             feature_gates,
             verbosity: logs.verbosity,
             logging_format: logs.format,
@@ -888,6 +1004,37 @@ mod tests {
         assert_eq!(o.logging_format, LogFormat::Text);
         assert!(o.feature_gates.enabled("PropagateDeps"));
         assert!(!o.feature_gates.enabled("Failover"));
+    }
+
+    #[test]
+    fn scheduler_estimator_flags_are_karmada_schedulers() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.scheduler_estimator, SchedulerEstimatorSettings::default());
+        let d = &o.scheduler_estimator;
+        assert!(!d.enabled && !d.disable_in_pull_mode && !d.insecure_skip_verify);
+        assert_eq!(d.timeout, Duration::from_secs(3));
+        assert_eq!(d.port, 10352);
+        assert_eq!(d.service_prefix, "karmada-scheduler-estimator");
+        assert_eq!(d.service_namespace, "karmada-system");
+        let o = parse(&[
+            "--enable-scheduler-estimator",
+            "--scheduler-estimator-timeout=0s",
+            "--scheduler-estimator-port=4000",
+            "--scheduler-estimator-ca-file=/ca.crt",
+        ])
+        .unwrap();
+        assert!(o.scheduler_estimator.enabled);
+        assert_eq!(o.scheduler_estimator.timeout, Duration::ZERO);
+        assert_eq!(o.scheduler_estimator.port, 4000);
+        assert_eq!(o.scheduler_estimator.ca_file, "/ca.crt");
+        let errs = parse(&[
+            "--scheduler-estimator-port=65536",
+            "--scheduler-estimator-timeout=-1s",
+            "--enable-scheduler-estimator=maybe",
+        ])
+        .unwrap_err();
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].contains("--scheduler-estimator-port"), "{errs:?}");
     }
 
     #[test]

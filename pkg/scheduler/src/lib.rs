@@ -286,6 +286,32 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
         .collect()
 }
 
+/// The clusters that pass the filters for any `clusterAffinities` term (or for the placement when
+/// it has none): the ones whose accurate estimate a scheduling attempt may use.
+pub fn candidate_cluster_names<C: Borrow<Cluster>>(
+    spec: &ResourceBindingSpec,
+    clusters: &[C],
+) -> BTreeSet<String> {
+    let Some(placement) = spec.placement.as_ref() else {
+        return BTreeSet::new();
+    };
+    let clusters: Vec<&Cluster> = clusters.iter().map(Borrow::borrow).collect();
+    let terms: Vec<&str> = if placement.cluster_affinities.is_empty() {
+        vec![""]
+    } else {
+        placement
+            .cluster_affinities
+            .iter()
+            .map(|t| t.affinity_name.as_str())
+            .collect()
+    };
+    terms
+        .into_iter()
+        .flat_map(|term| filter_clusters(spec, placement, term, &clusters).0)
+        .map(|c| cluster_name(c).to_owned())
+        .collect()
+}
+
 /// Runs the filters; returns the feasible clusters and, for the others, why they were rejected.
 fn filter_clusters<'c>(
     spec: &ResourceBindingSpec,

@@ -23,9 +23,12 @@
 //! - `handle_binding` calls `do_schedule` ([`schedule`]), which decides whether to schedule, runs
 //!   the algorithm (the `karmada-scheduler` crate) and checks quotas; `finish` writes the result
 //!   ([`write`]) and announces it ([`events`]).
+//! - With `--enable-scheduler-estimator`, `do_schedule` first asks the members'
+//!   `karmada-scheduler-estimator`s ([`estimator`]), whose connections follow the Cluster events.
 //! - Errors are in [`error`].
 
 mod error;
+pub mod estimator;
 mod events;
 mod handlers;
 mod schedule;
@@ -76,6 +79,8 @@ struct Inner {
     feasible: Mutex<HashMap<String, BTreeSet<String>>>,
     /// Fingerprint of each Cluster's scheduling-relevant fields.
     cluster_fingerprints: Mutex<HashMap<String, u64>>,
+    /// The members' `karmada-scheduler-estimator`s, with `--enable-scheduler-estimator`.
+    estimators: Option<Arc<estimator::Estimators>>,
     cancel: CancellationToken,
 }
 
@@ -115,6 +120,11 @@ impl Scheduler {
             .map_err(framework("scheduler events client"))?;
         let recorder = EventRecorder::new(events_client, SCHEDULER_NAME, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
+        let estimators = estimator::Estimators::new(
+            &ctx.settings.scheduler_estimator,
+            client.clone(),
+            cancel.clone(),
+        )?;
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 ctx,
@@ -128,6 +138,7 @@ impl Scheduler {
                 forced: Mutex::new(HashSet::new()),
                 feasible: Mutex::new(HashMap::new()),
                 cluster_fingerprints: Mutex::new(HashMap::new()),
+                estimators,
                 cancel,
             }),
         })

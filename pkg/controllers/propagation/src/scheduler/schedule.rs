@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
-use karmada_apis::work::v1alpha2::ResourceBindingStatus;
+use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus};
 use karmada_apis::{Cluster, ResourceBinding};
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::quota::placement_exceeds;
@@ -104,7 +104,8 @@ impl Scheduler {
             return Ok(generation);
         };
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
-        let result = scheduler::schedule(spec, status, &clusters, &ScheduleOptions::default());
+        let options = self.schedule_options(spec, &clusters).await;
+        let result = scheduler::schedule(spec, status, &clusters, &options);
         if let Ok(outcome) = &result {
             inner
                 .feasible
@@ -112,6 +113,34 @@ impl Scheduler {
                 .insert(k.to_owned(), outcome.feasible.clone());
         }
         self.finish::<B>(b, result).await
+    }
+
+    /// The options of one scheduling run: with `--enable-scheduler-estimator`, what the
+    /// estimators of the clusters that may fit answered (a workload only: Karmada asks nothing
+    /// for a binding without replicas).
+    async fn schedule_options(
+        &self,
+        spec: &ResourceBindingSpec,
+        clusters: &[Arc<Cluster>],
+    ) -> ScheduleOptions {
+        let Some(estimators) = &self.inner.estimators else {
+            return ScheduleOptions::default();
+        };
+        if spec.replicas == 0 && spec.components.is_empty() {
+            return ScheduleOptions::default();
+        }
+        let candidates: Vec<String> = scheduler::candidate_cluster_names(spec, clusters)
+            .into_iter()
+            .collect();
+        let r = &spec.resource;
+        let object = format!("kind={}, name={}/{}", r.kind, r.namespace, r.name);
+        let answers = estimators
+            .max_available_replicas(&candidates, spec.replica_requirements.as_ref(), &object)
+            .await;
+        ScheduleOptions {
+            accurate_estimates: Some(answers),
+            ..ScheduleOptions::default()
+        }
     }
 
     /// Writes the result: `spec.clusters` and the applied placement (on success, and on a fit
