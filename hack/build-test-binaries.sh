@@ -6,7 +6,8 @@
 # Prints the cache folder on stdout; progress goes to stderr.
 #
 # `hack/build-test-binaries.sh karmada` instead builds Karmada's own Go controller-manager, scheduler and
-# webhook (the peer the benchmark measures against; `make karmada-binaries`), and its aggregated API server
+# webhook (the peer the benchmark measures against; `make karmada-binaries`), its scheduler-estimator (one
+# per member in the accurate-estimator test), and its aggregated API server
 # (serves cluster.karmada.io and clusters/proxy in the test environment's `aggregated_apiserver` option)
 # from hack/tools/karmada into
 #   .../test-binaries/karmada-<v>/

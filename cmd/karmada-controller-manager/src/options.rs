@@ -292,17 +292,17 @@ pub struct ClusterFailoverFlags {
 }
 
 /// `Scheduler estimator flags` section: karmada-scheduler's flags for its accurate estimators,
-/// taken here because the scheduler runs in this process (Karmada's names, defaults and help).
+/// taken here because the scheduler runs in this process (Karmada's names and defaults).
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Scheduler estimator flags")]
 pub struct SchedulerEstimatorFlags {
-    /// Enable calling cluster scheduler estimator for adjusting replicas.
+    /// Ask each member's karmada-scheduler-estimator how many replicas it can still take; the smaller of that and the Cluster's resource summary counts.
     #[arg(long = "enable-scheduler-estimator", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_scheduler_estimator: String,
-    /// Disable the scheduler estimator for clusters in pull mode, which takes effect only when enable-scheduler-estimator is true.
+    /// With --enable-scheduler-estimator: connect to no estimator of a Pull-mode cluster.
     #[arg(long = "disable-scheduler-estimator-in-pull-mode", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub disable_scheduler_estimator_in_pull_mode: String,
-    /// Specifies the timeout period of calling the scheduler estimator service.
+    /// Deadline of the estimator calls made for one scheduling of a binding; past it, the general estimate alone counts.
     #[arg(
         long = "scheduler-estimator-timeout",
         value_name = "duration",
@@ -310,21 +310,21 @@ pub struct SchedulerEstimatorFlags {
         allow_hyphen_values = true
     )]
     pub scheduler_estimator_timeout: String,
-    /// The namespace to be used for discovering scheduler estimator services.
+    /// Namespace of the estimators' Services on the Karmada control plane.
     #[arg(
         long = "scheduler-estimator-service-namespace",
         value_name = "namespace",
         default_value = "karmada-system"
     )]
     pub scheduler_estimator_service_namespace: String,
-    /// The prefix of scheduler estimator service name
+    /// The estimator Service of cluster <c> is named <prefix>-<c>.
     #[arg(
         long = "scheduler-estimator-service-prefix",
         value_name = "prefix",
         default_value = "karmada-scheduler-estimator"
     )]
     pub scheduler_estimator_service_prefix: String,
-    /// The secure port on which to connect the accurate scheduler estimator.
+    /// Port of the estimators (an ExternalName Service maps this port to the estimator's target port).
     #[arg(
         long = "scheduler-estimator-port",
         value_name = "int",
@@ -332,28 +332,28 @@ pub struct SchedulerEstimatorFlags {
         allow_hyphen_values = true
     )]
     pub scheduler_estimator_port: String,
-    /// SSL certification file used to secure scheduler estimator communication.
+    /// Client certificate shown to the estimators over TLS (with --scheduler-estimator-key-file).
     #[arg(
         long = "scheduler-estimator-cert-file",
         value_name = "path",
         default_value = ""
     )]
     pub scheduler_estimator_cert_file: String,
-    /// SSL key file used to secure scheduler estimator communication.
+    /// Private key of --scheduler-estimator-cert-file.
     #[arg(
         long = "scheduler-estimator-key-file",
         value_name = "path",
         default_value = ""
     )]
     pub scheduler_estimator_key_file: String,
-    /// SSL Certificate Authority file used to secure scheduler estimator communication.
+    /// CA bundle the estimators' serving certificates are checked against; setting it turns TLS on.
     #[arg(
         long = "scheduler-estimator-ca-file",
         value_name = "path",
         default_value = ""
     )]
     pub scheduler_estimator_ca_file: String,
-    /// Controls whether verifies the scheduler estimator's certificate chain and host name.
+    /// Use TLS to the estimators without checking their certificate chain or host name.
     #[arg(long = "insecure-skip-estimator-verify", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub insecure_skip_estimator_verify: String,
 }
