@@ -828,6 +828,29 @@ fn one_missing_accurate_answer_discards_them_all() {
 }
 
 #[test]
+fn candidates_are_the_clusters_any_term_lets_through() {
+    let clusters = vec![
+        cluster("m1"),
+        cluster("m2"),
+        cluster("m3"),
+        deleting(cluster("m4")),
+    ];
+    let by_terms = deployment_spec(
+        2,
+        Placement {
+            cluster_affinities: vec![term("a", &["m1"]), term("b", &["m2", "m4"])],
+            ..Default::default()
+        },
+    );
+    let got: Vec<String> = candidate_cluster_names(&by_terms, &clusters)
+        .into_iter()
+        .collect();
+    assert_eq!(got, names(&["m1", "m2"]));
+    let everywhere = deployment_spec(2, Placement::default());
+    assert_eq!(candidate_cluster_names(&everywhere, &clusters).len(), 3);
+}
+
+#[test]
 fn fresh_reschedule_recomputes_from_scratch() {
     let clusters = vec![with_pods(cluster("m1"), 5), with_pods(cluster("m2"), 100)];
     let mut spec = deployment_spec(

@@ -317,6 +317,53 @@ mod tests {
         assert!(address_of(&named, 10352).is_err_and(|e| e.contains("int target port")));
     }
 
+    fn settings() -> SchedulerEstimatorSettings {
+        SchedulerEstimatorSettings {
+            enabled: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plaintext_unless_a_ca_or_insecure_is_given() {
+        let mut s = settings();
+        s.cert_file = "/nowhere/cert".into();
+        s.key_file = "/nowhere/key".into();
+        // As Karmada: a client certificate alone does not turn TLS on.
+        assert!(tls_config(&s).unwrap().is_none());
+        s.insecure_skip_verify = true;
+        s.cert_file.clear();
+        let config = tls_config(&s).unwrap().unwrap();
+        assert_eq!(config.alpn_protocols, vec![b"h2".to_vec()]);
+    }
+
+    #[test]
+    fn tls_files_are_read_and_named_when_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let ca_path = dir.path().join("ca.crt");
+        std::fs::write(&ca_path, ca.cert.pem()).unwrap();
+        let key_path = dir.path().join("client.key");
+        std::fs::write(&key_path, ca.signing_key.serialize_pem()).unwrap();
+        let mut s = settings();
+        s.ca_file = ca_path.display().to_string();
+        assert!(tls_config(&s).unwrap().is_some());
+        s.cert_file = ca_path.display().to_string();
+        s.key_file = key_path.display().to_string();
+        assert!(tls_config(&s).unwrap().is_some());
+        s.ca_file = dir.path().join("missing.crt").display().to_string();
+        let err = tls_config(&s).unwrap_err().to_string();
+        assert!(err.contains("missing.crt"), "{err}");
+        let empty = dir.path().join("empty.crt");
+        std::fs::write(&empty, "").unwrap();
+        s.ca_file = empty.display().to_string();
+        let err = tls_config(&s).unwrap_err().to_string();
+        assert!(
+            err.contains("empty.crt") && err.contains("ca certs"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn service_names_follow_karmada() {
         assert_eq!(
