@@ -22,7 +22,7 @@ test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller
 	hack/build-test-binaries.sh >/dev/null
 
 .PHONY: karmada-binaries
-karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, webhook and aggregated API server (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark, its test and the aggregated-apiserver test need them.
+karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, scheduler-estimator, webhook and aggregated API server (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark, its test, the aggregated-apiserver and scheduler-estimator tests need them.
 	nice -n 10 hack/build-test-binaries.sh karmada >/dev/null
 
 .PHONY: test-karmada-peer
@@ -36,6 +36,9 @@ test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a c
 .PHONY: test-karmada-webhook
 test-karmada-webhook: test-binaries karmada-binaries ## Run the test of Karmada's own karmada-webhook installed beside our admission policies and controller-manager (not in `make test`).
 	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_webhook_beside
+.PHONY: test-scheduler-estimator
+test-scheduler-estimator: test-binaries karmada-binaries ## Run the test of the accurate estimator: Karmada's karmada-scheduler-estimator, one per member, answers our scheduler (not in `make test`).
+	$(CARGO) test -p karmada-e2e --features karmada-go --test scheduler_estimator
 
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.

@@ -6,7 +6,8 @@
 # Prints the cache folder on stdout; progress goes to stderr.
 #
 # `hack/build-test-binaries.sh karmada` instead builds Karmada's own Go controller-manager, scheduler and
-# webhook (the peer the benchmark measures against; `make karmada-binaries`), and its aggregated API server
+# webhook (the peer the benchmark measures against; `make karmada-binaries`), its scheduler-estimator (one
+# per member in the accurate-estimator test), and its aggregated API server
 # (serves cluster.karmada.io and clusters/proxy in the test environment's `aggregated_apiserver` option)
 # from hack/tools/karmada into
 #   .../test-binaries/karmada-<v>/
@@ -97,6 +98,7 @@ if [ "${1:-}" = karmada ]; then
   build karmada \
     karmada-controller-manager=github.com/karmada-io/karmada/cmd/controller-manager \
     karmada-scheduler=github.com/karmada-io/karmada/cmd/scheduler \
+    karmada-scheduler-estimator=github.com/karmada-io/karmada/cmd/scheduler-estimator \
     karmada-webhook=github.com/karmada-io/karmada/cmd/webhook \
     karmada-aggregated-apiserver=github.com/karmada-io/karmada/cmd/aggregated-apiserver
   # Karmada's own CRDs, as its chart installs them: the peer's harness adds those our crds/ lack (the

@@ -69,6 +69,7 @@ pub fn settings() -> Settings {
         cluster_startup_grace_period: Duration::from_secs(60),
         cert_rotation: Default::default(),
         scheduler: Default::default(),
+        scheduler_estimator: Default::default(),
     }
 }
 

@@ -645,7 +645,22 @@ const OURS_ONLY_FLAGS: &[&str] = &[
     "scheduler-name",
     "enable-empty-workload-propagation",
     "plugins",
+    // karmada-scheduler's accurate estimator flags: the scheduler runs in this process, so they are
+    // taken here (checked against karmada-scheduler's --help below).
+    "enable-scheduler-estimator",
+    "disable-scheduler-estimator-in-pull-mode",
+    "scheduler-estimator-timeout",
+    "scheduler-estimator-port",
+    "scheduler-estimator-service-prefix",
+    "scheduler-estimator-service-namespace",
+    "scheduler-estimator-ca-file",
+    "scheduler-estimator-cert-file",
+    "scheduler-estimator-key-file",
+    "insecure-skip-estimator-verify",
 ];
+
+/// The flags ours took from karmada-scheduler (the end of [`OURS_ONLY_FLAGS`]).
+const FROM_KARMADA_SCHEDULER: std::ops::RangeFrom<usize> = 4..;
 
 /// The flags `karmada-controller-manager --help` lists are Karmada v1.16's, with its defaults, but
 /// for the differences listed above: what docs/reference.md says of them.
@@ -691,6 +706,19 @@ fn controller_manager_flags_and_defaults_are_karmadas() {
     for flag in ours.keys().filter(|f| !karmada.contains_key(*f)) {
         if !OURS_ONLY_FLAGS.contains(&flag.as_str()) {
             problems.push(format!("--{flag}: ours, not Karmada's"));
+        }
+    }
+    let scheduler =
+        testenv::binaries::locate_karmada("karmada-scheduler").unwrap_or_else(|e| panic!("{e}"));
+    let scheduler = help_flags(&help(&scheduler), go_default);
+    for flag in &OURS_ONLY_FLAGS[FROM_KARMADA_SCHEDULER] {
+        match (scheduler.get(*flag), ours.get(*flag)) {
+            (Some(theirs), Some(d)) if theirs != d => problems.push(format!(
+                "--{flag}: default {theirs:?} in karmada-scheduler's, {d:?} in ours"
+            )),
+            (Some(_), Some(_)) => {}
+            (None, _) => problems.push(format!("--{flag}: not karmada-scheduler's")),
+            (_, None) => problems.push(format!("--{flag}: karmada-scheduler's, not ours")),
         }
     }
     assert!(

@@ -6,7 +6,6 @@
 //! are timed under Karmada's label values.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
 #![allow(
     clippy::unwrap_used,
     reason = "a test harness file: its helpers build fixed objects and panic on a broken fixture"

@@ -221,6 +221,7 @@ fn controller_settings(opts: &Options) -> Settings {
         cert_rotation: opts.cert_rotation.clone(),
         // The agent runs no scheduler.
         scheduler: Default::default(),
+        scheduler_estimator: Default::default(),
         // Control-plane settings of controllers the agent does not run: their defaults.
         concurrent_dependent_resource_syncs: 2,
         federated_resource_quota_sync_period: Duration::from_secs(300),

@@ -202,6 +202,7 @@ fn controller_settings(opts: &Options) -> Settings {
         // Agent flags.
         cert_rotation: Default::default(),
         scheduler: opts.scheduler.clone(),
+        scheduler_estimator: opts.scheduler_estimator.clone(),
     }
 }
 

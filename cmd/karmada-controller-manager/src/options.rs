@@ -15,6 +15,7 @@ use lariat::runtime::features::FeatureGates;
 use lariat::runtime::logging::LogFormat;
 
 use crate::{controllers, no_effect};
+use karmada_controllers::common::context::SchedulerEstimatorSettings;
 use karmada_controllers::common::context::{PluginSet, ScheduleOptions, SchedulerSettings};
 pub use karmada_process::flags::LeaderElectionOptions;
 use karmada_process::flags::{Checker, check_logs};
@@ -64,6 +65,9 @@ pub struct Cli {
     /// Flags of Karmada's karmada-scheduler (the scheduler runs in this process).
     #[command(flatten)]
     pub scheduler: SchedulerFlags,
+    /// Scheduler estimator flags (karmada-scheduler's).
+    #[command(flatten)]
+    pub estimator: SchedulerEstimatorFlags,
 }
 
 /// `Generic flags` section.
@@ -317,6 +321,113 @@ pub struct SchedulerFlags {
     pub plugins: Vec<String>,
 }
 
+/// `Scheduler estimator flags` section: karmada-scheduler's flags for its accurate estimators,
+/// taken here because the scheduler runs in this process (Karmada's names and defaults).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Scheduler estimator flags")]
+pub struct SchedulerEstimatorFlags {
+    /// Ask each member's karmada-scheduler-estimator how many replicas it can still take; the smaller of that and the Cluster's resource summary counts.
+    #[arg(long = "enable-scheduler-estimator", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub enable_scheduler_estimator: String,
+    /// With --enable-scheduler-estimator: connect to no estimator of a Pull-mode cluster.
+    #[arg(long = "disable-scheduler-estimator-in-pull-mode", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub disable_scheduler_estimator_in_pull_mode: String,
+    /// Deadline of the estimator calls made for one scheduling of a binding; past it, the general estimate alone counts.
+    #[arg(
+        long = "scheduler-estimator-timeout",
+        value_name = "duration",
+        default_value = "3s",
+        allow_hyphen_values = true
+    )]
+    pub scheduler_estimator_timeout: String,
+    /// Namespace of the estimators' Services on the Karmada control plane.
+    #[arg(
+        long = "scheduler-estimator-service-namespace",
+        value_name = "namespace",
+        default_value = "karmada-system"
+    )]
+    pub scheduler_estimator_service_namespace: String,
+    /// The estimator Service of cluster <c> is named <prefix>-<c>.
+    #[arg(
+        long = "scheduler-estimator-service-prefix",
+        value_name = "prefix",
+        default_value = "karmada-scheduler-estimator"
+    )]
+    pub scheduler_estimator_service_prefix: String,
+    /// Port of the estimators (an ExternalName Service maps this port to the estimator's target port).
+    #[arg(
+        long = "scheduler-estimator-port",
+        value_name = "int",
+        default_value = "10352",
+        allow_hyphen_values = true
+    )]
+    pub scheduler_estimator_port: String,
+    /// Client certificate shown to the estimators over TLS (with --scheduler-estimator-key-file).
+    #[arg(
+        long = "scheduler-estimator-cert-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_cert_file: String,
+    /// Private key of --scheduler-estimator-cert-file.
+    #[arg(
+        long = "scheduler-estimator-key-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_key_file: String,
+    /// CA bundle the estimators' serving certificates are checked against; setting it turns TLS on.
+    #[arg(
+        long = "scheduler-estimator-ca-file",
+        value_name = "path",
+        default_value = ""
+    )]
+    pub scheduler_estimator_ca_file: String,
+    /// Use TLS to the estimators without checking their certificate chain or host name.
+    #[arg(long = "insecure-skip-estimator-verify", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub insecure_skip_estimator_verify: String,
+}
+
+/// The `Scheduler estimator flags`: booleans, a non-negative timeout, a port in 0..=65535 (as
+/// Karmada's scheduler validates them).
+fn check_scheduler_estimator(
+    c: &mut Checker,
+    f: &SchedulerEstimatorFlags,
+) -> SchedulerEstimatorSettings {
+    let port = match c.int("scheduler-estimator-port", &f.scheduler_estimator_port) {
+        Some(p) => u16::try_from(p).unwrap_or_else(|_| {
+            c.bad(
+                "scheduler-estimator-port",
+                &f.scheduler_estimator_port,
+                "must be a valid port between 0 and 65535 inclusive",
+            );
+            0
+        }),
+        None => 0,
+    };
+    SchedulerEstimatorSettings {
+        enabled: c.boolean("enable-scheduler-estimator", &f.enable_scheduler_estimator),
+        disable_in_pull_mode: c.boolean(
+            "disable-scheduler-estimator-in-pull-mode",
+            &f.disable_scheduler_estimator_in_pull_mode,
+        ),
+        timeout: c.non_negative_duration(
+            "scheduler-estimator-timeout",
+            &f.scheduler_estimator_timeout,
+        ),
+        port,
+        service_prefix: f.scheduler_estimator_service_prefix.clone(),
+        service_namespace: f.scheduler_estimator_service_namespace.clone(),
+        ca_file: f.scheduler_estimator_ca_file.clone(),
+        cert_file: f.scheduler_estimator_cert_file.clone(),
+        key_file: f.scheduler_estimator_key_file.clone(),
+        insecure_skip_verify: c.boolean(
+            "insecure-skip-estimator-verify",
+            &f.insecure_skip_estimator_verify,
+        ),
+    }
+}
+
 fn controllers_help() -> String {
     let missing = controllers::not_implemented();
     let missing = if missing.is_empty() {
@@ -437,6 +548,8 @@ pub struct Options {
     pub cluster_failover: ClusterFailoverOptions,
     /// The scheduler's flags.
     pub scheduler: SchedulerSettings,
+    /// The `--scheduler-estimator-*` flags.
+    pub scheduler_estimator: SchedulerEstimatorSettings,
     /// `--feature-gates`.
     pub feature_gates: FeatureGates,
     /// `-v`.
@@ -495,6 +608,7 @@ impl Cli {
         );
         let cluster_failover = check_cluster_failover(&mut c, &self.failover);
         let scheduler = check_scheduler(&mut c, &self.scheduler);
+        let scheduler_estimator = check_scheduler_estimator(&mut c, &self.estimator);
         let feature_gates = g.shared.check_feature_gates(&mut c);
         if !c.problems.is_empty() {
             return Err(c.problems);
@@ -536,6 +650,7 @@ impl Cli {
             federated_resource_quota_sync_period,
             cluster_failover,
             scheduler,
+            scheduler_estimator,
             feature_gates,
             verbosity: logs.verbosity,
             logging_format: logs.format,
@@ -787,6 +902,8 @@ fn check_scheduler(c: &mut Checker, s: &SchedulerFlags) -> SchedulerSettings {
         options: ScheduleOptions {
             enable_empty_workload_propagation,
             plugins,
+            // Asked per binding, when the estimators are on.
+            accurate_estimates: None,
         },
     }
 }
@@ -971,6 +1088,37 @@ mod tests {
             errors[1].contains("--plugins") && errors[1].contains("Nope"),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn scheduler_estimator_flags_are_karmada_schedulers() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.scheduler_estimator, SchedulerEstimatorSettings::default());
+        let d = &o.scheduler_estimator;
+        assert!(!d.enabled && !d.disable_in_pull_mode && !d.insecure_skip_verify);
+        assert_eq!(d.timeout, Duration::from_secs(3));
+        assert_eq!(d.port, 10352);
+        assert_eq!(d.service_prefix, "karmada-scheduler-estimator");
+        assert_eq!(d.service_namespace, "karmada-system");
+        let o = parse(&[
+            "--enable-scheduler-estimator",
+            "--scheduler-estimator-timeout=0s",
+            "--scheduler-estimator-port=4000",
+            "--scheduler-estimator-ca-file=/ca.crt",
+        ])
+        .unwrap();
+        assert!(o.scheduler_estimator.enabled);
+        assert_eq!(o.scheduler_estimator.timeout, Duration::ZERO);
+        assert_eq!(o.scheduler_estimator.port, 4000);
+        assert_eq!(o.scheduler_estimator.ca_file, "/ca.crt");
+        let errs = parse(&[
+            "--scheduler-estimator-port=65536",
+            "--scheduler-estimator-timeout=-1s",
+            "--enable-scheduler-estimator=maybe",
+        ])
+        .unwrap_err();
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].contains("--scheduler-estimator-port"), "{errs:?}");
     }
 
     #[test]

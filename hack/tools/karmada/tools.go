@@ -8,5 +8,6 @@ import (
 	_ "github.com/karmada-io/karmada/cmd/aggregated-apiserver"
 	_ "github.com/karmada-io/karmada/cmd/controller-manager"
 	_ "github.com/karmada-io/karmada/cmd/scheduler"
+	_ "github.com/karmada-io/karmada/cmd/scheduler-estimator"
 	_ "github.com/karmada-io/karmada/cmd/webhook"
 )

@@ -9,7 +9,9 @@
 //!    properties spread constraints group by, graceful eviction ([`filter`]).
 //! 2. **Score**: 100 for clusters the binding already runs on, else 0.
 //! 3. **Select** with spread constraints ([`spread`]), after estimating the replicas each cluster can
-//!    still take from its resource summary ([`estimate`]).
+//!    still take from its resource summary ([`estimate`]), lowered by what the member's
+//!    `karmada-scheduler-estimator` answered when the caller passes those answers
+//!    ([`AccurateEstimates`]).
 //! 4. **Assign** replicas: `Duplicated`, `Divided` by static weights (Webster method), or by
 //!    available replicas (`Aggregated`, dynamic weights) keeping the previous result stable
 //!    ([`divide`]), with overflow affinity groups filled in order.
@@ -54,15 +56,34 @@ pub use crate::trigger::{
     success_event_message,
 };
 
-/// Scheduler options (Karmada's scheduler flags that change results).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Scheduler options (Karmada's scheduler flags that change results) and the answers of the
+/// accurate estimators.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScheduleOptions {
     /// `--enable-empty-workload-propagation`: keep selected clusters that got 0 replicas in the
     /// result (with 0 replicas) instead of dropping them.
     pub enable_empty_workload_propagation: bool,
     /// `--plugins`: the filter and score plugins that run.
     pub plugins: PluginSet,
+    /// With `--enable-scheduler-estimator`: what each cluster's `karmada-scheduler-estimator`
+    /// answered for this binding (see [`AccurateEstimates`]); `None` when the accurate estimator is
+    /// off, and then only the general estimate counts.
+    pub accurate_estimates: Option<AccurateEstimates>,
 }
+
+/// The answers of Karmada's accurate estimator (`karmada-scheduler-estimator`,
+/// `MaxAvailableReplicas`) by cluster name: `Some(n)` the replicas the member can still take
+/// ([`UNAUTHENTIC_REPLICA`] when the estimator could not tell), `None` when it gave no answer (no
+/// estimator connected, unreachable, timed out, failed).
+///
+/// They combine with the general estimate as in Karmada's `calAvailableReplicas`: each cluster
+/// takes the smaller of the two, an [`UNAUTHENTIC_REPLICA`] answer is ignored, and when any cluster
+/// that passed the filters has no answer, every accurate answer is ignored for that attempt (Karmada
+/// discards an estimator's whole result when one of its calls fails).
+pub type AccurateEstimates = BTreeMap<String, Option<i32>>;
+
+/// Karmada's `UnauthenticReplica`: the estimator's "cannot tell", never a limit.
+pub const UNAUTHENTIC_REPLICA: i32 = -1;
 
 /// A successful scheduling decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,6 +319,35 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
     .collect()
 }
 
+/// The clusters that pass the filters for any `clusterAffinities` term (or for the placement when
+/// it has none): the ones whose accurate estimate a scheduling attempt may use.
+pub fn candidate_cluster_names<C: Borrow<Cluster>>(
+    spec: &ResourceBindingSpec,
+    clusters: &[C],
+    plugins: PluginSet,
+) -> BTreeSet<String> {
+    let Some(placement) = spec.placement.as_ref() else {
+        return BTreeSet::new();
+    };
+    let clusters: Vec<&Cluster> = clusters.iter().map(Borrow::borrow).collect();
+    let terms: Vec<&str> = if placement.cluster_affinities.is_empty() {
+        vec![""]
+    } else {
+        placement
+            .cluster_affinities
+            .iter()
+            .map(|t| t.affinity_name.as_str())
+            .collect()
+    };
+    terms
+        .into_iter()
+        .flat_map(|term| {
+            filter_clusters(spec, placement, term, &clusters, plugins, &mut Unobserved).0
+        })
+        .map(|c| cluster_name(c).to_owned())
+        .collect()
+}
+
 /// Runs the filters; returns the feasible clusters and, for the others, why they were rejected.
 fn filter_clusters<'c>(
     spec: &ResourceBindingSpec,
@@ -354,17 +404,38 @@ fn overflow_order(cluster: &Cluster, placement: &Placement, observed_affinity: &
         .map_or(1000, |i| i32::try_from(i + 1).unwrap_or(1000))
 }
 
-/// Karmada's `calAvailableReplicas` with the general estimator.
-fn available_replicas(cluster: &Cluster, spec: &ResourceBindingSpec) -> i32 {
+/// Karmada's `calAvailableReplicas`: the general estimate, lowered by the accurate one when it
+/// counts (see [`accurate_answers`]).
+fn available_replicas(cluster: &Cluster, spec: &ResourceBindingSpec, accurate: Option<i32>) -> i32 {
     if spec.replicas == 0 && spec.components.is_empty() {
         return i32::MAX;
     }
-    let estimated = estimate::max_available_replicas(cluster, spec.replica_requirements.as_ref());
+    let mut estimated =
+        estimate::max_available_replicas(cluster, spec.replica_requirements.as_ref());
+    if let Some(accurate) = accurate
+        && accurate != UNAUTHENTIC_REPLICA
+    {
+        estimated = estimated.min(accurate);
+    }
     if estimated == i32::MAX {
         spec.replicas
     } else {
         estimated
     }
+}
+
+/// The accurate answers that count for one attempt over `feasible`: all of them when every
+/// feasible cluster has one, none otherwise (Karmada ignores an estimator whose call failed for any
+/// of the clusters it was asked about).
+fn accurate_answers<'a>(
+    estimates: Option<&'a AccurateEstimates>,
+    feasible: &[&Cluster],
+) -> Option<&'a AccurateEstimates> {
+    estimates.filter(|answers| {
+        feasible
+            .iter()
+            .all(|c| matches!(answers.get(cluster_name(c)), Some(Some(_))))
+    })
 }
 
 /// Whether the observed term has overflow groups (Karmada's `enableOverflow`).
@@ -456,12 +527,14 @@ impl Run<'_, '_> {
         let scores = score_clusters(spec, &feasible, options.plugins, observer);
 
         let started = Instant::now();
+        let accurate = accurate_answers(options.accurate_estimates.as_ref(), &feasible);
         let mut details: Vec<ClusterDetail<'_>> = feasible
             .iter()
             .zip(scores)
             .map(|(&cluster, score)| {
                 let name = cluster_name(cluster).to_owned();
-                let allocatable = available_replicas(cluster, spec);
+                let answer = accurate.and_then(|a| a.get(&name).copied().flatten());
+                let allocatable = available_replicas(cluster, spec, answer);
                 let available =
                     i64::from(allocatable) + i64::from(spec.assigned_replicas_for_cluster(&name));
                 ClusterDetail {

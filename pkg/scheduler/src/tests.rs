@@ -742,6 +742,117 @@ fn dynamic_weights_by_available_replicas() {
     assert_eq!(run(&spec, &with_cpu).unwrap_err().reason(), "Unschedulable");
 }
 
+fn with_accurate(
+    spec: &ResourceBindingSpec,
+    clusters: &[Cluster],
+    answers: &[(&str, Option<i32>)],
+) -> Vec<(String, i32)> {
+    let options = ScheduleOptions {
+        accurate_estimates: Some(answers.iter().map(|(n, a)| ((*n).to_owned(), *a)).collect()),
+        ..Default::default()
+    };
+    match schedule(spec, None, clusters, &options) {
+        Ok(r) => r
+            .clusters
+            .into_iter()
+            .map(|c| (c.name, c.replicas))
+            .collect(),
+        Err(e) => panic!("scheduling failed: {e}"),
+    }
+}
+
+#[test]
+fn accurate_estimates_lower_the_general_estimate() {
+    // General estimate: m1 10 pods, m2 30 pods.
+    let clusters = vec![with_pods(cluster("m1"), 10), with_pods(cluster("m2"), 30)];
+    let spec = deployment_spec(
+        8,
+        Placement {
+            replica_scheduling: dynamic_weights(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(ok_pairs(&spec, &clusters), owned(&[("m1", 2), ("m2", 6)]));
+    // The estimator of m2 says 0: the minimum wins, everything goes to m1.
+    assert_eq!(
+        with_accurate(&spec, &clusters, &[("m1", Some(10)), ("m2", Some(0))]),
+        owned(&[("m1", 8)])
+    );
+    // A larger accurate answer never raises the general estimate.
+    assert_eq!(
+        with_accurate(&spec, &clusters, &[("m1", Some(1000)), ("m2", Some(1000))]),
+        owned(&[("m1", 2), ("m2", 6)])
+    );
+    // "Cannot tell" (-1) is ignored for that cluster only.
+    assert_eq!(
+        with_accurate(
+            &spec,
+            &clusters,
+            &[("m1", Some(UNAUTHENTIC_REPLICA)), ("m2", Some(10))]
+        ),
+        owned(&[("m1", 4), ("m2", 4)])
+    );
+}
+
+#[test]
+fn one_missing_accurate_answer_discards_them_all() {
+    let clusters = vec![with_pods(cluster("m1"), 10), with_pods(cluster("m2"), 30)];
+    let spec = deployment_spec(
+        8,
+        Placement {
+            replica_scheduling: dynamic_weights(),
+            ..Default::default()
+        },
+    );
+    // m1's estimator did not answer: m2's answer of 0 is ignored too (Karmada's aggregate error).
+    assert_eq!(
+        with_accurate(&spec, &clusters, &[("m1", None), ("m2", Some(0))]),
+        owned(&[("m1", 2), ("m2", 6)])
+    );
+    // A cluster absent from the answers counts as no answer.
+    assert_eq!(
+        with_accurate(&spec, &clusters, &[("m2", Some(0))]),
+        owned(&[("m1", 2), ("m2", 6)])
+    );
+    // Clusters filtered out do not matter: only the feasible ones must have answered.
+    let mut only_m2 = spec.clone();
+    if let Some(p) = only_m2.placement.as_mut() {
+        p.cluster_affinity = Some(affinity_names(&["m2"]));
+    }
+    let options = ScheduleOptions {
+        accurate_estimates: Some([("m1".to_owned(), None), ("m2".to_owned(), Some(5))].into()),
+        ..Default::default()
+    };
+    let err = schedule(&only_m2, None, &clusters, &options).unwrap_err();
+    assert_eq!(err.reason(), "Unschedulable", "{err}");
+}
+
+#[test]
+fn candidates_are_the_clusters_any_term_lets_through() {
+    let clusters = vec![
+        cluster("m1"),
+        cluster("m2"),
+        cluster("m3"),
+        deleting(cluster("m4")),
+    ];
+    let by_terms = deployment_spec(
+        2,
+        Placement {
+            cluster_affinities: vec![term("a", &["m1"]), term("b", &["m2", "m4"])],
+            ..Default::default()
+        },
+    );
+    let got: Vec<String> = candidate_cluster_names(&by_terms, &clusters, PluginSet::default())
+        .into_iter()
+        .collect();
+    assert_eq!(got, names(&["m1", "m2"]));
+    let everywhere = deployment_spec(2, Placement::default());
+    assert_eq!(
+        candidate_cluster_names(&everywhere, &clusters, PluginSet::default()).len(),
+        3
+    );
+}
+
 #[test]
 fn fresh_reschedule_recomputes_from_scratch() {
     let clusters = vec![with_pods(cluster("m1"), 5), with_pods(cluster("m2"), 100)];

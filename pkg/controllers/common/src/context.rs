@@ -83,6 +83,8 @@ pub struct Settings {
     pub cert_rotation: CertRotationSettings,
     /// The flags of Karmada's `karmada-scheduler` the built-in scheduler acts on.
     pub scheduler: SchedulerSettings,
+    /// karmada-scheduler's `--scheduler-estimator-*` flags, for the scheduler controller.
+    pub scheduler_estimator: SchedulerEstimatorSettings,
 }
 
 /// The flags of Karmada's `karmada-scheduler` that the built-in scheduler takes (Karmada's defaults
@@ -101,6 +103,51 @@ impl Default for SchedulerSettings {
         Self {
             scheduler_name: karmada_apis::well_known::DEFAULT_SCHEDULER_NAME.to_owned(),
             options: ScheduleOptions::default(),
+        }
+    }
+}
+
+/// karmada-scheduler's flags for its accurate estimators (`karmada-scheduler-estimator`, one per
+/// member), taken by the scheduler controller (Karmada's defaults in [`Default`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerEstimatorSettings {
+    /// `--enable-scheduler-estimator` (false): ask each member's estimator too.
+    pub enabled: bool,
+    /// `--disable-scheduler-estimator-in-pull-mode` (false): connect to no estimator of a Pull
+    /// cluster.
+    pub disable_in_pull_mode: bool,
+    /// `--scheduler-estimator-timeout` (3s): the deadline of the calls for one binding.
+    pub timeout: Duration,
+    /// `--scheduler-estimator-port` (10352): the Service port an estimator is found at.
+    pub port: u16,
+    /// `--scheduler-estimator-service-prefix` (`karmada-scheduler-estimator`): the Service of
+    /// cluster `c` is `<prefix>-<c>`.
+    pub service_prefix: String,
+    /// `--scheduler-estimator-service-namespace` (`karmada-system`).
+    pub service_namespace: String,
+    /// `--scheduler-estimator-ca-file`: TLS, the server checked against this CA.
+    pub ca_file: String,
+    /// `--scheduler-estimator-cert-file`: the client certificate (with the key file).
+    pub cert_file: String,
+    /// `--scheduler-estimator-key-file`.
+    pub key_file: String,
+    /// `--insecure-skip-estimator-verify` (false): TLS without checking the server.
+    pub insecure_skip_verify: bool,
+}
+
+impl Default for SchedulerEstimatorSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            disable_in_pull_mode: false,
+            timeout: Duration::from_secs(3),
+            port: 10352,
+            service_prefix: "karmada-scheduler-estimator".to_owned(),
+            service_namespace: "karmada-system".to_owned(),
+            ca_file: String::new(),
+            cert_file: String::new(),
+            key_file: String::new(),
+            insecure_skip_verify: false,
         }
     }
 }

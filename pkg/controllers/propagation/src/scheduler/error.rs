@@ -20,6 +20,9 @@ pub enum SchedulerError {
         #[source]
         source: ScheduleError,
     },
+    /// The scheduler estimator client could not be set up (its TLS files).
+    #[error(transparent)]
+    Estimator(#[from] super::estimator::EstimatorError),
     /// The framework could not provide a controller, cache or client.
     #[error(transparent)]
     Framework(#[from] FrameworkError),

@@ -80,6 +80,9 @@ impl Scheduler {
     ) -> HandlerResult<Cluster> {
         let inner = &self.inner;
         let name = key.name().to_owned();
+        if let Some(estimators) = &inner.estimators {
+            estimators.cluster_changed(&name, obj.as_deref());
+        }
         let fp = obj.as_deref().map(cluster_fingerprint);
         {
             let mut fps = inner.cluster_fingerprints.lock();

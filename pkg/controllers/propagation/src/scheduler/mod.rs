@@ -26,9 +26,12 @@
 //! - Karmada's `karmada_scheduler_*` metrics are recorded where the work is done: bindings handed
 //!   in (`handle_binding`, `handle_cluster`), attempts (`do_schedule`) and the algorithm's steps
 //!   and plugins (its observer, [`metrics::Recorder`]).
+//! - With `--enable-scheduler-estimator`, `do_schedule` first asks the members'
+//!   `karmada-scheduler-estimator`s ([`estimator`]), whose connections follow the Cluster events.
 //! - Errors are in [`error`].
 
 mod error;
+pub mod estimator;
 mod events;
 mod handlers;
 mod metrics;
@@ -93,6 +96,8 @@ struct Inner {
     feasible: Mutex<HashMap<String, BTreeSet<String>>>,
     /// Fingerprint of each Cluster's scheduling-relevant fields.
     cluster_fingerprints: Mutex<HashMap<String, u64>>,
+    /// The members' `karmada-scheduler-estimator`s, with `--enable-scheduler-estimator`.
+    estimators: Option<Arc<estimator::Estimators>>,
     cancel: CancellationToken,
 }
 
@@ -147,6 +152,11 @@ impl Scheduler {
         let recorder = EventRecorder::new(events_client, component, &ctx.cancel);
         let cancel = ctx.cancel.child_token();
         metrics::register();
+        let estimators = estimator::Estimators::new(
+            &ctx.settings.scheduler_estimator,
+            client.clone(),
+            cancel.clone(),
+        )?;
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 ctx,
@@ -160,6 +170,7 @@ impl Scheduler {
                 forced: Mutex::new(HashSet::new()),
                 feasible: Mutex::new(HashMap::new()),
                 cluster_fingerprints: Mutex::new(HashMap::new()),
+                estimators,
                 cancel,
             }),
         })

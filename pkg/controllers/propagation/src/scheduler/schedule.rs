@@ -8,11 +8,13 @@ use std::time::Instant;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
-use karmada_apis::work::v1alpha2::ResourceBindingStatus;
+use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus};
 use karmada_apis::{Cluster, ResourceBinding};
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::quota::placement_exceeds;
-use karmada_scheduler::{self as scheduler, ScheduleError, ScheduleResult, ScheduleTrigger};
+use karmada_scheduler::{
+    self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
+};
 use kube::Resource;
 use serde_json::json;
 
@@ -108,9 +110,10 @@ impl Scheduler {
         };
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
         let started = Instant::now();
+        // The estimators' answers count in Karmada's scheduling duration too.
+        let options = self.schedule_options(spec, &clusters).await;
         let result =
-            scheduler::schedule_observed(spec, status, &clusters, inner.options(), &mut Recorder)
-                .result;
+            scheduler::schedule_observed(spec, status, &clusters, &options, &mut Recorder).result;
         if let Ok(outcome) = &result {
             inner
                 .feasible
@@ -120,6 +123,36 @@ impl Scheduler {
         let handled = self.finish::<B>(b, result).await;
         observe_attempt(schedule_type, handled.is_ok(), started);
         handled
+    }
+
+    /// The options of one scheduling run: with `--enable-scheduler-estimator`, what the
+    /// estimators of the clusters that may fit answered (a workload only: Karmada asks nothing
+    /// for a binding without replicas).
+    async fn schedule_options(
+        &self,
+        spec: &ResourceBindingSpec,
+        clusters: &[Arc<Cluster>],
+    ) -> ScheduleOptions {
+        let flags = self.inner.options();
+        let Some(estimators) = &self.inner.estimators else {
+            return flags.clone();
+        };
+        if spec.replicas == 0 && spec.components.is_empty() {
+            return flags.clone();
+        }
+        let candidates: Vec<String> =
+            scheduler::candidate_cluster_names(spec, clusters, flags.plugins)
+                .into_iter()
+                .collect();
+        let r = &spec.resource;
+        let object = format!("kind={}, name={}/{}", r.kind, r.namespace, r.name);
+        let answers = estimators
+            .max_available_replicas(&candidates, spec.replica_requirements.as_ref(), &object)
+            .await;
+        ScheduleOptions {
+            accurate_estimates: Some(answers),
+            ..flags.clone()
+        }
     }
 
     /// Writes the result: `spec.clusters` and the applied placement (on success, and on a fit
