@@ -13,7 +13,10 @@
 //! - deleting a deletion-protected template is refused, by whichever layer answers first, with
 //!   Karmada's message; without the label it deletes;
 //! - a policy selecting a ServiceImport gets `propagateDeps: true` from the webhook, and the
-//!   derived Service follows the ServiceImport to the member.
+//!   derived Service follows the ServiceImport to the member;
+//! - an OverridePolicy, a MultiClusterIngress and a ResourceInterpreterWebhookConfiguration that
+//!   Karmada accepts pass both layers, and invalid ones are refused with Karmada's message,
+//!   whichever layer answers first.
 //!
 //! Needs the binaries `make karmada-binaries` builds; without them it fails saying so. It only
 //! compiles with the `karmada-go` feature: `make test-karmada-webhook` builds them and runs it
@@ -330,6 +333,92 @@ async fn karmada_webhook_beside_our_admission_policies_conflicts_with_nothing() 
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(required, ["db-serviceimport"], "{:?}", derived.spec);
+    // --- Both layers accept what Karmada accepts and refuse what it refuses, with its message. ---
+    let both = |object: Value, refused: Option<&'static str>| {
+        let host = host.clone();
+        async move {
+            let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+            let (group, version) = object["apiVersion"]
+                .as_str()
+                .and_then(|v| v.split_once('/'))
+                .unwrap();
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, &kind);
+            let (resource, caps) = kube::discovery::pinned_kind(&host, &gvk).await.unwrap();
+            let object: kube::api::DynamicObject = serde_json::from_value(object).unwrap();
+            let api: Api<kube::api::DynamicObject> =
+                if caps.scope == kube::discovery::Scope::Namespaced {
+                    Api::namespaced_with(host.clone(), NS, &resource)
+                } else {
+                    Api::all_with(host.clone(), &resource)
+                };
+            let name = object.name_any();
+            match (api.create(&PostParams::default(), &object).await, refused) {
+                (Ok(_), None) => {}
+                (Err(kube::Error::Api(e)), Some(message)) => {
+                    assert_eq!(e.code, 403, "{kind} {name}: {}", e.message);
+                    assert!(e.message.contains(message), "{kind} {name}: {}", e.message);
+                }
+                (other, _) => panic!("{kind} {name}: expected refused: {refused:?}, got {other:?}"),
+            }
+        }
+    };
+    let override_policy = |name: &str, json_patch: Value| {
+        json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
+                "overrideRules": [{"overriders": {
+                    "labelsOverrider": [{"operator": "add", "value": {"example.com/team": "a"}}],
+                    "fieldOverrider": [{"fieldPath": "/data/config", "json": [json_patch]}]}}]}})
+    };
+    both(
+        override_policy(
+            "valid",
+            json!({"subPath": "/a", "operator": "add", "value": 1}),
+        ),
+        None,
+    )
+    .await;
+    both(
+        override_policy("add-without-value", json!({"subPath": "/a", "operator": "add"})),
+        Some("spec.overrideRules[0].overriders.fieldOverrider[0].json[0].value: Invalid value: null: value is required for add or replace operation"),
+    )
+    .await;
+    let ingress = |name: &str, spec: Value| {
+        json!({"apiVersion": "networking.karmada.io/v1alpha1", "kind": "MultiClusterIngress",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec})
+    };
+    both(
+        ingress(
+            "valid",
+            json!({"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}),
+        ),
+        None,
+    )
+    .await;
+    both(
+        ingress("empty", json!({})),
+        Some("spec: Invalid value: null: either `defaultBackend` or `rules` must be specified"),
+    )
+    .await;
+    let interpreter_webhook = |name: &str, url: &str| {
+        json!({"apiVersion": "config.karmada.io/v1alpha1",
+            "kind": "ResourceInterpreterWebhookConfiguration", "metadata": {"name": name},
+            "webhooks": [{"name": "interpreter.example.io", "clientConfig": {"url": url},
+                "rules": [{"operations": ["InterpretHealth"], "apiGroups": ["example.io"],
+                    "apiVersions": ["v1"], "kinds": ["Gadget"]}],
+                "interpreterContextVersions": ["v1alpha1"]}]})
+    };
+    both(
+        interpreter_webhook("valid", "https://127.0.0.1:1/interpret"),
+        None,
+    )
+    .await;
+    both(
+        interpreter_webhook("plain-http", "http://127.0.0.1:1/interpret"),
+        Some("webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"),
+    )
+    .await;
+
     let log = cm.log();
     let refused: Vec<&str> = log
         .lines()
