@@ -399,6 +399,16 @@ impl ApiServer {
             .unwrap_or_default()
     }
 
+    /// Pid of the component `binary` running beside it (e.g. `karmada-aggregated-apiserver`), if any.
+    pub fn component_pid(&self, binary: &str) -> Option<u32> {
+        let suffix = format!("/{binary}");
+        self.components.lock().ok().and_then(|c| {
+            c.iter()
+                .find(|p| p.name().ends_with(&suffix))
+                .map(ManagedProcess::pid)
+        })
+    }
+
     /// Runs kube-controller-manager against it with `controllers` (its `--controllers` value).
     pub(crate) fn start_controller_manager(&self, controllers: &str) -> Result<(), Error> {
         let mut args = self.component_args()?;

@@ -116,6 +116,11 @@ impl ManagedProcess {
         self.child.id()
     }
 
+    /// The name it was started with (`<cluster>/<binary>` for a cluster's components).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The file its output goes to.
     pub fn log(&self) -> &Path {
         &self.log

@@ -393,14 +393,10 @@ impl Session {
             host_apiserver: cpu(self.env.host().pid()),
             member_apiservers: self.env.members().iter().map(|m| cpu(m.pid())).sum(),
             etcd: cpu(Some(self.env.etcd_pid())),
-            // The host runs nothing else beside its API server.
-            aggregated_apiserver: self
+            aggregated_apiserver: cpu(self
                 .env
                 .host()
-                .component_pids()
-                .into_iter()
-                .map(|pid| cpu(Some(pid)))
-                .sum(),
+                .component_pid("karmada-aggregated-apiserver")),
         }
     }
 
