@@ -101,6 +101,12 @@ async fn a_binding_naming_another_scheduler_is_left_to_it() {
     let go_scheduler = testenv::binaries::locate_karmada("karmada-scheduler")
         .unwrap_or_else(|e| panic!("{e} (make karmada-binaries builds it)"));
     let ns = fresh_namespace(&client, "sched-name").await;
+    // The Clusters exist before either scheduler starts: both list them before scheduling. (Created
+    // while Karmada's scheduler starts, a binding can reach it before its Cluster cache has them,
+    // and it does not retry a "no cluster exists" fit when they arrive.)
+    for name in ["name-m1", "name-m2"] {
+        create_cluster(&client, name).await;
+    }
     let ours = Kcm::start(
         env.host().kubeconfig_path(),
         &["--leader-elect=false", "--controllers=scheduler"],
@@ -116,9 +122,6 @@ async fn a_binding_naming_another_scheduler_is_left_to_it() {
         ],
         &[],
     );
-    for name in ["name-m1", "name-m2"] {
-        create_cluster(&client, name).await;
-    }
     let bindings: Api<ResourceBinding> = Api::namespaced(client.clone(), &ns);
     for (name, scheduler_name) in [("for-other", "other"), ("for-default", "")] {
         bindings
