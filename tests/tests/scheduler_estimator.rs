@@ -15,6 +15,11 @@
 //!    estimate alone: an estimator that is down never fails a schedule. The fallback shows in the
 //!    controller-manager's log and in `scheduler_estimator_requests_total`.
 //!
+//! Over mutual TLS (the estimator's `--grpc-auth-cert-file`, `--grpc-client-ca-file`), our client
+//! with `--scheduler-estimator-ca-file`, `-cert-file` and `-key-file` settings gets answers
+//! (`MaxAvailableReplicas`; `GetUnschedulableReplicas`, whose reference the estimator looks up), and
+//! without its client certificate is refused.
+//!
 //! The estimators are found as Karmada finds them: an `ExternalName` Service
 //! `karmada-scheduler-estimator-<cluster>` in `karmada-system` whose port 10352 (the
 //! `--scheduler-estimator-port` default) targets the estimator's real port on 127.0.0.1.
@@ -362,4 +367,108 @@ async fn accurate_estimates_from_karmadas_estimator_and_fallback() {
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Scheduled"))
         .map(|c| c.status.clone());
     assert_eq!(scheduled.as_deref(), Some("True"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_with_karmadas_estimator() {
+    use karmada_controllers::context::SchedulerEstimatorSettings;
+    use karmada_controllers::scheduler::estimator::{dial, proto};
+
+    let env = env();
+    let member1 = env.member("member1").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = testenv::pki::ClusterPki::generate("estimator", dir.path()).unwrap();
+    let (server_cert, server_key) = pki
+        .issue_serving("estimator-server", &["127.0.0.1"], dir.path())
+        .unwrap();
+    let (client_cert, client_key) = pki
+        .issue_client("karmada-scheduler", &[], dir.path())
+        .unwrap();
+    let binary = testenv::binaries::locate_karmada("karmada-scheduler-estimator")
+        .unwrap_or_else(|e| panic!("{e} (run `make karmada-binaries`)"));
+    let port = free_port();
+    let estimator = Kcm::start_program(
+        &binary,
+        member1.kubeconfig_path(),
+        &[
+            "--cluster-name=member1",
+            &format!("--server-port={port}"),
+            &format!("--grpc-auth-cert-file={}", server_cert.display()),
+            &format!("--grpc-auth-key-file={}", server_key.display()),
+            &format!("--grpc-client-ca-file={}", pki.ca_cert.display()),
+        ],
+        &[],
+    );
+    let address = vec![format!("127.0.0.1:{port}")];
+    let mut settings = SchedulerEstimatorSettings {
+        enabled: true,
+        ca_file: pki.ca_cert.display().to_string(),
+        cert_file: client_cert.display().to_string(),
+        key_file: client_key.display().to_string(),
+        ..Default::default()
+    };
+    let tls = dial::tls_config(&settings).unwrap();
+    let request = proto::MaxAvailableReplicasRequest {
+        cluster: "member1".into(),
+        replica_requirements: Some(proto::ReplicaRequirements {
+            resource_request: [("cpu".to_owned(), proto::Quantity { string: "1".into() })].into(),
+            namespace: "default".into(),
+            ..Default::default()
+        }),
+    };
+    let answer = estimator
+        .eventually("an answer over mutual TLS", WAIT, async || {
+            let channel = dial::dial(&address, tls.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            let client = proto::EstimatorClient::new(channel);
+            client
+                .max_available_replicas(request.clone(), "kind=Test", Duration::from_secs(3))
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    // Two 32-CPU nodes, less what the other test runs there.
+    assert!(
+        (1..=64).contains(&answer.max_replicas),
+        "{}",
+        answer.max_replicas
+    );
+    let channel = dial::dial(&address, tls.as_ref()).await.unwrap();
+    let unschedulable = proto::EstimatorClient::new(channel)
+        .get_unschedulable_replicas(
+            proto::UnschedulableReplicasRequest {
+                cluster: "member1".into(),
+                resource: Some(proto::ObjectReference {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    namespace: "default".into(),
+                    name: "absent".into(),
+                }),
+                unschedulable_threshold: 60_000_000_000,
+            },
+            "kind=Deployment, name=default/absent",
+            Duration::from_secs(3),
+        )
+        .await;
+    // The estimator read the reference: it looked the Deployment up by namespace and name.
+    let why = format!("{unschedulable:?}");
+    assert!(
+        why.contains("deployments.apps \\\"default/absent\\\" not found"),
+        "{why}\n{}",
+        estimator.log_tail(20)
+    );
+
+    // Without the client certificate the estimator refuses the connection.
+    settings.cert_file.clear();
+    settings.key_file.clear();
+    let anonymous = dial::tls_config(&settings).unwrap();
+    let refused = match dial::dial(&address, anonymous.as_ref()).await {
+        Err(e) => Err(e.to_string()),
+        Ok(channel) => proto::EstimatorClient::new(channel)
+            .max_available_replicas(request, "kind=Test", Duration::from_secs(3))
+            .await
+            .map_err(|e| e.to_string()),
+    };
+    assert!(refused.is_err(), "{refused:?}");
 }
