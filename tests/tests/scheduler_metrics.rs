@@ -4,8 +4,6 @@
 //! retries) and schedule type (`ScaleSchedule` after a replica change), the latency histograms
 //! have observations in Karmada's buckets, and the algorithm's steps, extension points and plugins
 //! are timed under Karmada's label values.
-// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(
     clippy::unwrap_used,
     reason = "a test harness file: its helpers build fixed objects and panic on a broken fixture"
