@@ -328,6 +328,23 @@ pub async fn set_cluster_ready(
         .unwrap();
 }
 
+/// Creates a Push Cluster `name` no one serves and marks it Ready with `apis` (its
+/// `apiEnablements` status), for tests that run only the scheduler.
+pub async fn create_ready_cluster(client: &Client, name: &str, apis: Value) {
+    let c: Cluster = serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": name},
+        "spec": {"apiEndpoint": "https://127.0.0.1:1", "syncMode": "Push"},
+    }))
+    .unwrap_or_else(|e| panic!("Cluster {name}: {e}"));
+    Api::<Cluster>::all(client.clone())
+        .create(&kube::api::PostParams::default(), &c)
+        .await
+        .unwrap_or_else(|e| panic!("create Cluster {name}: {e}"));
+    set_cluster_ready(client, name, true, "ready", apis).await;
+}
+
 /// The series of metric `name` in the process registry whose labels include every `filter` pair.
 fn series(name: &str, filter: &[(&str, &str)]) -> Vec<Metric> {
     lariat::metrics::registry()
@@ -360,6 +377,17 @@ pub fn histogram_count(name: &str, filter: &[(&str, &str)]) -> u64 {
         .iter()
         .map(|m| m.get_histogram().get_sample_count())
         .sum()
+}
+
+/// The bucket upper bounds of the first series of histogram `name` matching `filter`.
+pub fn histogram_bounds(name: &str, filter: &[(&str, &str)]) -> Vec<f64> {
+    series(name, filter).first().map_or_else(Vec::new, |m| {
+        m.get_histogram()
+            .get_bucket()
+            .iter()
+            .map(prometheus::proto::Bucket::upper_bound)
+            .collect()
+    })
 }
 
 /// Whether metric `name` has a series matching `filter`.

@@ -21,7 +21,8 @@ use karmada_apis::autoscaling::v1alpha1::CronFederatedHPA;
 use karmada_apis::{Cluster, Work, names};
 use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{
-    self, Controllers, Harness, create_namespace, ensure_namespace, serial,
+    self, Controllers, Harness, create_namespace, ensure_namespace, histogram_bounds,
+    histogram_count, serial,
 };
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -306,36 +307,22 @@ async fn a_rule_fires_at_its_minute_and_bad_rules_are_refused_or_reported() {
 
     // Karmada's latency families (the controllers run in this process, so its registry has them):
     // reconciles, and the rule's run, with Karmada's buckets (from 1 ms, doubling, 12 of them).
-    let families = lariat::metrics::registry().gather();
-    let successes = |name: &str| -> (u64, Vec<f64>) {
-        let family = families.iter().find(|f| f.name() == name);
-        let metric = family.and_then(|f| {
-            f.get_metric().iter().find(|m| {
-                m.get_label()
-                    .iter()
-                    .any(|l| l.name() == "result" && l.value() == "success")
-            })
-        });
-        metric.map_or((0, Vec::new()), |m| {
-            let h = m.get_histogram();
-            (
-                h.get_sample_count(),
-                h.get_bucket()
-                    .iter()
-                    .map(prometheus::proto::Bucket::upper_bound)
-                    .collect(),
-            )
-        })
-    };
-    let (reconciles, bounds) = successes("cronfederatedhpa_process_duration_seconds");
-    assert!(reconciles >= 1, "no successful reconcile observed");
+    let success = [("result", "success")];
+    let process = "cronfederatedhpa_process_duration_seconds";
+    assert!(
+        histogram_count(process, &success) >= 1,
+        "no successful reconcile observed"
+    );
+    let bounds = histogram_bounds(process, &success);
     assert_eq!(bounds.len(), 12);
     assert!(
         (bounds[0] - 0.001).abs() < 1e-12 && (bounds[11] - 2.048).abs() < 1e-9,
         "{bounds:?}"
     );
-    let (runs, _) = successes("cronfederatedhpa_rule_process_duration_seconds");
-    assert!(runs >= 1, "the rule's run was not observed");
+    assert!(
+        histogram_count("cronfederatedhpa_rule_process_duration_seconds", &success) >= 1,
+        "the rule's run was not observed"
+    );
     controllers.stop().await;
 }
 

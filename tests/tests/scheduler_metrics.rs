@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use karmada_apis::{Cluster, ResourceBinding};
+use karmada_apis::ResourceBinding;
 use karmada_e2e::bench::process::{Sample, parse_metrics};
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::set_cluster_ready;
+use karmada_e2e::in_process::create_ready_cluster;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -31,22 +31,11 @@ fn env() -> &'static testenv::TestEnv {
 
 /// Creates a Push Cluster no one serves, reporting Deployments and ConfigMaps as its APIs.
 async fn create_cluster(client: &kube::Client, name: &str) {
-    let c: Cluster = serde_json::from_value(json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": name},
-        "spec": {"apiEndpoint": "https://127.0.0.1:1", "syncMode": "Push"},
-    }))
-    .unwrap();
-    Api::<Cluster>::all(client.clone())
-        .create(&PostParams::default(), &c)
-        .await
-        .unwrap_or_else(|e| panic!("create Cluster {name}: {e}"));
     let apis = json!({"apiEnablements": [
         {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
         {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]},
     ]});
-    set_cluster_ready(client, name, true, "ready", apis).await;
+    create_ready_cluster(client, name, apis).await;
 }
 
 /// A ResourceBinding for a Deployment of `replicas`, as the detector writes one for `placement`.

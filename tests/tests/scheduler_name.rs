@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use karmada_apis::{Cluster, ResourceBinding};
+use karmada_apis::ResourceBinding;
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::set_cluster_ready;
+use karmada_e2e::in_process::create_ready_cluster;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -32,21 +32,10 @@ fn env() -> &'static testenv::TestEnv {
 
 /// Creates a Push Cluster no one serves, reporting ConfigMaps as its API.
 async fn create_cluster(client: &kube::Client, name: &str) {
-    let c: Cluster = serde_json::from_value(json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": name},
-        "spec": {"apiEndpoint": "https://127.0.0.1:1", "syncMode": "Push"},
-    }))
-    .unwrap();
-    Api::<Cluster>::all(client.clone())
-        .create(&PostParams::default(), &c)
-        .await
-        .unwrap_or_else(|e| panic!("create Cluster {name}: {e}"));
     let apis = json!({"apiEnablements": [
         {"groupVersion": "v1", "resources": [{"name": "configmaps", "kind": "ConfigMap"}]},
     ]});
-    set_cluster_ready(client, name, true, "ready", apis).await;
+    create_ready_cluster(client, name, apis).await;
 }
 
 /// A ResourceBinding for a ConfigMap, as the detector writes one for a policy naming
