@@ -57,4 +57,4 @@ pub use controller::{
 };
 pub use error::{BoxError, Error, Result};
 pub use key::ObjectKey;
-pub use queue::{Priority, RateLimiterOptions, WorkQueue};
+pub use queue::{Priority, Ranker, RateLimiterOptions, WorkQueue};

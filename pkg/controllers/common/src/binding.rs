@@ -4,6 +4,10 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 
+/// Feature gate: bindings carry the KubePriorityClass value of their policy (the detector), and
+/// bindings of a higher `spec.schedulePriority` are scheduled first (the scheduler).
+pub const FEATURE_PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
+
 /// What the detector and the scheduler need from ResourceBinding and ClusterResourceBinding.
 pub trait BindingObject:
     kube::Resource<DynamicType = ()>

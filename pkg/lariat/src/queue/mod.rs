@@ -9,7 +9,7 @@ pub use rate_limiter::{
     RateLimiterOptions,
 };
 pub use token_bucket::TokenBucket;
-pub use workqueue::{Priority, QueueItem, WorkQueue};
+pub use workqueue::{Priority, QueueItem, Ranker, WorkQueue};
 
 #[cfg(test)]
 mod tests;

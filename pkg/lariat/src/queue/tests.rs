@@ -333,3 +333,88 @@ async fn a_key_added_while_processing_keeps_the_higher_priority() {
     assert!(q.try_get().is_none());
     assert_eq!(q.len(), 0);
 }
+
+/// A queue whose keys rank as a table the test changes says (0 when absent), as a ranker reads a
+/// cache.
+fn ranked_queue() -> (WorkQueue<String>, Arc<Mutex<HashMap<String, i32>>>) {
+    let q = queue(no_bucket());
+    let ranks: Arc<Mutex<HashMap<String, i32>>> = Arc::default();
+    let table = ranks.clone();
+    assert!(q.set_ranker(Arc::new(move |k: &String| {
+        table.lock().get(k).copied().unwrap_or_default()
+    })));
+    assert!(
+        !q.set_ranker(Arc::new(|_: &String| 1)),
+        "one ranker per queue"
+    );
+    (q, ranks)
+}
+
+fn drain(q: &WorkQueue<String>) -> Vec<String> {
+    std::iter::from_fn(|| {
+        let k = q.try_get()?;
+        q.done(&k);
+        Some(k)
+    })
+    .collect()
+}
+
+#[tokio::test]
+async fn higher_ranks_go_first_and_each_rank_is_fifo() {
+    let (q, ranks) = ranked_queue();
+    ranks.lock().extend([
+        ("high-1".to_owned(), 10),
+        ("high-2".to_owned(), 10),
+        ("top".to_owned(), 100),
+        ("below".to_owned(), -5),
+    ]);
+    q.add("zero-1".into());
+    q.add("below".into());
+    q.add("high-1".into());
+    q.add_with_priority("replay".into(), Priority::Low);
+    q.add("zero-2".into());
+    q.add("high-2".into());
+    q.add_with_priority("top".into(), Priority::Low);
+    assert_eq!(q.len(), 7);
+    // A replayed key of a higher rank goes before live keys of lower ranks; within rank 0 live
+    // keys go before replayed ones; negative ranks come last.
+    assert_eq!(
+        drain(&q),
+        [
+            "top", "high-1", "high-2", "zero-1", "zero-2", "replay", "below"
+        ]
+    );
+    assert!(q.is_empty());
+}
+
+#[tokio::test]
+async fn a_key_added_again_with_another_rank_moves_once() {
+    let (q, ranks) = ranked_queue();
+    for k in ["a", "b", "c"] {
+        q.add(k.into());
+    }
+    ranks.lock().insert("c".into(), 5);
+    q.add("c".into());
+    ranks.lock().insert("a".into(), -1);
+    q.add("a".into());
+    assert_eq!(q.len(), 3);
+    // Each key once: the stale entries of "a" and "c" at rank 0 are skipped.
+    assert_eq!(drain(&q), ["c", "b", "a"]);
+    assert!(q.is_empty());
+}
+
+#[tokio::test]
+async fn delayed_and_requeued_keys_keep_their_rank() {
+    let (q, ranks) = ranked_queue();
+    ranks.lock().insert("late".into(), 7);
+    q.add("first".into());
+    let first = q.try_get().unwrap();
+    // Added while running: queued again by `done`, at its rank.
+    ranks.lock().insert("first".into(), 3);
+    q.add("first".into());
+    q.add_after("late".into(), Duration::from_millis(5));
+    q.add("plain".into());
+    q.done(&first);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(drain(&q), ["late", "first", "plain"]);
+}

@@ -10,15 +10,19 @@
 //!   added at [`Priority::Low`] (a cache's first list replayed after a start, except objects
 //!   created since the cache was made, which are new and so live) are handed out only
 //!   when no [`Priority::Normal`] key is ready, so a live change does not wait behind thousands of
-//!   replayed objects; adding a queued low key at normal priority raises it.
+//!   replayed objects; adding a queued low key at normal priority raises it;
+//! * ranks (Karmada's scheduling priority): with a [`Ranker`] set, a key of a higher rank is handed
+//!   out before any key of a lower rank, replayed or not; within one rank the two priorities above
+//!   apply, each first in, first out. A key's rank is read when it is added (a key added again with
+//!   another rank moves), so the ranker is never called with the queue locked.
 //!
 //! There is no background task: a worker waiting in [`WorkQueue::get`] sleeps until the earliest
 //! delayed key is due and promotes it itself.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ahash::AHashMap;
@@ -33,8 +37,8 @@ use crate::metrics::QueueMetrics;
 pub trait QueueItem: Hash + Eq + Clone + Send + Sync + 'static {}
 impl<T: Hash + Eq + Clone + Send + Sync + 'static> QueueItem for T {}
 
-/// How urgently a key is wanted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How urgently a key is wanted (within one rank, see [`Ranker`]). Ordered: `Normal` first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Priority {
     /// A change seen live, a retry, an explicit enqueue.
     #[default]
@@ -42,6 +46,10 @@ pub enum Priority {
     /// A replay: an object of a cache's first list, or the cache handed to a new handler.
     Low,
 }
+
+/// Ranks a queue's keys: keys of a higher rank are handed out first. Called when a key is added,
+/// never with the queue locked, so it may read a cache. Keys rank 0 when no ranker is set.
+pub type Ranker<T> = Arc<dyn Fn(&T) -> i32 + Send + Sync>;
 
 /// A cloneable handle on a shared work queue.
 pub struct WorkQueue<T> {
@@ -65,12 +73,16 @@ struct Inner<T> {
     idle: Notify,
     limiter: Box<dyn RateLimiter<T>>,
     metrics: QueueMetrics,
+    /// Set once, by the queue's owner ([`WorkQueue::set_ranker`]).
+    ranker: OnceLock<Ranker<T>>,
 }
 
 struct Delayed<T> {
     ready: Instant,
     seq: u64,
     item: T,
+    /// The key's rank when it was delayed.
+    rank: i32,
 }
 
 impl<T> PartialEq for Delayed<T> {
@@ -99,6 +111,7 @@ struct Dirty {
     /// When it was first added.
     added: Instant,
     priority: Priority,
+    rank: i32,
 }
 
 struct State<T> {
@@ -107,6 +120,10 @@ struct State<T> {
     /// Low-priority keys ready to be handed out, in order. A key raised to normal priority stays
     /// here too; entries whose key is no longer queued at low priority are skipped.
     low: VecDeque<T>,
+    /// Keys of a rank other than 0, by rank (highest first) then priority, in order; `queue` and
+    /// `low` hold rank 0. Like `low`, entries whose key moved are skipped. Never holds an empty
+    /// deque.
+    ranked: BTreeMap<(Reverse<i32>, Priority), VecDeque<T>>,
     /// How many keys are ready to be handed out (each counted once, whichever deque holds it).
     ready: usize,
     /// Keys that need processing.
@@ -123,14 +140,24 @@ struct State<T> {
 
 impl<T: QueueItem> State<T> {
     /// Adds a key; returns true if a worker should be woken.
-    fn add(&mut self, item: T, priority: Priority, now: Instant, m: &QueueMetrics) -> bool {
+    fn add(
+        &mut self,
+        item: T,
+        priority: Priority,
+        rank: i32,
+        now: Instant,
+        m: &QueueMetrics,
+    ) -> bool {
         let running = self.processing.contains_key(&item);
         if let Some(d) = self.dirty.get_mut(&item) {
-            if priority == Priority::Normal && d.priority == Priority::Low {
-                // Raised: queued again in front of every low key (its low entry goes stale).
-                d.priority = Priority::Normal;
+            // A priority is only ever raised; the rank is the latest one read.
+            let priority = priority.min(d.priority);
+            if (priority, rank) != (d.priority, d.rank) {
+                // Moved: queued again where it now belongs (its old entry goes stale).
+                d.priority = priority;
+                d.rank = rank;
                 if !running {
-                    self.queue.push_back(item);
+                    self.push_entry(item, priority, rank);
                 }
             }
             return false;
@@ -141,22 +168,62 @@ impl<T: QueueItem> State<T> {
             Dirty {
                 added: now,
                 priority,
+                rank,
             },
         );
         if running {
             return false;
         }
-        self.push_ready(item, priority, m);
+        self.push_ready(item, priority, rank, m);
         true
     }
 
-    fn push_ready(&mut self, item: T, priority: Priority, m: &QueueMetrics) {
-        match priority {
-            Priority::Normal => self.queue.push_back(item),
-            Priority::Low => self.low.push_back(item),
-        }
+    fn push_ready(&mut self, item: T, priority: Priority, rank: i32, m: &QueueMetrics) {
+        self.push_entry(item, priority, rank);
         self.ready += 1;
         m.depth.inc();
+    }
+
+    /// Appends an entry for `item` to the deque of its rank and priority.
+    fn push_entry(&mut self, item: T, priority: Priority, rank: i32) {
+        match (rank, priority) {
+            (0, Priority::Normal) => self.queue.push_back(item),
+            (0, Priority::Low) => self.low.push_back(item),
+            _ => self
+                .ranked
+                .entry((Reverse(rank), priority))
+                .or_default()
+                .push_back(item),
+        }
+    }
+
+    /// Pops the next entry (live or stale) in hand-out order: ranks above 0, rank 0's normal then
+    /// low keys, ranks below 0.
+    fn pop_entry(&mut self) -> Option<(T, Priority, i32)> {
+        if let Some(next) = self.pop_ranked(|rank| rank > 0) {
+            return Some(next);
+        }
+        if let Some(item) = self.queue.pop_front() {
+            return Some((item, Priority::Normal, 0));
+        }
+        if let Some(item) = self.low.pop_front() {
+            return Some((item, Priority::Low, 0));
+        }
+        self.pop_ranked(|_| true)
+    }
+
+    /// Pops the front of the highest-ranked deque, if its rank passes `wanted`.
+    fn pop_ranked(&mut self, wanted: impl Fn(i32) -> bool) -> Option<(T, Priority, i32)> {
+        let mut entry = self.ranked.first_entry()?;
+        let (Reverse(rank), priority) = *entry.key();
+        if !wanted(rank) {
+            return None;
+        }
+        let item = entry.get_mut().pop_front();
+        if entry.get().is_empty() {
+            entry.remove();
+        }
+        item.map(|item| (item, priority, rank))
     }
 
     /// Moves due delayed keys into the queue; returns how many workers should be woken.
@@ -169,7 +236,7 @@ impl<T: QueueItem> State<T> {
             let Some(d) = self.delayed.pop() else { break };
             if self.waiting.get(&d.item) == Some(&d.ready) {
                 self.waiting.remove(&d.item);
-                if self.add(d.item, Priority::Normal, now, m) {
+                if self.add(d.item, Priority::Normal, d.rank, now, m) {
                     woken += 1;
                 }
             }
@@ -181,14 +248,14 @@ impl<T: QueueItem> State<T> {
     /// queue duration) and enters the processing set.
     fn take(&mut self, now: Instant, m: &QueueMetrics) -> Option<(T, Priority)> {
         loop {
-            let (item, from) = match self.queue.pop_front() {
-                Some(item) => (item, Priority::Normal),
-                None => (self.low.pop_front()?, Priority::Low),
-            };
-            // An entry is live when its key is queued at the priority of the deque it came from
-            // and is not running (a key added while running is queued again by `done`).
+            let (item, from, rank) = self.pop_entry()?;
+            // An entry is live when its key is queued at the priority and rank of the deque it
+            // came from and is not running (a key added while running is queued again by `done`).
             let live = !self.processing.contains_key(&item)
-                && self.dirty.get(&item).is_some_and(|d| d.priority == from);
+                && self
+                    .dirty
+                    .get(&item)
+                    .is_some_and(|d| d.priority == from && d.rank == rank);
             if !live {
                 continue;
             }
@@ -221,6 +288,7 @@ impl<T: QueueItem> WorkQueue<T> {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
                     low: VecDeque::new(),
+                    ranked: BTreeMap::new(),
                     ready: 0,
                     dirty: AHashMap::new(),
                     processing: AHashMap::new(),
@@ -233,8 +301,20 @@ impl<T: QueueItem> WorkQueue<T> {
                 idle: Notify::new(),
                 limiter,
                 metrics,
+                ranker: OnceLock::new(),
             }),
         }
+    }
+
+    /// Ranks this queue's keys from now on (keys already queued move when added again). Only one
+    /// ranker per queue: returns false, changing nothing, if one was set before.
+    pub fn set_ranker(&self, ranker: Ranker<T>) -> bool {
+        self.inner.ranker.set(ranker).is_ok()
+    }
+
+    /// The rank of `item` (0 without a ranker).
+    fn rank(&self, item: &T) -> i32 {
+        self.inner.ranker.get().map_or(0, |rank| rank(item))
     }
 
     /// The queue's name.
@@ -255,12 +335,13 @@ impl<T: QueueItem> WorkQueue<T> {
     /// Marks `item` as needing processing at `priority` (a key already queued keeps the higher of
     /// the two). Ignored after shutdown.
     pub fn add_with_priority(&self, item: T, priority: Priority) {
+        let rank = self.rank(&item);
         let wake = {
             let mut st = self.inner.state.lock();
             if st.shutting_down {
                 return;
             }
-            st.add(item, priority, Instant::now(), &self.inner.metrics)
+            st.add(item, priority, rank, Instant::now(), &self.inner.metrics)
         };
         if wake {
             self.inner.available.notify_one();
@@ -274,6 +355,7 @@ impl<T: QueueItem> WorkQueue<T> {
         }
         let now = Instant::now();
         let ready = now + delay;
+        let rank = self.rank(&item);
         {
             let mut st = self.inner.state.lock();
             if st.shutting_down {
@@ -288,7 +370,12 @@ impl<T: QueueItem> WorkQueue<T> {
             st.waiting.insert(item.clone(), ready);
             st.seq += 1;
             let seq = st.seq;
-            st.delayed.push(Delayed { ready, seq, item });
+            st.delayed.push(Delayed {
+                ready,
+                seq,
+                item,
+                rank,
+            });
         }
         // a waiting worker must re-arm its timer for the new earliest time
         self.inner.available.notify_one();
@@ -372,9 +459,9 @@ impl<T: QueueItem> WorkQueue<T> {
                     .work_duration
                     .observe(started.elapsed().as_secs_f64());
             }
-            let wake = match st.dirty.get(item).map(|d| d.priority) {
-                Some(priority) => {
-                    st.push_ready(item.clone(), priority, &self.inner.metrics);
+            let wake = match st.dirty.get(item).map(|d| (d.priority, d.rank)) {
+                Some((priority, rank)) => {
+                    st.push_ready(item.clone(), priority, rank, &self.inner.metrics);
                     true
                 }
                 None => false,

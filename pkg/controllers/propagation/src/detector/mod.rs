@@ -65,8 +65,7 @@ pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
 pub const FEATURE_POLICY_PREEMPTION: &str = "PropagationPolicyPreemption";
 /// Feature gate: bindings carry the workload affinity groups.
 pub const FEATURE_WORKLOAD_AFFINITY: &str = "WorkloadAffinity";
-/// Feature gate: bindings carry the KubePriorityClass value of the policy.
-pub const FEATURE_PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
+pub use karmada_controllers_common::binding::FEATURE_PRIORITY_BASED_SCHEDULING;
 /// Feature gate: replica requirements carry namespace and priorityClassName.
 pub const FEATURE_RESOURCE_QUOTA_ESTIMATE: &str = "ResourceQuotaEstimate";
 

@@ -48,6 +48,7 @@ use lariat::{SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::binding::FEATURE_PRIORITY_BASED_SCHEDULING;
 use karmada_controllers_common::context::ScheduleOptions;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{
@@ -132,6 +133,13 @@ impl Scheduler {
             .map_err(framework("scheduler client"))?;
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
+        if ctx
+            .settings
+            .feature_gates
+            .enabled(FEATURE_PRIORITY_BASED_SCHEDULING)
+        {
+            rank_by_schedule_priority(&rb, &crb);
+        }
         let clusters = shared_controller::<Cluster>(cp)?;
         let quotas = if ctx
             .settings
@@ -222,6 +230,25 @@ impl Scheduler {
         }
         serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "scheduler").await;
         Ok(())
+    }
+}
+
+/// Karmada's priority queue (`PriorityBasedScheduling`): bindings of a higher
+/// `spec.schedulePriority.priority` are handed out first, first in first out within a priority.
+/// The queues are the kinds' shared ones, so the controllers after the scheduler (Works, status)
+/// take such bindings first too.
+fn rank_by_schedule_priority(
+    rb: &SharedController<ResourceBinding>,
+    crb: &SharedController<ClusterResourceBinding>,
+) {
+    let ranked = rb.set_ranker(|b: &ResourceBinding| b.spec.schedule_priority_value())
+        && crb.set_ranker(|b: &ClusterResourceBinding| b.spec.schedule_priority_value());
+    if !ranked {
+        tracing::warn!(
+            controller = NAME,
+            "the binding queues were already ranked by another controller; scheduling priorities \
+             follow that order"
+        );
     }
 }
 
