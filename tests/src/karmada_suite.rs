@@ -3,7 +3,8 @@
 //! webhook, on the same environment (`make test-karmada-e2e`).
 //!
 //! Who calls what:
-//! - [`Environment::start`] brings up a host and three full members (kube-scheduler,
+//! - [`Environment::start`] brings up a host (with Karmada's aggregated API server serving
+//!   `cluster.karmada.io`) and three full members (kube-scheduler,
 //!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen controllers,
 //!   joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
 //!   `karmada-agent` (Pull: ours for karmada-rs, Karmada's for the baseline), and writes the
@@ -90,6 +91,9 @@ impl Environment {
             // DaemonSet's pods as one per cluster.
             kwok_nodes: 1,
             install_crds: true,
+            // As Karmada's own setup: Clusters served by karmada-aggregated-apiserver (which stamps
+            // taints' timeAdded and serves clusters/proxy), not by a CRD.
+            aggregated_apiserver: true,
             dir: Some(dir.join("env")),
             ..Default::default()
         })
