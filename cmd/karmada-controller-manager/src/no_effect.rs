@@ -207,6 +207,31 @@ mod tests {
         }
     }
 
+    /// Every gate is read by some code (by the constant it reads it with) or listed as having no
+    /// effect, never both: an accepted gate is never silently ignored.
+    #[test]
+    fn every_gate_is_read_or_listed_as_no_effect() {
+        use std::collections::BTreeSet;
+        let read: BTreeSet<&str> = karmada_controllers::READ_GATES
+            .iter()
+            .copied()
+            // The controller-manager itself: which controllers run.
+            .chain([karmada_process::features::PROPAGATE_DEPS])
+            .collect();
+        let listed: BTreeSet<&str> = GATES.iter().copied().collect();
+        assert_eq!(
+            read.intersection(&listed).collect::<Vec<_>>(),
+            Vec::<&&str>::new(),
+            "gates read by code and listed as having no effect"
+        );
+        let accepted: BTreeSet<&str> = KARMADA_FEATURES.iter().map(|s| s.name).collect();
+        let known: BTreeSet<&str> = read.union(&listed).copied().collect();
+        assert_eq!(
+            accepted, known,
+            "every accepted gate is read by code (karmada_controllers::READ_GATES) or listed in GATES"
+        );
+    }
+
     /// docs/compatibility.md's "Accepted, no effect yet" section names exactly these flags, gates
     /// and the controllers karmada-rs does not implement.
     #[test]

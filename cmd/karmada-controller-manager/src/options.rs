@@ -310,7 +310,7 @@ pub struct SchedulerFlags {
     /// Enable workload with replicas 0 to be propagated to member clusters.
     #[arg(long = "enable-empty-workload-propagation", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_empty_workload_propagation: String,
-    /// A list of plugins to enable. '*' enables all build-in plugins, 'foo' enables the plugin named 'foo', '*,-foo' disables the plugin named 'foo'; an unknown name is an error. All build-in plugins: APIEnablement,TaintToleration,ClusterAffinity,SpreadConstraint,ClusterLocality,ClusterEviction.
+    /// A list of plugins to enable. '*' enables all build-in plugins, 'foo' enables the plugin named 'foo', '*,-foo' disables the plugin named 'foo'; an unknown name is an error. All build-in plugins: APIEnablement,TaintToleration,ClusterAffinity,SpreadConstraint,ClusterLocality,ClusterEviction,WorkloadAntiAffinity,WorkloadAffinity (the last two act under the WorkloadAffinity gate).
     #[arg(
         long = "plugins",
         value_name = "strings",
@@ -902,8 +902,10 @@ fn check_scheduler(c: &mut Checker, s: &SchedulerFlags) -> SchedulerSettings {
         options: ScheduleOptions {
             enable_empty_workload_propagation,
             plugins,
-            // Asked per binding, when the estimators are on.
+            // Gathered per binding: the estimators' answers when they are on, the workload
+            // groups' placements under the `WorkloadAffinity` gate.
             accurate_estimates: None,
+            workload_groups: None,
         },
     }
 }

@@ -46,3 +46,19 @@ pub use karmada_controllers_propagation::{
     binding, binding_status, detector, namespace, scheduler, workload_rebalancer,
 };
 pub use karmada_controllers_work::{execution, work_status};
+
+/// The feature gates the controllers read, by the constants they read them with. The
+/// controller-manager's tests check that every other gate it accepts is listed as having no
+/// effect, so a gate is never accepted silently.
+pub const READ_GATES: &[&str] = &[
+    karmada_controllers_failover::FEATURE_FAILOVER,
+    application_failover::FEATURE_GRACEFUL_EVICTION,
+    common::failover::FEATURE_STATEFUL_FAILOVER_INJECTION,
+    common::multicluster_service::FEATURE_GATE,
+    common::quota::FEDERATED_QUOTA_ENFORCEMENT,
+    common::binding::FEATURE_PRIORITY_BASED_SCHEDULING,
+    common::binding::FEATURE_WORKLOAD_AFFINITY,
+    detector::FEATURE_POLICY_PREEMPTION,
+    detector::FEATURE_RESOURCE_QUOTA_ESTIMATE,
+    cluster_status::CUSTOMIZED_CLUSTER_RESOURCE_MODELING,
+];

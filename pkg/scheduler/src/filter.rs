@@ -1,8 +1,8 @@
 //! The filter plugins of Karmada's scheduler (`pkg/scheduler/framework/plugins`): API enablement,
-//! taint toleration, cluster affinity, spread-constraint properties and graceful eviction, plus the
-//! "0/N clusters are available" diagnosis.
+//! taint toleration, cluster affinity, spread-constraint properties, graceful eviction and the
+//! workload (anti-)affinity groups, plus the "0/N clusters are available" diagnosis.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -28,6 +28,26 @@ pub const REASON_NO_REGION: &str = "cluster(s) did not have region property";
 pub const REASON_NO_ZONES: &str = "cluster(s) did not have zones property";
 /// Reason: the binding is being evicted from the cluster.
 pub const REASON_EVICTING: &str = "cluster(s) is in the process of eviction";
+/// Reason: another binding of the workload affinity group is placed, and not on the cluster.
+pub const REASON_AFFINITY_GROUP: &str =
+    "ResourceBinding with the same affinity group does not target this cluster";
+/// Reason: another binding of the workload anti-affinity group is on the cluster.
+pub const REASON_ANTI_AFFINITY_GROUP: &str =
+    "cluster already has workload with the same anti-affinity group";
+
+/// Where the other bindings of a binding's workload affinity groups are (Karmada's
+/// `WorkloadAffinity` gate): the input of the `WorkloadAffinity` and `WorkloadAntiAffinity`
+/// filters, which the caller gathers from the bindings of the same namespace (not counting the
+/// binding itself). Empty: nothing to keep together or apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadGroupPeers {
+    /// For each other binding of the affinity group that is placed: its clusters. A cluster the
+    /// binding is not on yet passes only when it is in every one.
+    pub affinity: Vec<BTreeSet<String>>,
+    /// The clusters of the other bindings of the anti-affinity group. A cluster the binding is
+    /// not on yet passes only when it is not among them.
+    pub anti_affinity: BTreeSet<String>,
+}
 
 /// Whether an API is served by a cluster, as Karmada's `Cluster.APIEnablement` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +163,7 @@ pub fn run_filter(
     spec: &ResourceBindingSpec,
     placement: &Placement,
     affinities: Option<&[&ClusterAffinity]>,
+    groups: Option<&WorkloadGroupPeers>,
     cluster: &Cluster,
 ) -> Result<(), String> {
     let name = cluster_name(cluster);
@@ -196,6 +217,23 @@ pub fn run_filter(
                 return Err(REASON_EVICTING.to_owned());
             }
         }
+        // Clusters already scheduled always pass: these filters never take a workload away.
+        Plugin::WorkloadAntiAffinity => {
+            if let Some(groups) = groups
+                && !spec.target_contains(name)
+                && groups.anti_affinity.contains(name)
+            {
+                return Err(REASON_ANTI_AFFINITY_GROUP.to_owned());
+            }
+        }
+        Plugin::WorkloadAffinity => {
+            if let Some(groups) = groups
+                && !spec.target_contains(name)
+                && groups.affinity.iter().any(|peer| !peer.contains(name))
+            {
+                return Err(REASON_AFFINITY_GROUP.to_owned());
+            }
+        }
         Plugin::ClusterLocality => {}
     }
     Ok(())
@@ -216,6 +254,7 @@ pub fn filter_cluster(
     spec: &ResourceBindingSpec,
     placement: &Placement,
     affinities: Option<&[&ClusterAffinity]>,
+    groups: Option<&WorkloadGroupPeers>,
     cluster: &Cluster,
     plugins: PluginSet,
     observer: &mut dyn Observer,
@@ -224,7 +263,7 @@ pub fn filter_cluster(
     let mut outcome = Ok(());
     for plugin in plugins.iter().filter(|p| p.filters()) {
         let ran = Instant::now();
-        let r = run_filter(plugin, spec, placement, affinities, cluster);
+        let r = run_filter(plugin, spec, placement, affinities, groups, cluster);
         observer.plugin(plugin, ExtensionPoint::Filter, code_of(&r), ran.elapsed());
         if r.is_err() {
             outcome = r;

@@ -6,7 +6,8 @@
 //!
 //! 1. **Filter** every cluster not being deleted: API enablement, taints vs `clusterTolerations`
 //!    (`NoSchedule`/`NoExecute`; clusters already scheduled pass both), cluster affinity, the
-//!    properties spread constraints group by, graceful eviction ([`filter`]).
+//!    properties spread constraints group by, graceful eviction, and where the other bindings of
+//!    its workload (anti-)affinity groups are, when the caller passes them ([`filter`]).
 //! 2. **Score**: 100 for clusters the binding already runs on, else 0.
 //! 3. **Select** with spread constraints ([`spread`]), after estimating the replicas each cluster can
 //!    still take from its resource summary ([`estimate`]), lowered by what the member's
@@ -50,6 +51,7 @@ use crate::plugins::{Plugin, PluginSet};
 use crate::spread::{ClusterDetail, compare_clusters, select_best_clusters};
 
 pub use crate::divide::{TieBreak, allocate_webster_seats, divide_by_weight};
+pub use crate::filter::WorkloadGroupPeers;
 pub use crate::trigger::{
     SUCCESS_MESSAGE, ScheduleTrigger, applied_placement_annotation, placement_changed,
     replicas_changed, reschedule_required, schedule_trigger, scheduled_condition,
@@ -69,6 +71,9 @@ pub struct ScheduleOptions {
     /// answered for this binding (see [`AccurateEstimates`]); `None` when the accurate estimator is
     /// off, and then only the general estimate counts.
     pub accurate_estimates: Option<AccurateEstimates>,
+    /// With the `WorkloadAffinity` gate: where the other bindings of this binding's workload
+    /// affinity groups are; `None` when the gate is off or the binding names no group.
+    pub workload_groups: Option<WorkloadGroupPeers>,
 }
 
 /// The answers of Karmada's accurate estimator (`karmada-scheduler-estimator`,
@@ -288,7 +293,7 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
     spec: &ResourceBindingSpec,
     status: Option<&ResourceBindingStatus>,
     clusters: &[C],
-    plugins: PluginSet,
+    options: &ScheduleOptions,
 ) -> BTreeSet<String> {
     let Some(placement) = spec.placement.as_ref() else {
         return BTreeSet::new();
@@ -310,7 +315,7 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
         placement,
         observed,
         &clusters,
-        plugins,
+        options,
         &mut Unobserved,
     )
     .0
@@ -324,7 +329,7 @@ pub fn feasible_cluster_names<C: Borrow<Cluster>>(
 pub fn candidate_cluster_names<C: Borrow<Cluster>>(
     spec: &ResourceBindingSpec,
     clusters: &[C],
-    plugins: PluginSet,
+    options: &ScheduleOptions,
 ) -> BTreeSet<String> {
     let Some(placement) = spec.placement.as_ref() else {
         return BTreeSet::new();
@@ -342,7 +347,7 @@ pub fn candidate_cluster_names<C: Borrow<Cluster>>(
     terms
         .into_iter()
         .flat_map(|term| {
-            filter_clusters(spec, placement, term, &clusters, plugins, &mut Unobserved).0
+            filter_clusters(spec, placement, term, &clusters, options, &mut Unobserved).0
         })
         .map(|c| cluster_name(c).to_owned())
         .collect()
@@ -354,7 +359,7 @@ fn filter_clusters<'c>(
     placement: &Placement,
     observed_affinity: &str,
     clusters: &[&'c Cluster],
-    plugins: PluginSet,
+    options: &ScheduleOptions,
     observer: &mut dyn Observer,
 ) -> (Vec<&'c Cluster>, BTreeMap<String, String>) {
     let started = Instant::now();
@@ -369,8 +374,9 @@ fn filter_clusters<'c>(
             spec,
             placement,
             affinities.as_deref(),
+            options.workload_groups.as_ref(),
             cluster,
-            plugins,
+            options.plugins,
             observer,
         ) {
             Ok(()) => feasible.push(cluster),
@@ -511,7 +517,7 @@ impl Run<'_, '_> {
             placement,
             observed_affinity,
             clusters,
-            options.plugins,
+            options,
             observer,
         );
         if feasible.is_empty() {

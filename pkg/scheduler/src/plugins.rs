@@ -20,16 +20,24 @@ pub enum Plugin {
     ClusterLocality,
     /// Filter: the binding is not being gracefully evicted from the cluster.
     ClusterEviction,
+    /// Filter: no other binding of the binding's workload anti-affinity group (same namespace)
+    /// is on the cluster (clusters already scheduled pass).
+    WorkloadAntiAffinity,
+    /// Filter: every other placed binding of the binding's workload affinity group (same
+    /// namespace) is on the cluster (clusters already scheduled pass).
+    WorkloadAffinity,
 }
 
 impl Plugin {
     /// Every in-tree plugin, in the order the filters run.
-    pub const ALL: [Plugin; 6] = [
+    pub const ALL: [Plugin; 8] = [
         Plugin::ApiEnablement,
         Plugin::TaintToleration,
         Plugin::ClusterAffinity,
         Plugin::SpreadConstraint,
         Plugin::ClusterEviction,
+        Plugin::WorkloadAntiAffinity,
+        Plugin::WorkloadAffinity,
         Plugin::ClusterLocality,
     ];
 
@@ -42,6 +50,8 @@ impl Plugin {
             Self::SpreadConstraint => "SpreadConstraint",
             Self::ClusterLocality => "ClusterLocality",
             Self::ClusterEviction => "ClusterEviction",
+            Self::WorkloadAntiAffinity => "WorkloadAntiAffinity",
+            Self::WorkloadAffinity => "WorkloadAffinity",
         }
     }
 

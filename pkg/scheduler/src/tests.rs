@@ -842,13 +842,14 @@ fn candidates_are_the_clusters_any_term_lets_through() {
             ..Default::default()
         },
     );
-    let got: Vec<String> = candidate_cluster_names(&by_terms, &clusters, PluginSet::default())
-        .into_iter()
-        .collect();
+    let got: Vec<String> =
+        candidate_cluster_names(&by_terms, &clusters, &ScheduleOptions::default())
+            .into_iter()
+            .collect();
     assert_eq!(got, names(&["m1", "m2"]));
     let everywhere = deployment_spec(2, Placement::default());
     assert_eq!(
-        candidate_cluster_names(&everywhere, &clusters, PluginSet::default()).len(),
+        candidate_cluster_names(&everywhere, &clusters, &ScheduleOptions::default()).len(),
         3
     );
 }
@@ -1433,13 +1434,14 @@ fn feasible_names_follow_observed_term() {
         cluster_affinities: vec![term("a", &["m1", "m2"]), term("b", &["m3"])],
         ..Default::default()
     });
-    let names = feasible_cluster_names(&spec, None, &clusters, PluginSet::all());
+    let names = feasible_cluster_names(&spec, None, &clusters, &ScheduleOptions::default());
     assert_eq!(names.into_iter().collect::<Vec<_>>(), vec!["m1".to_owned()]);
     let status = ResourceBindingStatus {
         scheduler_observed_affinity_name: "b".into(),
         ..Default::default()
     };
-    let names = feasible_cluster_names(&spec, Some(&status), &clusters, PluginSet::all());
+    let names =
+        feasible_cluster_names(&spec, Some(&status), &clusters, &ScheduleOptions::default());
     assert_eq!(names.into_iter().collect::<Vec<_>>(), vec!["m3".to_owned()]);
 }
 
@@ -1508,7 +1510,7 @@ fn disabled_plugins_are_skipped() {
         plugins: PluginSet::none(),
         ..ScheduleOptions::default()
     };
-    let names = feasible_cluster_names(&spec, None, &clusters, none.plugins);
+    let names = feasible_cluster_names(&spec, None, &clusters, &none);
     assert_eq!(names.len(), 2);
 }
 
@@ -1611,4 +1613,91 @@ fn a_run_reports_steps_extension_points_and_plugins() {
     );
     assert!(report.result.is_err());
     assert_eq!(seen.steps, ["Filter"]);
+}
+
+fn peers(affinity: &[&[&str]], anti_affinity: &[&str]) -> Option<WorkloadGroupPeers> {
+    let set = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+    Some(WorkloadGroupPeers {
+        affinity: affinity.iter().map(|names| set(names)).collect(),
+        anti_affinity: set(anti_affinity),
+    })
+}
+
+#[test]
+fn workload_anti_affinity_keeps_a_group_apart() {
+    let clusters = vec![cluster("m1"), cluster("m2"), cluster("m3")];
+    let spec = configmap_spec(Placement::default());
+    let options = ScheduleOptions {
+        workload_groups: peers(&[], &["m1", "m3"]),
+        ..ScheduleOptions::default()
+    };
+    let result = schedule(&spec, None, &clusters, &options).unwrap();
+    assert_eq!(pairs(&result.clusters), vec![("m2", 0)]);
+    // Every cluster taken: Karmada's fit error, with the plugin's reason.
+    let options = ScheduleOptions {
+        workload_groups: peers(&[], &["m1", "m2", "m3"]),
+        ..ScheduleOptions::default()
+    };
+    let Err(ScheduleError::NoClusterFit { message, .. }) =
+        schedule(&spec, None, &clusters, &options)
+    else {
+        panic!("expected no cluster to fit");
+    };
+    assert_eq!(
+        message,
+        "0/3 clusters are available: 3 cluster already has workload with the same anti-affinity group."
+    );
+}
+
+#[test]
+fn workload_affinity_follows_every_placed_peer() {
+    let clusters = vec![cluster("m1"), cluster("m2"), cluster("m3")];
+    let spec = configmap_spec(Placement::default());
+    let options = ScheduleOptions {
+        workload_groups: peers(&[&["m1", "m2"], &["m2", "m3"]], &[]),
+        ..ScheduleOptions::default()
+    };
+    let result = schedule(&spec, None, &clusters, &options).unwrap();
+    assert_eq!(pairs(&result.clusters), vec![("m2", 0)]);
+    // No placed peer: nothing to follow.
+    let options = ScheduleOptions {
+        workload_groups: peers(&[], &[]),
+        ..ScheduleOptions::default()
+    };
+    assert_eq!(
+        schedule(&spec, None, &clusters, &options)
+            .unwrap()
+            .clusters
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn workload_groups_never_take_a_scheduled_cluster_away() {
+    let clusters = vec![cluster("m1"), cluster("m2")];
+    let mut spec = configmap_spec(Placement::default());
+    spec.clusters = vec![tc("m1", 0)];
+    let options = ScheduleOptions {
+        workload_groups: peers(&[&["m2"]], &["m1"]),
+        ..ScheduleOptions::default()
+    };
+    let names = feasible_cluster_names(&spec, None, &clusters, &options);
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["m1", "m2"]);
+    // Disabled by `--plugins`, the groups are ignored.
+    let options = ScheduleOptions {
+        plugins: crate::plugins::PluginSet::parse(&[
+            "*",
+            "-WorkloadAntiAffinity",
+            "-WorkloadAffinity",
+        ])
+        .unwrap(),
+        workload_groups: peers(&[&["m9"]], &["m1", "m2"]),
+        ..ScheduleOptions::default()
+    };
+    spec.clusters.clear();
+    assert_eq!(
+        feasible_cluster_names(&spec, None, &clusters, &options).len(),
+        2
+    );
 }

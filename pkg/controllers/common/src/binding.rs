@@ -8,6 +8,10 @@ use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 /// bindings of a higher `spec.schedulePriority` are scheduled first (the scheduler).
 pub const FEATURE_PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
 
+/// Feature gate: bindings carry their workload affinity groups (the detector), and the scheduler
+/// keeps the bindings of an affinity group together and of an anti-affinity group apart.
+pub const FEATURE_WORKLOAD_AFFINITY: &str = "WorkloadAffinity";
+
 /// What the detector and the scheduler need from ResourceBinding and ClusterResourceBinding.
 pub trait BindingObject:
     kube::Resource<DynamicType = ()>

@@ -151,6 +151,9 @@ impl Scheduler {
         let inner = &self.inner;
         let k = binding_key::<B>(&key);
         let Some(b) = obj else {
+            if let Some(groups) = &inner.workload_groups {
+                groups.forget(key.namespace(), key.name());
+            }
             inner.handled.lock().remove(&k);
             inner.forced.lock().remove(&k);
             inner.feasible.lock().remove(&k);

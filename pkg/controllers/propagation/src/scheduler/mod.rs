@@ -36,6 +36,7 @@ mod events;
 mod handlers;
 mod metrics;
 mod schedule;
+mod workload_groups;
 mod write;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -48,7 +49,9 @@ use lariat::{SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::binding::FEATURE_PRIORITY_BASED_SCHEDULING;
+use karmada_controllers_common::binding::{
+    FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY,
+};
 use karmada_controllers_common::context::ScheduleOptions;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{
@@ -99,6 +102,8 @@ struct Inner {
     cluster_fingerprints: Mutex<HashMap<String, u64>>,
     /// The members' `karmada-scheduler-estimator`s, with `--enable-scheduler-estimator`.
     estimators: Option<Arc<estimator::Estimators>>,
+    /// With the `WorkloadAffinity` gate: where the bindings of each workload group are.
+    workload_groups: Option<workload_groups::WorkloadGroups>,
     cancel: CancellationToken,
 }
 
@@ -140,6 +145,14 @@ impl Scheduler {
         {
             rank_by_schedule_priority(&rb, &crb);
         }
+        let workload_groups = ctx
+            .settings
+            .feature_gates
+            .enabled(FEATURE_WORKLOAD_AFFINITY)
+            .then(|| {
+                workload_groups::index(&rb.store());
+                workload_groups::WorkloadGroups::default()
+            });
         let clusters = shared_controller::<Cluster>(cp)?;
         let quotas = if ctx
             .settings
@@ -179,6 +192,7 @@ impl Scheduler {
                 feasible: Mutex::new(HashMap::new()),
                 cluster_fingerprints: Mutex::new(HashMap::new()),
                 estimators,
+                workload_groups,
                 cancel,
             }),
         })

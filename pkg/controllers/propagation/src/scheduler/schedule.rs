@@ -55,13 +55,22 @@ impl Scheduler {
         let generation = meta.generation.unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
         let name = meta.name.clone().unwrap_or_default();
+        // A binding of a workload (anti-)affinity group waits for the others being scheduled.
+        let groups = inner.workload_groups.as_ref();
+        let _turn = match groups {
+            Some(groups) => groups.turn(b).await,
+            None => None,
+        };
+        let options = ScheduleOptions {
+            workload_groups: groups.and_then(|g| g.peers(b, &inner.rb.store())),
+            ..inner.options().clone()
+        };
         let clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
         if spec.placement.is_none() {
-            let result = scheduler::schedule(spec, status, &clusters, inner.options());
+            let result = scheduler::schedule(spec, status, &clusters, &options);
             return self.finish::<B>(b, result).await;
         }
-        let feasible_now =
-            scheduler::feasible_cluster_names(spec, status, &clusters, inner.options().plugins);
+        let feasible_now = scheduler::feasible_cluster_names(spec, status, &clusters, &options);
         let targets: BTreeSet<String> = spec.clusters.iter().map(|c| c.name.clone()).collect();
         let existing: HashSet<&str> = clusters
             .iter()
@@ -111,7 +120,7 @@ impl Scheduler {
         tracing::info!(kind = %B::kind(&()), namespace = %namespace, name = %name, reason, "scheduling binding");
         let started = Instant::now();
         // The estimators' answers count in Karmada's scheduling duration too.
-        let options = self.schedule_options(spec, &clusters).await;
+        let options = self.with_estimates(options, spec, &clusters).await;
         let result =
             scheduler::schedule_observed(spec, status, &clusters, &options, &mut Recorder).result;
         if let Ok(outcome) = &result {
@@ -125,25 +134,24 @@ impl Scheduler {
         handled
     }
 
-    /// The options of one scheduling run: with `--enable-scheduler-estimator`, what the
-    /// estimators of the clusters that may fit answered (a workload only: Karmada asks nothing
-    /// for a binding without replicas).
-    async fn schedule_options(
+    /// `options` with, under `--enable-scheduler-estimator`, what the estimators of the clusters
+    /// that may fit answered (a workload only: Karmada asks nothing for a binding without
+    /// replicas).
+    async fn with_estimates(
         &self,
+        options: ScheduleOptions,
         spec: &ResourceBindingSpec,
         clusters: &[Arc<Cluster>],
     ) -> ScheduleOptions {
-        let flags = self.inner.options();
         let Some(estimators) = &self.inner.estimators else {
-            return flags.clone();
+            return options;
         };
         if spec.replicas == 0 && spec.components.is_empty() {
-            return flags.clone();
+            return options;
         }
-        let candidates: Vec<String> =
-            scheduler::candidate_cluster_names(spec, clusters, flags.plugins)
-                .into_iter()
-                .collect();
+        let candidates: Vec<String> = scheduler::candidate_cluster_names(spec, clusters, &options)
+            .into_iter()
+            .collect();
         let r = &spec.resource;
         let object = format!("kind={}, name={}/{}", r.kind, r.namespace, r.name);
         let answers = estimators
@@ -151,7 +159,7 @@ impl Scheduler {
             .await;
         ScheduleOptions {
             accurate_estimates: Some(answers),
-            ..flags.clone()
+            ..options
         }
     }
 

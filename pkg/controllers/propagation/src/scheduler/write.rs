@@ -68,6 +68,9 @@ impl Scheduler {
             .await
         {
             Ok(updated) => {
+                if let Some(groups) = &self.inner.workload_groups {
+                    groups.written(&updated);
+                }
                 written.generation = updated.meta().generation.unwrap_or(written.generation);
                 written.resource_version = updated.meta().resource_version.clone();
                 written.patched = true;
