@@ -202,3 +202,32 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["runs"].as_array().map(Vec::len), Some(6));
 }
+
+/// The scheduling benchmark at smoke size, karmada-rs only (Karmada's scheduler needs `make
+/// karmada-binaries`, which `make test` does not build): every backlog and live binding is seen
+/// placed, and the process numbers are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduling_benchmark_runs_and_reports_what_it_measured() {
+    use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
+    use karmada_e2e::bench::session::Impl;
+    let config = SchedulingConfig::smoke();
+    let report = run(&config, &[Impl::Rust])
+        .await
+        .unwrap_or_else(|e| panic!("scheduling benchmark failed: {e:#}"));
+    eprintln!("{}", report.markdown());
+    let [run] = report.runs.as_slice() else {
+        panic!("one run expected: {:?}", report.runs);
+    };
+    assert_eq!((run.clusters, run.bindings), (3, config.bindings));
+    let live = (config.live_rate * config.live_seconds).round() as usize;
+    assert_eq!(run.live_bindings, live);
+    assert_eq!(
+        run.live_latency.count, live,
+        "every live binding seen placed"
+    );
+    assert!(
+        run.backlog_seconds > 0.0 && run.bindings_per_second > 0.0,
+        "{run:?}"
+    );
+    assert!(run.cpu_seconds > 0.0 && run.peak_rss_mib > 0.0, "{run:?}");
+}

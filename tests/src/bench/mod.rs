@@ -15,6 +15,7 @@ pub mod observer;
 pub mod process;
 pub mod report;
 pub mod scenarios;
+pub mod scheduling;
 pub mod session;
 pub mod workload;
 
