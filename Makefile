@@ -22,7 +22,7 @@ test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller
 	hack/build-test-binaries.sh >/dev/null
 
 .PHONY: karmada-binaries
-karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, scheduler-estimator, webhook and aggregated API server (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark, its test, the aggregated-apiserver and scheduler-estimator tests need them.
+karmada-binaries: ## Build Karmada's Go controller-manager, scheduler, scheduler-estimator, descheduler, webhook and aggregated API server (v1.16, hack/tools/karmada), once; cached. Only the peer benchmark, its test, the aggregated-apiserver and scheduler-estimator tests need them.
 	nice -n 10 hack/build-test-binaries.sh karmada >/dev/null
 
 .PHONY: test-karmada-peer

@@ -99,6 +99,7 @@ if [ "${1:-}" = karmada ]; then
     karmada-controller-manager=github.com/karmada-io/karmada/cmd/controller-manager \
     karmada-scheduler=github.com/karmada-io/karmada/cmd/scheduler \
     karmada-scheduler-estimator=github.com/karmada-io/karmada/cmd/scheduler-estimator \
+    karmada-descheduler=github.com/karmada-io/karmada/cmd/descheduler \
     karmada-webhook=github.com/karmada-io/karmada/cmd/webhook \
     karmada-aggregated-apiserver=github.com/karmada-io/karmada/cmd/aggregated-apiserver
   # Karmada's own CRDs, as its chart installs them: the peer's harness adds those our crds/ lack (the

@@ -328,6 +328,38 @@ pub async fn set_cluster_ready(
         .unwrap();
 }
 
+/// A ResourceBinding `ns/name` as the detector writes one for the template `kind` `ns/name` of
+/// `api_version` (with a permanent-id label and the resource reference), `spec` merged over it
+/// (placement, replicas, groups, ...), for tests that run only the scheduler.
+///
+/// # Panics
+/// When `spec` does not make a valid ResourceBinding spec.
+pub fn resource_binding(
+    ns: &str,
+    name: &str,
+    (api_version, kind): (&str, &str),
+    spec: Value,
+) -> karmada_apis::ResourceBinding {
+    let mut full = json!({
+        "resource": {"apiVersion": api_version, "kind": kind, "namespace": ns, "name": name,
+            "uid": format!("uid-{name}")},
+    });
+    if let (Some(full), Value::Object(extra)) = (full.as_object_mut(), spec) {
+        full.extend(extra);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
+        },
+        "spec": full,
+    }))
+    .unwrap_or_else(|e| panic!("ResourceBinding {ns}/{name}: {e}"))
+}
+
 /// Creates a Push Cluster `name` no one serves and marks it Ready with `apis` (its
 /// `apiEnablements` status), for tests that run only the scheduler.
 pub async fn create_ready_cluster(client: &Client, name: &str, apis: Value) {

@@ -11,7 +11,11 @@
 //!    wins, which also shows our requests and the Go server's answers are understood both ways;
 //! 2. after two schedulable nodes join member2 and a reschedule is requested, is split 3/3 (the
 //!    accurate 64 CPU of each member; general alone would say 2/4 from member2's 128 CPU);
-//! 3. after member2's estimator is killed and a reschedule is requested, is split 2/4 from the general
+//! 3. with member2's nodes cordoned and its pods replaced, so its replicas stay Pending,
+//!    Karmada's `karmada-descheduler` takes them off member2 in the binding after its unschedulable
+//!    threshold (from member2's estimator, `GetUnschedulableReplicas`), and our scheduler puts them
+//!    on member1: 6/0;
+//! 4. after member2's estimator is killed and a reschedule is requested, is split 2/4 from the general
 //!    estimate alone: an estimator that is down never fails a schedule. The fallback shows in the
 //!    controller-manager's log and in `scheduler_estimator_requests_total`.
 //!
@@ -29,11 +33,11 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Node, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
 use karmada_e2e::controller_manager::{Kcm, free_port};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use testenv::{ApiServer, EnvOptions, TestEnv};
 
@@ -88,6 +92,24 @@ async fn start_estimator(host: &kube::Client, member: &ApiServer) -> Kcm {
     )
     .await;
     estimator
+}
+
+/// Starts Go's `karmada-descheduler` on the control plane, checking every 2 s for replicas
+/// unschedulable for 2 s (Karmada's defaults: 2 min and 5 min).
+fn start_descheduler(env: &TestEnv) -> Kcm {
+    let binary = testenv::binaries::locate_karmada("karmada-descheduler")
+        .unwrap_or_else(|e| panic!("{e} (run `make karmada-binaries`)"));
+    Kcm::start_program(
+        &binary,
+        env.host().kubeconfig_path(),
+        &[
+            "--leader-elect=false",
+            "--descheduling-interval=2s",
+            "--unschedulable-threshold=2s",
+            "--scheduler-estimator-timeout=3s",
+        ],
+        &[],
+    )
 }
 
 /// `member`'s `spec.clusters` replicas of the binding (0 when absent), or why they cannot be read.
@@ -335,7 +357,38 @@ async fn accurate_estimates_from_karmadas_estimator_and_fallback() {
         "{metrics}"
     );
 
-    // 3. member2's estimator goes away: the general estimate alone decides (64 vs 128 CPU).
+    // 3. Karmada's descheduler with our scheduler: member2's nodes are cordoned and its pods
+    //     replaced, so its 3 replicas stay Pending; after the unschedulable threshold the
+    //     descheduler, asking member2's estimator (`GetUnschedulableReplicas`), takes them off
+    //     member2 in the binding, and our scheduler places them where the estimators see room.
+    let descheduler = start_descheduler(env);
+    set_unschedulable(&member2_client, true).await;
+    Api::<Pod>::namespaced(member2_client.clone(), NS)
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .unwrap();
+    cm.eventually(
+        "the descheduler moved member2's replicas",
+        WAIT,
+        async || {
+            let got = placement(&bindings).await?;
+            let on_member2: i32 = got
+                .iter()
+                .filter(|(c, _)| c == "member2")
+                .map(|(_, r)| r)
+                .sum();
+            (got.contains(&("member1".to_owned(), 6)) && on_member2 == 0)
+                .then_some(())
+                .ok_or(format!(
+                    "{got:?}; descheduler log:\n{}",
+                    descheduler.log_tail(15)
+                ))
+        },
+    )
+    .await;
+    drop(descheduler);
+
+    // 4. member2's estimator goes away: the general estimate alone decides (64 vs 128 CPU).
     drop(estimator2);
     trigger_reschedule(&bindings).await;
     cm.eventually("2/4 from the general estimate", WAIT, async || {

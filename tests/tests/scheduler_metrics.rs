@@ -15,7 +15,7 @@ use std::time::Duration;
 use karmada_apis::ResourceBinding;
 use karmada_e2e::bench::process::{Sample, parse_metrics};
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::create_ready_cluster;
+use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -45,21 +45,12 @@ fn deployment_binding(
     replicas: i32,
     placement: serde_json::Value,
 ) -> ResourceBinding {
-    serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
-        },
-        "spec": {
-            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": name, "uid": format!("uid-{name}")},
-            "replicas": replicas,
-            "placement": placement,
-        },
-    }))
-    .unwrap()
+    resource_binding(
+        ns,
+        name,
+        ("apps/v1", "Deployment"),
+        json!({"replicas": replicas, "placement": placement}),
+    )
 }
 
 /// The `Scheduled` condition's reason.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use karmada_apis::ResourceBinding;
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::create_ready_cluster;
+use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -41,21 +41,15 @@ async fn create_cluster(client: &kube::Client, name: &str) {
 /// A ResourceBinding for a ConfigMap, as the detector writes one for a policy naming
 /// `scheduler_name`.
 fn binding(ns: &str, name: &str, scheduler_name: &str) -> ResourceBinding {
-    serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
-        },
-        "spec": {
-            "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name, "uid": format!("uid-{name}")},
+    resource_binding(
+        ns,
+        name,
+        ("v1", "ConfigMap"),
+        json!({
             "placement": {"clusterAffinity": {"clusterNames": ["name-m1", "name-m2"]}},
             "schedulerName": scheduler_name,
-        },
-    }))
-    .unwrap()
+        }),
+    )
 }
 
 fn scheduled(rb: &ResourceBinding) -> bool {

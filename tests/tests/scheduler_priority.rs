@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use karmada_apis::ResourceBinding;
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::create_ready_cluster;
+use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -34,24 +34,12 @@ fn env() -> &'static testenv::TestEnv {
 
 /// A ResourceBinding for a ConfigMap placed on both clusters, at scheduling `priority`.
 fn binding(ns: &str, name: &str, priority: Option<i32>) -> ResourceBinding {
-    let mut spec = json!({
-        "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name, "uid": format!("uid-{name}")},
-        "placement": {"clusterAffinity": {"clusterNames": ["prio-m1", "prio-m2"]}},
-    });
+    let mut spec =
+        json!({"placement": {"clusterAffinity": {"clusterNames": ["prio-m1", "prio-m2"]}}});
     if let Some(p) = priority {
         spec["schedulePriority"] = json!({"priority": p});
     }
-    serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
-        },
-        "spec": spec,
-    }))
-    .unwrap()
+    resource_binding(ns, name, ("v1", "ConfigMap"), spec)
 }
 
 /// The ResourceBindings of `ns` in the order of the first successful write each got after its

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use karmada_apis::ResourceBinding;
 use karmada_e2e::controller_manager::*;
-use karmada_e2e::in_process::create_ready_cluster;
+use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -31,24 +31,18 @@ fn env() -> &'static testenv::TestEnv {
 
 /// A ResourceBinding for a ConfigMap placed on exactly one of the clusters, in the groups given.
 fn binding(ns: &str, name: &str, affinity: &str, anti_affinity: &str) -> ResourceBinding {
-    serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
-        },
-        "spec": {
-            "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name, "uid": format!("uid-{name}")},
+    resource_binding(
+        ns,
+        name,
+        ("v1", "ConfigMap"),
+        json!({
             "placement": {
                 "clusterAffinity": {"clusterNames": CLUSTERS},
                 "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}],
             },
             "workloadAffinityGroups": {"affinityGroup": affinity, "antiAffinityGroup": anti_affinity},
-        },
-    }))
-    .unwrap()
+        }),
+    )
 }
 
 /// The `Scheduled` condition: (status, reason, message).

@@ -30,6 +30,7 @@ use super::process::ProcessSample;
 use super::report::Percentiles;
 use super::session::Impl;
 use crate::controller_manager::{Kcm, fresh_namespace};
+use crate::in_process::resource_binding;
 
 /// Sizes and switches.
 #[derive(Clone, Debug, Serialize)]
@@ -197,18 +198,12 @@ async fn create_clusters(
 
 /// A ResourceBinding as the detector writes one for a 10-replica Deployment, Divided by available
 /// replicas over `clusters`.
-fn binding(ns: &str, name: &str, clusters: &[String]) -> anyhow::Result<ResourceBinding> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {"propagationpolicy.karmada.io/permanent-id": format!("id-{name}")},
-        },
-        "spec": {
-            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns,
-                "name": name, "uid": format!("uid-{name}")},
+fn binding(ns: &str, name: &str, clusters: &[String]) -> ResourceBinding {
+    resource_binding(
+        ns,
+        name,
+        ("apps/v1", "Deployment"),
+        json!({
             "replicas": 10,
             "replicaRequirements": {"resourceRequest": {"cpu": "100m", "memory": "128Mi"}},
             "placement": {
@@ -217,8 +212,8 @@ fn binding(ns: &str, name: &str, clusters: &[String]) -> anyhow::Result<Resource
                     "replicaDivisionPreference": "Weighted",
                     "weightPreference": {"dynamicWeight": "AvailableReplicas"}},
             },
-        },
-    }))?)
+        }),
+    )
 }
 
 fn placed(rb: &ResourceBinding) -> bool {
@@ -345,7 +340,7 @@ async fn run_one(
         .map(|rb| {
             let api = api.clone();
             async move {
-                api.create(&PostParams::default(), &rb?)
+                api.create(&PostParams::default(), &rb)
                     .await
                     .map_err(anyhow::Error::from)
             }
@@ -378,7 +373,7 @@ async fn run_one(
         tick.tick().await;
         let name = format!("live-{i:05}");
         let sent = Instant::now();
-        api.create(&PostParams::default(), &binding(&ns, &name, &clusters)?)
+        api.create(&PostParams::default(), &binding(&ns, &name, &clusters))
             .await
             .with_context(|| format!("create {name}"))?;
         created.insert(name, sent);
