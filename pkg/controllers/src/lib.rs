@@ -43,6 +43,6 @@ pub use karmada_controllers_networking::{
     service_export, service_import,
 };
 pub use karmada_controllers_propagation::{
-    binding, binding_status, detector, namespace, scheduler, workload_rebalancer,
+    binding, binding_status, detector, namespace, rollout, scheduler, workload_rebalancer,
 };
 pub use karmada_controllers_work::{execution, work_status};

@@ -8,5 +8,6 @@ pub mod binding;
 pub mod binding_status;
 pub mod detector;
 pub mod namespace;
+pub mod rollout;
 pub mod scheduler;
 pub mod workload_rebalancer;
