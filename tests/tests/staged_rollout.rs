@@ -6,9 +6,11 @@
 //!
 //! One scenario: a Deployment placed on the three members (first placement, not gated); a good
 //! image goes through three one-cluster stages in order, each held back until the one before is
-//! healthy for the soak time; a bad image (its pods can never be scheduled) halts after the
-//! first stage with the other members untouched; a rollback returns the first member to the
-//! stable revision.
+//! healthy for the soak time, the first also until `karmadactl rollout approve`; a bad image (its pods can never be scheduled) halts after the
+//! first stage with the other members untouched; `karmadactl rollout rollback` returns the first
+//! member to the stable revision.
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
@@ -16,7 +18,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::Cluster;
 use karmada_apis::rollout::{
-    PHASE_COMPLETED, PHASE_HALTED, PHASE_PROGRESSING, PHASE_ROLLED_BACK, Rollout, RolloutState,
+    PHASE_AWAITING_APPROVAL, PHASE_COMPLETED, PHASE_HALTED, PHASE_PROGRESSING, PHASE_ROLLED_BACK,
+    Rollout, RolloutState,
 };
 use karmada_controllers::members::member_cluster_options;
 use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace};
@@ -216,6 +219,22 @@ async fn set_template(host: &Client, image: &str, stuck: bool) {
         .unwrap();
 }
 
+/// `karmadactl rollout <args> -n NS` against the host; what it prints, or its error.
+async fn karmadactl(args: &[&str]) -> Result<String, String> {
+    let kubeconfig = env().kubeconfig_path().display().to_string();
+    let mut all = vec![
+        "karmadactl".to_owned(),
+        "rollout".to_owned(),
+        format!("--kubeconfig={kubeconfig}"),
+        "--karmada-context=host".to_owned(),
+        format!("--namespace={NS}"),
+    ];
+    all.extend(args.iter().map(ToString::to_string));
+    karmadactl::run_output(all)
+        .await
+        .map_err(|e| format!("{e:#}"))
+}
+
 async fn create_objects(host: &Client) {
     let strategy = json!({
         "apiVersion": "apps.karmada-rs.io/v1alpha1", "kind": "RolloutStrategy",
@@ -223,7 +242,8 @@ async fn create_objects(host: &Client) {
         "spec": {
             "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}],
             "stages": [
-                {"name": "canary", "clusterNames": ["member1"]},
+                {"name": "canary", "clusterNames": ["member1"],
+                 "afterStageTasks": [{"type": "Approval"}]},
                 {"name": "early", "labelSelector": {"matchLabels": {"rollout-e2e/wave": "2"}}},
                 {"name": "rest", "clusterNames": ["member3"], "maxConcurrency": 1},
             ],
@@ -325,6 +345,17 @@ async fn a_revision_goes_stage_by_stage_halts_when_unhealthy_and_rolls_back() {
     if m3.state == RolloutState::Pending {
         assert_eq!(image3, "registry.example/web:v1", "{}", summary(&r));
     }
+    // The canary stage waits for an approval, given with karmadactl.
+    rollout_in(&host, PHASE_AWAITING_APPROVAL, &v1).await;
+    let status = karmadactl(&["status", "deployment/web"]).await.unwrap();
+    assert!(
+        status.contains("stage canary: Succeeded (AwaitingApproval)"),
+        "{status}"
+    );
+    assert!(status.contains("member3: Pending revision"), "{status}");
+    members_run(&[1, 2], "registry.example/web:v1", false, true).await;
+    let approved = karmadactl(&["approve", "deployment/web"]).await.unwrap();
+    assert_eq!(approved, "rollout web-deployment approved");
     let done = rollout_in(&host, PHASE_COMPLETED, &v1).await;
     let s = done.status_or_default();
     assert_eq!(s.stable_revision, v2, "{}", summary(&done));
@@ -366,14 +397,8 @@ async fn a_revision_goes_stage_by_stage_halts_when_unhealthy_and_rolls_back() {
     assert_eq!(halted_condition.0, "True");
 
     // Rollback: member1 returns to v2 and is Available again.
-    Api::<Rollout>::namespaced(host.clone(), NS)
-        .patch(
-            ROLLOUT,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"rollbackRevision": v3}})),
-        )
-        .await
-        .unwrap();
+    let rolled = karmadactl(&["rollback", ROLLOUT]).await.unwrap();
+    assert_eq!(rolled, "rollout web-deployment rolled back");
     let back = rollout_in(&host, PHASE_ROLLED_BACK, &v2).await;
     assert!(
         back.status_or_default()
