@@ -58,6 +58,45 @@ pub enum Command {
     /// Karmada control plane, please edit PropagationPolicy and OverridePolicy to propagate it.
     /// Example: `karmadactl promote deployment nginx -n default -C cluster1 -d`.
     Promote(PromoteArgs),
+    /// Read and steer the staged rollout of a workload (karmada-rs's own RolloutStrategy).
+    ///
+    /// Examples: `karmadactl rollout status deployment/web -n prod`; `karmadactl rollout approve
+    /// deployment/web -n prod`; `karmadactl rollout rollback deployment/web -n prod`.
+    Rollout(RolloutArgs),
+}
+
+/// `karmadactl rollout ACTION KIND/NAME -n NAMESPACE`.
+#[derive(Debug, Args, Clone)]
+pub struct RolloutArgs {
+    /// What to do.
+    #[arg(value_enum)]
+    pub action: RolloutAction,
+    /// The workload, `KIND/NAME` (e.g. `deployment/web`), or its Rollout's name.
+    pub target: String,
+    /// The workload's namespace (default `default`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// For `approve`: the stage to approve (default: the stage waiting).
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Control-plane connection.
+    #[command(flatten)]
+    pub control_plane: ControlPlaneArgs,
+}
+
+/// A `karmadactl rollout` action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RolloutAction {
+    /// Print the stages and clusters.
+    Status,
+    /// Approve the stage waiting for an approval.
+    Approve,
+    /// Give no further cluster the new revision.
+    Pause,
+    /// Carry on after a pause.
+    Resume,
+    /// Return every cluster to the stable revision.
+    Rollback,
 }
 
 /// `karmadactl promote <RESOURCE_TYPE> <RESOURCE_NAME> -n <NAME_SPACE> -C <CLUSTER_NAME>`.

@@ -21,6 +21,7 @@ pub mod interpret;
 mod join;
 mod promote;
 mod register;
+mod rollout;
 mod tabwriter;
 mod taint;
 mod token;
@@ -32,8 +33,8 @@ mod yaml;
 
 pub use cli::{
     Cli, Command, CompletionArgs, ControlPlaneArgs, CordonArgs, InterpretArgs, JoinArgs,
-    RegisterArgs, TaintArgs, TokenCommand, TokenCreateArgs, TokenDeleteArgs, TokenListArgs,
-    UnjoinArgs, UnregisterArgs, VersionArgs, VersionOutput,
+    RegisterArgs, RolloutAction, RolloutArgs, TaintArgs, TokenCommand, TokenCreateArgs,
+    TokenDeleteArgs, TokenListArgs, UnjoinArgs, UnregisterArgs, VersionArgs, VersionOutput,
 };
 pub use karmada_process::version::{INFO as VERSION_INFO, Info as VersionInfo};
 pub use register::{AGENT_RESTRICTION, RbacResources, agent_restriction, ensure_agent_restriction};
@@ -108,6 +109,7 @@ pub async fn output(cli: Cli) -> anyhow::Result<String> {
         Command::Version(a) => version::run(&a)?,
         Command::Interpret(a) => interpret::run(&a)?,
         Command::Promote(a) => promote::run(a).await?,
+        Command::Rollout(a) => rollout::run(a).await?,
         Command::Join(a) => join::run(a).await.map(|()| String::new())?,
         Command::Unjoin(a) => unjoin::run(a).await.map(|()| String::new())?,
         Command::Register(a) => register::run(a).await.map(|()| String::new())?,

@@ -32,6 +32,8 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::networking::v1alpha1::MultiClusterIngress::crd(),
         crate::multicluster::v1alpha1::ServiceExport::crd(),
         crate::multicluster::v1alpha1::ServiceImport::crd(),
+        crate::rollout::RolloutStrategy::crd(),
+        crate::rollout::Rollout::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -27,6 +27,7 @@ pub mod networking;
 pub mod policy;
 pub mod raw;
 pub mod remedy;
+pub mod rollout;
 pub mod well_known;
 pub mod work;
 

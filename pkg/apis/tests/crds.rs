@@ -270,6 +270,22 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &["Type", "IP", "Age"],
         ),
+        (
+            "rolloutstrategies.apps.karmada-rs.io",
+            "RolloutStrategy",
+            "Namespaced",
+            None,
+            false,
+            &[],
+        ),
+        (
+            "rollouts.apps.karmada-rs.io",
+            "Rollout",
+            "Namespaced",
+            None,
+            true,
+            &["Strategy", "Phase", "Stage", "Target", "Stable"],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
@@ -290,6 +306,8 @@ fn names_scopes_and_columns_match_karmada() {
             "WorkloadRebalancer",
             "ServiceExport",
             "ServiceImport",
+            "RolloutStrategy",
+            "Rollout",
         ]
         .contains(kind)
         {

@@ -13,7 +13,7 @@
 //! | `karmada-controllers-common` | none: the context, member clusters, Events, patches, the Work writer |
 //! | `karmada-controllers-cluster` | `cluster`, `clusterStatus`, `agentcsrapproving`, `unifiedAuth`, `remedy` |
 //! | `karmada-controllers-work` | `execution`, `workStatus` |
-//! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding`, `bindingStatus`, `namespace`, `workloadRebalancer` |
+//! | `karmada-controllers-propagation` | `detector`, `scheduler`, `binding` (with karmada-rs's own rollout controller beside it), `bindingStatus`, `namespace`, `workloadRebalancer` |
 //! | `karmada-controllers-autoscaling` | `federatedResourceQuotaSync`, `federatedResourceQuotaStatus`, `federatedResourceQuotaEnforcement`, `federatedHorizontalPodAutoscaler`, `cronFederatedHorizontalPodAutoscaler`, `hpaScaleTargetMarker`, `deploymentReplicasSyncer` |
 //! | `karmada-controllers-dependencies` | the dependencies distributor (no `--controllers` name, like the detector) |
 //! | `karmada-controllers-networking` | `serviceExport`, `endpointSlice`, `serviceImport`, `multiclusterservice`, `endpointsliceCollect`, `endpointsliceDispatch` |
@@ -43,7 +43,7 @@ pub use karmada_controllers_networking::{
     service_export, service_import,
 };
 pub use karmada_controllers_propagation::{
-    binding, binding_status, detector, namespace, scheduler, workload_rebalancer,
+    binding, binding_status, detector, namespace, rollout, scheduler, workload_rebalancer,
 };
 pub use karmada_controllers_work::{execution, work_status};
 

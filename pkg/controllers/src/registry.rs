@@ -28,7 +28,10 @@ pub fn implemented() -> Vec<(&'static str, StartFn)> {
             crate::endpointslice_dispatch::start_fn(),
         ),
         ("scheduler", crate::scheduler::start_fn()),
-        ("binding", crate::binding::start_fn()),
+        (
+            "binding",
+            crate::rollout::alongside(crate::binding::start_fn()),
+        ),
         ("execution", crate::execution::start_fn()),
         ("namespace", crate::namespace::start_fn()),
         ("workStatus", crate::work_status::start_fn()),

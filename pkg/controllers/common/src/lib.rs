@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod multicluster_service;
 pub mod patch;
 pub mod quota;
+pub mod rollout;
 pub mod taints;
 pub mod template;
 pub mod work;

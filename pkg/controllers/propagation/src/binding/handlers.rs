@@ -4,15 +4,17 @@
 use std::sync::Arc;
 
 use karmada_apis::policy::v1alpha1::ResourceSelector;
+use karmada_apis::rollout::Rollout;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use karmada_controllers_common::binding::BindingObject;
-use kube::Resource;
-use lariat::{HandlerResult, ObjectKey};
+use karmada_controllers_common::handlers::{register, shared_controller};
+use kube::{Resource, ResourceExt};
+use lariat::{HandlerResult, ObjectKey, SyncWait};
 
-use super::BindingController;
 use super::error::BindingError;
 use super::sync::Synced;
+use super::{BindingController, NAME};
 
 pub(super) fn memo_key<B: Resource<DynamicType = ()>>(key: &ObjectKey) -> String {
     format!("{}/{key}", B::kind(&()))
@@ -84,6 +86,43 @@ impl BindingController {
             }
         }
         tracing::debug!(policy_kind = kind, policy = %key, bindings = n, "override policy changed; requeued bindings");
+    }
+
+    /// When the control plane serves Rollouts: waits for their cache and re-syncs a binding
+    /// whenever its Rollout (same namespace and name) changes, since that may admit a cluster to
+    /// a new revision or roll one back.
+    pub(super) async fn watch_rollouts(&self) -> Result<(), karmada_controllers_common::BoxError> {
+        let inner = &self.inner;
+        if !karmada_controllers_common::rollout::rollouts_served(&inner.client).await {
+            return Ok(());
+        }
+        let rollouts = shared_controller::<Rollout>(&inner.ctx.control_plane)?;
+        register(
+            &rollouts,
+            NAME,
+            &inner.cancel,
+            self,
+            |this: Self, k: ObjectKey, _o: Option<Arc<Rollout>>| async move {
+                this.inner
+                    .forced
+                    .lock()
+                    .insert(memo_key::<ResourceBinding>(&k));
+                this.inner.rb.enqueue_key(k);
+                HandlerResult::Success
+            },
+        );
+        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
+        if let SyncWait::Synced = rollouts.wait_synced(&inner.cancel, timeout).await? {
+            let _ = inner.rollouts.set(rollouts);
+        }
+        Ok(())
+    }
+
+    /// The Rollout of binding `b`, if any (only ResourceBindings have one).
+    pub(super) fn rollout_of<B: BindingObject>(&self, b: &B) -> Option<Arc<Rollout>> {
+        let rollouts = self.inner.rollouts.get()?;
+        let namespace = b.namespace()?;
+        rollouts.store().get_named(Some(&namespace), &b.name_any())
     }
 
     pub(super) async fn handle_binding<B: BindingObject>(

@@ -48,10 +48,11 @@ mod sync;
 mod works;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use karmada_apis::policy::v1alpha1::ResourceSelector;
+use karmada_apis::rollout::Rollout;
 use karmada_apis::{
     Cluster, ClusterOverridePolicy, ClusterResourceBinding, OverridePolicy, ResourceBinding, Work,
 };
@@ -110,6 +111,9 @@ struct Inner {
     /// The resource selectors of each override policy as last seen (`Kind/key`), so a deleted
     /// policy still finds the bindings it affected.
     policy_selectors: Mutex<HashMap<String, Vec<ResourceSelector>>>,
+    /// The staged-rollout objects, when the control plane serves them (see
+    /// `karmada_controllers_common::rollout`): a Rollout holds its binding's clusters back.
+    rollouts: OnceLock<SharedController<Rollout>>,
     cancel: CancellationToken,
 }
 
@@ -160,6 +164,7 @@ impl BindingController {
                 forced: Mutex::new(HashSet::new()),
                 written: Mutex::new(HashMap::new()),
                 policy_selectors: Mutex::new(HashMap::new()),
+                rollouts: OnceLock::new(),
                 cancel,
             }),
         })
@@ -182,6 +187,7 @@ impl BindingController {
         let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
             return Ok(());
         };
+        self.watch_rollouts().await?;
         register(
             &inner.rb,
             NAME,

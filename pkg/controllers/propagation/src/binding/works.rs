@@ -16,6 +16,7 @@ use karmada_apis::work::v1alpha2::{
 use karmada_apis::{ClusterOverridePolicy, OverridePolicy};
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::failover::{FEATURE_STATEFUL_FAILOVER_INJECTION, labels_to_inject};
+use karmada_controllers_common::rollout::{self, Admission};
 use karmada_controllers_common::work::{
     WorkError, WorkOutcome, WorkTarget, create_or_update_work, set_annotation, set_label,
 };
@@ -230,8 +231,20 @@ impl BindingController {
         let cluster_store = self.inner.clusters.store();
         let works = self.inner.works.store();
         let mut tally = WorkTally::default();
+        let rollout = self.rollout_of(b);
+        let revision = rollout
+            .as_ref()
+            .map(|_| rollout::template_revision(template));
         for t in &targets {
-            let manifest = plan.manifest_for(&self.inner.interpreter, template, t)?;
+            let admitted = match &revision {
+                Some(r) => rollout::admission(rollout.as_deref(), &t.name, r, template),
+                None => Admission::Current,
+            };
+            let (source, rendered) = match &admitted {
+                Admission::Current => (template, revision.clone()),
+                Admission::Stable(stable) => (stable, Some(rollout::template_revision(stable))),
+            };
+            let manifest = plan.manifest_for(&self.inner.interpreter, source, t)?;
             let Some(cluster) = cluster_store.get_named(None, &t.name) else {
                 tally.errors.push(format!("cluster {} not found", t.name));
                 continue;
@@ -247,7 +260,12 @@ impl BindingController {
                     continue;
                 }
             };
-            let (target, manifest) = plan.work_for(spec, t, &overridden);
+            let (mut target, manifest) = plan.work_for(spec, t, &overridden);
+            if let Some(r) = rendered {
+                target
+                    .annotations
+                    .insert(rollout::REVISION_ANNOTATION.to_owned(), r);
+            }
             self.inner
                 .written
                 .lock()
