@@ -32,6 +32,8 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::networking::v1alpha1::MultiClusterIngress::crd(),
         crate::multicluster::v1alpha1::ServiceExport::crd(),
         crate::multicluster::v1alpha1::ServiceImport::crd(),
+        crate::policy_rs::v1alpha1::DriftPolicy::crd(),
+        crate::policy_rs::v1alpha1::ClusterDriftPolicy::crd(),
     ]
     .into_iter()
     .map(tidy)

@@ -270,6 +270,23 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &["Type", "IP", "Age"],
         ),
+        // karmada-rs's own kinds.
+        (
+            "driftpolicies.policy.karmada-rs.io",
+            "DriftPolicy",
+            "Namespaced",
+            Some("dp"),
+            false,
+            &["DRIFT", "TAKEOVER", "AGE"],
+        ),
+        (
+            "clusterdriftpolicies.policy.karmada-rs.io",
+            "ClusterDriftPolicy",
+            "Cluster",
+            Some("cdp"),
+            false,
+            &["DRIFT", "TAKEOVER", "AGE"],
+        ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());
     for (name, kind, scope, short, status, cols) in expect {
