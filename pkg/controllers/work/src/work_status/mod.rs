@@ -172,6 +172,10 @@ struct Inner {
     /// shows (a member watch that lags) must not bounce the Work between the two controllers at
     /// full speed.
     drifts: Mutex<HashMap<String, report::ObjectDrift>>,
+    /// Works (`namespace/name`) this process reported a drift of whose `Drifted` condition has
+    /// not been set back to False yet: a drift repaired before its True condition could be written
+    /// still ends with `NoDrift`.
+    drifted_works: Mutex<std::collections::HashSet<String>>,
     /// The drift policies (set when the controller runs; none until then).
     policies: std::sync::OnceLock<DriftPolicies>,
     recorder: EventRecorder,
@@ -210,6 +214,7 @@ impl WorkStatusController {
                 works,
                 registering: Mutex::new(()),
                 drifts: Mutex::default(),
+                drifted_works: Mutex::default(),
                 policies: std::sync::OnceLock::new(),
                 recorder,
                 cancel,

@@ -101,6 +101,11 @@ impl WorkStatusController {
             },
         );
         drift::count_drift(cluster, &gvk.kind);
+        self.inner.drifted_works.lock().insert(format!(
+            "{}/{}",
+            work.namespace().unwrap_or_default(),
+            work.name_any()
+        ));
         let message = format!(
             "{} {key} in cluster {cluster} differs from its manifest at {fields}; {action}",
             gvk.kind
@@ -154,8 +159,8 @@ impl WorkStatusController {
 
     /// Writes the Work's `Drifted` condition when it differs from what the Work's member objects
     /// show: True with their summaries while one differs, False/`NoDrift` once none does (only on
-    /// a Work that has the condition). Guarded by the cached Work's resourceVersion: on a conflict
-    /// nothing is written, and the Work's newer version brings this back.
+    /// a Work that has the condition or drifted). Guarded by the cached Work's resourceVersion: on
+    /// a conflict nothing is written, and the Work's newer version brings this back.
     pub(super) async fn sync_drifted_condition(
         &self,
         work: &Work,
@@ -182,7 +187,11 @@ impl WorkStatusController {
             .as_ref()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        let had = current.iter().any(|c| c.type_ == CONDITION_DRIFTED);
+        let namespace = work.namespace().unwrap_or_default();
+        let name = work.name_any();
+        let work_key = format!("{namespace}/{name}");
+        let had = current.iter().any(|c| c.type_ == CONDITION_DRIFTED)
+            || self.inner.drifted_works.lock().contains(&work_key);
         let wanted = if summaries.is_empty() {
             if !had {
                 return Ok(());
@@ -201,12 +210,14 @@ impl WorkStatusController {
                 &summaries.join("; "),
             )
         };
+        let clearing = summaries.is_empty();
         let mut conditions = current;
         if !set_status_condition(&mut conditions, wanted) {
+            if clearing {
+                self.inner.drifted_works.lock().remove(&work_key);
+            }
             return Ok(());
         }
-        let namespace = work.namespace().unwrap_or_default();
-        let name = work.name_any();
         let patch = json!({
             "metadata": {"resourceVersion": work.resource_version()},
             "status": {"conditions": conditions},
@@ -216,18 +227,19 @@ impl WorkStatusController {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
+            // The Work is forgotten only once its cached version says False (above): the
+            // execution controller's condition writes, computed from a cache that may not show
+            // this one yet, can drop it, and it is then written again.
             Ok(_) => Ok(()),
-            Err(e) if is_conflict(&e) || is_not_found(&e) => {
+            Err(e) if is_not_found(&e) => {
+                self.inner.drifted_works.lock().remove(&work_key);
+                Ok(())
+            }
+            Err(e) if is_conflict(&e) => {
                 tracing::debug!(work = %name, "Drifted condition not written: the Work changed");
                 Ok(())
             }
-            Err(source) => Err(ApiError::new(
-                "update status of",
-                "Work",
-                format!("{namespace}/{name}"),
-                source,
-            )
-            .into()),
+            Err(source) => Err(ApiError::new("update status of", "Work", work_key, source).into()),
         }
     }
 }
