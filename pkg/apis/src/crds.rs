@@ -34,6 +34,8 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         crate::multicluster::v1alpha1::ServiceImport::crd(),
         crate::rollout::RolloutStrategy::crd(),
         crate::rollout::Rollout::crd(),
+        crate::policy_rs::v1alpha1::DriftPolicy::crd(),
+        crate::policy_rs::v1alpha1::ClusterDriftPolicy::crd(),
     ]
     .into_iter()
     .map(tidy)

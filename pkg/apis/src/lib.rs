@@ -25,6 +25,7 @@ pub mod multicluster;
 pub mod names;
 pub mod networking;
 pub mod policy;
+pub mod policy_rs;
 pub mod raw;
 pub mod remedy;
 pub mod rollout;

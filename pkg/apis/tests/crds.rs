@@ -270,6 +270,7 @@ fn names_scopes_and_columns_match_karmada() {
             true,
             &["Type", "IP", "Age"],
         ),
+        // karmada-rs's own kinds.
         (
             "rolloutstrategies.apps.karmada-rs.io",
             "RolloutStrategy",
@@ -285,6 +286,22 @@ fn names_scopes_and_columns_match_karmada() {
             None,
             true,
             &["Strategy", "Phase", "Stage", "Target", "Stable"],
+        ),
+        (
+            "driftpolicies.policy.karmada-rs.io",
+            "DriftPolicy",
+            "Namespaced",
+            Some("dp"),
+            false,
+            &["DRIFT", "TAKEOVER", "AGE"],
+        ),
+        (
+            "clusterdriftpolicies.policy.karmada-rs.io",
+            "ClusterDriftPolicy",
+            "Cluster",
+            Some("cdp"),
+            false,
+            &["DRIFT", "TAKEOVER", "AGE"],
         ),
     ];
     assert_eq!(karmada_apis::crds::all().len(), expect.len());

@@ -12,6 +12,8 @@ pub mod binding;
 pub mod collected_slices;
 pub mod conditions;
 pub mod context;
+pub mod drift;
+pub mod drift_policy;
 pub mod error;
 pub mod failover;
 pub mod handlers;

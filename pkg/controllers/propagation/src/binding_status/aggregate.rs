@@ -158,7 +158,80 @@ pub(super) fn never_aggregated<B: StatusBinding>(binding: &B) -> bool {
     })
 }
 
+/// The binding's additive `Drifted` condition (karmada-rs's own) from the clusters whose Work says
+/// `Drifted=True`: True naming them, False/`NoDrift` once none does (only when the binding has the
+/// condition: a binding that never drifted gets none). `None`: nothing to set.
+pub fn drifted_condition(
+    current: &[Condition],
+    drifted_clusters: &[String],
+    now: Time,
+) -> Option<Condition> {
+    use karmada_controllers_common::drift::{
+        CONDITION_DRIFTED, REASON_DRIFT_DETECTED, REASON_NO_DRIFT,
+    };
+    let (status, reason, message) = if drifted_clusters.is_empty() {
+        find_status_condition(current, CONDITION_DRIFTED)?;
+        (
+            "False",
+            REASON_NO_DRIFT,
+            "No member cluster reports drift.".to_owned(),
+        )
+    } else {
+        (
+            "True",
+            REASON_DRIFT_DETECTED,
+            format!(
+                "Member objects differ from their manifests in clusters: {}.",
+                drifted_clusters.join(", ")
+            ),
+        )
+    };
+    Some(Condition {
+        type_: CONDITION_DRIFTED.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        observed_generation: None,
+        last_transition_time: now,
+    })
+}
+
 impl BindingStatusController {
+    /// The clusters (sorted) whose Work of `binding` has `Drifted=True`.
+    pub(super) fn drifted_clusters<B: StatusBinding>(&self, binding: &B) -> Vec<String> {
+        use karmada_controllers_common::drift::CONDITION_DRIFTED;
+        let id = binding
+            .meta()
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(B::ID_LABEL))
+            .cloned()
+            .unwrap_or_default();
+        if id.is_empty() {
+            return Vec::new();
+        }
+        let mut clusters: Vec<String> = self
+            .work_store()
+            .by_index(&label_index_name(B::ID_LABEL), &id)
+            .iter()
+            .filter(|w| w.metadata.deletion_timestamp.is_none())
+            .filter(|w| {
+                w.status.as_ref().is_some_and(|s| {
+                    find_status_condition(&s.conditions, CONDITION_DRIFTED)
+                        .is_some_and(|c| c.status == "True")
+                })
+            })
+            .filter_map(|w| {
+                names::cluster_name(&w.namespace().unwrap_or_default())
+                    .ok()
+                    .map(str::to_owned)
+            })
+            .collect();
+        clusters.sort();
+        clusters.dedup();
+        clusters
+    }
+
     pub(super) fn binding_name<B: StatusBinding>(b: &B) -> String {
         format!(
             "{} {}",

@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use kube::api::PostParams;
 use lariat::events::EventType;
 
-use super::aggregate::{fully_applied_condition, now};
+use super::aggregate::{drifted_condition, fully_applied_condition, now};
 use super::error::BindingStatusError;
 use super::{BindingStatusController, StatusBinding};
 
@@ -28,6 +28,7 @@ impl BindingStatusController {
         let kind = B::kind(&()).into_owned();
         let key = names::namespaced_key(&namespace, &name);
         let api = B::api(self.inner.client.clone(), &namespace);
+        let drifted = self.drifted_clusters(cached);
         let mut current = cached.clone();
         let mut retry = ConflictRetry::new(DEFAULT_RETRY);
         while retry.next().await {
@@ -36,6 +37,9 @@ impl BindingStatusController {
             new.aggregated_status = items.to_vec();
             let cond = fully_applied_condition(current.binding_spec(), items, now());
             set_condition(&mut new.conditions, cond);
+            if let Some(cond) = drifted_condition(&new.conditions, &drifted, now()) {
+                set_condition(&mut new.conditions, cond);
+            }
             if new == old {
                 tracing::debug!(binding = %key, kind, "aggregated status up to date");
                 return Ok(());

@@ -219,3 +219,26 @@ fn condition_transition_time_only_moves_with_status() {
     );
     assert_eq!(conditions[0].last_transition_time, later);
 }
+
+#[test]
+fn drifted_condition_names_the_clusters_and_clears() {
+    use super::aggregate::drifted_condition;
+    // A binding that never drifted gets no condition.
+    assert!(drifted_condition(&[], &[], t0()).is_none());
+    let drifted =
+        drifted_condition(&[], &["member1".into(), "member2".into()], t0()).expect("condition");
+    assert_eq!(
+        (drifted.status.as_str(), drifted.reason.as_str()),
+        ("True", "DriftDetected")
+    );
+    assert!(
+        drifted.message.contains("member1, member2"),
+        "{}",
+        drifted.message
+    );
+    let cleared = drifted_condition(&[drifted], &[], t0()).expect("condition");
+    assert_eq!(
+        (cleared.status.as_str(), cleared.reason.as_str()),
+        ("False", "NoDrift")
+    );
+}

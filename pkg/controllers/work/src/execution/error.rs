@@ -32,6 +32,23 @@ pub enum ApplyError {
         /// Member cluster.
         cluster: String,
     },
+    /// The object exists in the member, is not managed, and a DriftPolicy's `takeover` says not
+    /// to take it over.
+    #[error(
+        "resource(kind={kind}, {namespace}/{name}) already exists in the cluster {cluster} and is not taken over: {reason}"
+    )]
+    NotTakenOver {
+        /// Kind.
+        kind: String,
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Member cluster.
+        cluster: String,
+        /// Which policy said so, and for `IfNoDiff` where the object differs.
+        reason: String,
+    },
     /// The object belongs to another Work (see [`ownership`]).
     #[error(
         "resource(kind={kind}, {namespace}/{name}) in the cluster {cluster} belongs to Work {owner}; Karmada will not update it"

@@ -26,6 +26,16 @@
 //!   per resync (the server decides whether anything changed) and stores `managedFields` entries
 //!   on every object.
 //!
+//! # Drift policies (karmada-rs's own)
+//!
+//! A DriftPolicy or ClusterDriftPolicy (`policy.karmada-rs.io`) covering a manifest changes two
+//! decisions ([`apply`]): with `takeover` set, whether an object that exists in the member without
+//! being managed is taken over (`Always`, `IfNoDiff`: only when it already matches, `Never`)
+//! instead of `conflictResolution`; with `drift: ReportOnly`, a managed object that differs from
+//! its manifest is written only when the manifest changed since it was last written (the hash of
+//! the manifest is kept in the object's `policy.karmada-rs.io/manifest-hash` annotation). Without
+//! a covering policy nothing differs from Karmada's behaviour.
+//!
 //! # Member reads
 //!
 //! Member objects are read from the member's shared, label-filtered caches
@@ -84,6 +94,7 @@ use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::drift_policy::DriftPolicies;
 use karmada_controllers_common::handlers::{register, start_fn_of};
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -110,6 +121,8 @@ struct Inner {
     queues: MemberQueues,
     /// Status writes the Work cache has not caught up with yet.
     written: WrittenStatuses,
+    /// The drift policies (set when the controller runs; none until then).
+    policies: std::sync::OnceLock<DriftPolicies>,
     cancel: CancellationToken,
 }
 
@@ -165,6 +178,7 @@ impl ExecutionController {
                 ready: Mutex::new(HashMap::new()),
                 queues,
                 written: WrittenStatuses::default(),
+                policies: std::sync::OnceLock::new(),
                 cancel,
             }
         });
@@ -182,6 +196,16 @@ impl ExecutionController {
         // comes in re-queues the Works that found it not connected yet, instead of leaving them
         // to their backoff.
         let mut events = inner.ctx.members.subscribe();
+        let policies = DriftPolicies::start(&inner.ctx.control_plane, &inner.cancel, timeout).await;
+        // A policy change may change what a Work's objects should get (repair, takeover): every
+        // Work is looked at again, at low priority (an up-to-date object costs no request).
+        let this = self.clone();
+        policies.on_change(NAME, &inner.cancel, move || {
+            for name in this.inner.ctx.members.registry().names() {
+                this.enqueue_cluster(&name);
+            }
+        });
+        let _ = inner.policies.set(policies);
         register(
             &inner.clusters,
             NAME,

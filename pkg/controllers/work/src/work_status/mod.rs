@@ -12,17 +12,20 @@
 //!   annotations, reflects its status and judges its health with the interpreter, and writes
 //!   `status.manifestStatuses` through the status subresource only when it changed (retrying on
 //!   conflicts with a fresh read);
-//! - drift: when a member object no longer matches its Work's manifest (see [`drift`]), or was
-//!   deleted while its Work still wants it, the Work is re-queued on the shared Work controller so
-//!   the execution controller puts the object back. Changes that keep the object matching its
-//!   manifest (our own updates, member-side defaults, status) re-queue nothing.
+//! - drift: when a member object no longer matches its Work's manifest (see
+//!   [`karmada_controllers_common::drift`]), or was deleted while its Work still wants it, the Work
+//!   is re-queued on the shared Work controller so the execution controller puts the object back
+//!   (or, under a `ReportOnly` DriftPolicy, leaves it). Changes that keep the object matching its
+//!   manifest (our own updates, member-side defaults, status) re-queue nothing. Drift is reported
+//!   ([`report`], karmada-rs's own): a Warning Event and a counter per drifted object version, and
+//!   the Work's `Drifted` condition.
 //!
 //! Deliberate differences from Karmada: a Work is served when its member is connected (the
 //! clusterStatus and cluster controllers connect and disconnect members by the Cluster's health)
 //! instead of re-reading the Cluster's Ready condition; a Work with several manifests keeps one entry per manifest (sorted by ordinal)
 //! instead of only the latest one.
 
-pub mod drift;
+mod report;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,11 +40,14 @@ use karmada_apis::work::v1alpha1::ManifestStatus;
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use lariat::events::EventRecorder;
 use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use karmada_controllers_common::drift;
+use karmada_controllers_common::drift_policy::DriftPolicies;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{
     register, serve_with_resync, shared_controller, start_fn_of,
@@ -161,10 +167,18 @@ struct Inner {
     /// Serialises "is the member handler registered? register it" per process.
     registering: Mutex<()>,
     /// Per drifted member object (cluster/kind/namespace/name), the resourceVersion whose drift
-    /// last re-queued its Work. Each version re-queues once: execution compares with a fresh
-    /// read when its cache differs, so a drift only the cache shows (a member watch that lags)
-    /// must not bounce the Work between the two controllers at full speed.
-    drift_requeued: Mutex<HashMap<String, String>>,
+    /// was last reported and re-queued its Work, with the report. Each version re-queues once:
+    /// execution compares with a fresh read when its cache differs, so a drift only the cache
+    /// shows (a member watch that lags) must not bounce the Work between the two controllers at
+    /// full speed.
+    drifts: Mutex<HashMap<String, report::ObjectDrift>>,
+    /// Works (`namespace/name`) this process reported a drift of whose `Drifted` condition has
+    /// not been set back to False yet: a drift repaired before its True condition could be written
+    /// still ends with `NoDrift`.
+    drifted_works: Mutex<std::collections::HashSet<String>>,
+    /// The drift policies (set when the controller runs; none until then).
+    policies: std::sync::OnceLock<DriftPolicies>,
+    recorder: EventRecorder,
     cancel: CancellationToken,
 }
 
@@ -191,6 +205,7 @@ impl WorkStatusController {
         let works = shared_controller::<Work>(cp)?;
         work_index::index_manifests(&works.store());
         let cancel = ctx.cancel.child_token();
+        let recorder = ctx.events.recorder(WORK_HANDLER);
         Ok(WorkStatusController {
             inner: Arc::new(Inner {
                 ctx,
@@ -198,7 +213,10 @@ impl WorkStatusController {
                 interpreter,
                 works,
                 registering: Mutex::new(()),
-                drift_requeued: Mutex::default(),
+                drifts: Mutex::default(),
+                drifted_works: Mutex::default(),
+                policies: std::sync::OnceLock::new(),
+                recorder,
                 cancel,
             }),
         })
@@ -208,6 +226,13 @@ impl WorkStatusController {
     /// the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
+        let policies = DriftPolicies::start(
+            &inner.ctx.control_plane,
+            &inner.cancel,
+            inner.ctx.settings.cluster_cache_sync_timeout,
+        )
+        .await;
+        let _ = inner.policies.set(policies);
         register(
             &inner.works,
             WORK_HANDLER,
@@ -381,10 +406,7 @@ impl WorkStatusController {
     /// execution controller creates it again. The Work is found by Karmada's naming rule, as the
     /// deleted object's annotations are gone with it.
     fn handle_member_deleted(&self, cluster: &str, gvk: &GroupVersionKind, key: &ObjectKey) {
-        self.inner
-            .drift_requeued
-            .lock()
-            .remove(&drift_key(cluster, gvk, key));
+        self.forget_drift(&drift_key(cluster, gvk, key));
         let ns = key.namespace().unwrap_or_default();
         let work_ns = names::execution_space_name(cluster);
         let work_name = names::work_name(&gvk.kind, key.name(), ns);
@@ -450,24 +472,43 @@ impl WorkStatusController {
             });
         };
 
-        let drifted_at = work
+        let manifest = work
             .spec
             .workload
             .manifests
             .get(ordinal)
             .filter(|_| !is_suspended(&work))
-            .and_then(|m| m.to_value().ok())
-            .and_then(|m| drift::drifted_at(&self.inner.interpreter, &m, &observed));
+            .and_then(|m| m.to_value().ok());
+        let paths = manifest
+            .as_ref()
+            .map(|m| drift::drifted_at(&self.inner.interpreter, m, &observed))
+            .unwrap_or_default();
         let version = obj.metadata.resource_version.as_deref().unwrap_or_default();
-        if self.first_drift_of_version(drift_key(cluster, gvk, key), version, drifted_at.is_some())
-        {
-            tracing::info!(
-                cluster, kind = %gvk.kind, object = %key, work = %work_key,
-                field = drifted_at.as_deref().unwrap_or_default(),
-                "member object differs from its manifest; re-queuing its Work"
-            );
-            self.inner.works.enqueue(Some(work_ns), work_name);
+        if paths.is_empty() {
+            self.forget_drift(&drift_key(cluster, gvk, key));
+        } else {
+            let decision = manifest
+                .as_ref()
+                .and_then(|m| self.inner.policies.get().and_then(|p| p.decide(m)));
+            let first = self
+                .report_drift(
+                    cluster,
+                    gvk,
+                    (key, version),
+                    &work,
+                    (&paths, decision.as_ref()),
+                )
+                .await;
+            if first {
+                tracing::info!(
+                    cluster, kind = %gvk.kind, object = %key, work = %work_key,
+                    field = %paths[0],
+                    "member object differs from its manifest; re-queuing its Work"
+                );
+                self.inner.works.enqueue(Some(work_ns), work_name);
+            }
         }
+        self.sync_drifted_condition(&work, cluster).await?;
 
         let new = manifest_status(&self.inner.interpreter, &observed, ordinal, gvk).map_err(
             |source| WorkStatusError::Reflect {
@@ -478,17 +519,6 @@ impl WorkStatusController {
             },
         )?;
         self.write_manifest_status(&work, new).await
-    }
-
-    /// Whether a drift of member object `object` (cluster/kind/namespace/name) seen at
-    /// `version` should re-queue its Work: once per version. A match (`drifted` false) forgets it.
-    fn first_drift_of_version(&self, object: String, version: &str, drifted: bool) -> bool {
-        let mut requeued = self.inner.drift_requeued.lock();
-        if !drifted {
-            requeued.remove(&object);
-            return false;
-        }
-        requeued.insert(object, version.to_owned()).as_deref() != Some(version)
     }
 
     /// Writes `new` into the Work's `status.manifestStatuses` when it differs, through the status
