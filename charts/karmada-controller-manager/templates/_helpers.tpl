@@ -170,3 +170,8 @@ true
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The PromQL label matcher that selects this release's metrics in the dashboard and alerts. */}}
+{{- define "kcm.monitoringSelector" -}}
+{{- .Values.monitoring.selector | default (printf "job=\"%s-metrics\"" (include "kcm.fullname" .)) -}}
+{{- end -}}
