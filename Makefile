@@ -18,7 +18,7 @@ build: ## Build every binary (debug).
 	$(CARGO) build --workspace --bins
 
 .PHONY: test-binaries
-test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, metrics-server, test-proxy) from their Go modules, once; cached.
+test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, metrics-server, test-proxy, promtool) from their Go modules, once; cached.
 	hack/build-test-binaries.sh >/dev/null
 
 .PHONY: karmada-binaries

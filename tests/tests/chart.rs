@@ -524,6 +524,16 @@ async fn helm_template_passes_server_side_dry_run() {
         true,
     )
     .await;
+    // And the PrometheusRule kind, for the optional alerts.
+    install_minimal_crd(
+        &client,
+        "monitoring.coreos.com",
+        "v1",
+        "PrometheusRule",
+        "prometheusrules",
+        true,
+    )
+    .await;
     let ns = fresh_namespace(&client, "chart-dry").await;
     let chart = chart_dir().display().to_string();
     let kubeconfig = host_kubeconfig();
@@ -538,6 +548,12 @@ async fn helm_template_passes_server_side_dry_run() {
             "metrics.serviceMonitor.enabled=true",
             "--set",
             "featureGates.PropagateDeps=true",
+            "--set",
+            "monitoring.grafanaDashboard.enabled=true",
+            "--set",
+            "monitoring.prometheusRule.enabled=true",
+            "--set",
+            "profiling.enabled=true",
         ],
         vec![
             "--set",
@@ -546,6 +562,8 @@ async fn helm_template_passes_server_side_dry_run() {
             "leaderElection.enabled=false",
             "--set",
             "replicaCount=1",
+            "--set",
+            "profiling.enabled=true",
         ],
     ] {
         let mut args = vec!["template", "dry", &chart, "-n", &ns, "--include-crds"];

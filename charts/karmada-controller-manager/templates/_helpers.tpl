@@ -70,6 +70,10 @@ The controller-manager's arguments. The chart tests run the binary with exactly 
 - --leader-elect-retry-period={{ .Values.leaderElection.retryPeriod }}
 - --metrics-bind-address=$(POD_IP):{{ .Values.metrics.port | int }}
 - --health-probe-bind-address=$(POD_IP):{{ .Values.healthProbe.port | int }}
+{{- if .Values.profiling.enabled }}
+- --enable-pprof=true
+- --profiling-bind-address=127.0.0.1:{{ .Values.profiling.port | int }}
+{{- end }}
 {{- with .Values.controllers }}
 - --controllers={{ join "," . }}
 {{- end }}
@@ -165,4 +169,9 @@ true
 true
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The PromQL label matcher that selects this release's metrics in the dashboard and alerts. */}}
+{{- define "kcm.monitoringSelector" -}}
+{{- .Values.monitoring.selector | default (printf "job=\"%s-metrics\"" (include "kcm.fullname" .)) -}}
 {{- end -}}

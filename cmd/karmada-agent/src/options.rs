@@ -259,6 +259,8 @@ pub struct Options {
     pub metrics_bind_address: BindAddress,
     /// `--health-probe-bind-address`.
     pub health_probe_bind_address: BindAddress,
+    /// Where profiles are served: `--profiling-bind-address` with `--enable-pprof`, else disabled.
+    pub profiling_bind_address: BindAddress,
     /// `--enable-cluster-resource-modeling`.
     pub enable_cluster_resource_modeling: bool,
     /// `--feature-gates`.
@@ -383,9 +385,7 @@ impl Cli {
             &g.shared.enable_cluster_resource_modeling,
         );
         let rate_limiter = g.shared.check_rate_limiter(&mut c);
-        if g.shared.check_profiling(&mut c) {
-            warnings.push("--enable-pprof has no effect: profiling is not available".to_owned());
-        }
+        let profiling_bind_address = g.shared.check_profiling(&mut c);
         let defaults = CertRotationSettings::default();
         let checking_interval = c.positive_duration(
             "cert-rotation-checking-interval",
@@ -447,6 +447,7 @@ impl Cli {
             rate_limiter,
             metrics_bind_address,
             health_probe_bind_address,
+            profiling_bind_address,
             enable_cluster_resource_modeling,
             feature_gates,
             verbosity: logs.verbosity,

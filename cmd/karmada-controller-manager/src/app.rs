@@ -92,6 +92,11 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         renew_deadline: opts.leader_election.renew_deadline,
         retry_period: opts.leader_election.retry_period,
     });
+    // Karmada starts its profiling server before anything else, and exits when it cannot bind.
+    let _profiling =
+        karmada_process::profiling::serve(&opts.profiling_bind_address, shutdown.clone())
+            .await
+            .context("cannot start the profiling server")?;
     let manager = Manager::serve(
         ManagerConfig {
             leader_election,

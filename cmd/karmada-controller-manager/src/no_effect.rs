@@ -30,9 +30,6 @@ pub const FLAGS: &[&str] = &[
     "skip-log-headers",
     "stderrthreshold",
     "vmodule",
-    // Profiling.
-    "enable-pprof",
-    "profiling-bind-address",
     // Cache resyncs.
     "resync-period",
     // FederatedHPA: accepted by Karmada too, and used by none of its controllers.

@@ -490,6 +490,8 @@ pub struct Options {
     pub metrics_bind_address: BindAddress,
     /// Probe address (after applying the deprecated `--bind-address`/`--secure-port`).
     pub health_probe_bind_address: BindAddress,
+    /// Where profiles are served: `--profiling-bind-address` with `--enable-pprof`, else disabled.
+    pub profiling_bind_address: BindAddress,
     /// `--cluster-status-update-frequency`.
     pub cluster_status_update_frequency: Duration,
     /// `--cluster-success-threshold`.
@@ -600,7 +602,7 @@ impl Cli {
         let concurrency = check_concurrency(&mut c, g);
         let eviction = check_eviction(&mut c, g);
         let rate_limiter = g.shared.check_rate_limiter(&mut c);
-        g.shared.check_profiling(&mut c);
+        let profiling_bind_address = g.shared.check_profiling(&mut c);
         let hpa = check_hpa(&mut c, g);
         let federated_resource_quota_sync_period = c.positive_duration(
             "federated-resource-quota-sync-period",
@@ -621,6 +623,7 @@ impl Cli {
             leader_election,
             metrics_bind_address: servers.metrics,
             health_probe_bind_address: servers.health_probe,
+            profiling_bind_address,
             cluster_status_update_frequency: health.status_update_frequency,
             cluster_success_threshold: health.success_threshold,
             cluster_failure_threshold: health.failure_threshold,

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use clap::Args;
-use lariat::runtime::GoDuration;
 use lariat::runtime::features::FeatureGates;
+use lariat::runtime::{BindAddress, GoDuration};
 
 use crate::features::KARMADA_FEATURES;
 use crate::flags::{Checker, LeaderElectFlags, LeaderElectionOptions, check_leader_election};
@@ -190,10 +190,10 @@ pub struct SharedFlags {
         allow_hyphen_values = true
     )]
     pub rate_limiter_bucket_size: String,
-    /// Serve profiling data under /debug/pprof/ (accepted for compatibility, no effect: not available).
+    /// Serve CPU and heap profiles under /debug/pprof/ (read them with `go tool pprof`).
     #[arg(long = "enable-pprof", value_name = "bool", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub enable_pprof: String,
-    /// Address for profiling, with --enable-pprof (no effect).
+    /// The TCP address of the profiling server, with --enable-pprof (e.g. 127.0.0.1:6060, :6060).
     #[arg(
         long = "profiling-bind-address",
         value_name = "address",
@@ -346,14 +346,16 @@ impl SharedFlags {
         }
     }
 
-    /// `--enable-pprof` and `--profiling-bind-address` (`0` turns profiling off); syntax only.
-    /// Returns whether profiling was asked for.
-    pub fn check_profiling(&self, c: &mut Checker) -> bool {
+    /// `--enable-pprof` and `--profiling-bind-address` (`0` turns profiling off): where to serve
+    /// profiles ([`crate::profiling::serve`]), [`BindAddress::Disabled`] unless both ask for it.
+    pub fn check_profiling(&self, c: &mut Checker) -> BindAddress {
         let enabled = c.boolean("enable-pprof", &self.enable_pprof);
-        if self.profiling_bind_address != "0" {
-            c.address("profiling-bind-address", &self.profiling_bind_address);
+        let address = c.address("profiling-bind-address", &self.profiling_bind_address);
+        if enabled {
+            address
+        } else {
+            BindAddress::Disabled
         }
-        enabled
     }
 
     /// `--feature-gates`, against Karmada's known gates; one problem per bad entry.
