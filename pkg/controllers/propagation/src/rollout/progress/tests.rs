@@ -212,3 +212,33 @@ fn membership_follows_the_binding_and_a_revert_completes() {
     assert_eq!(back.target_revision, "v1");
     assert!(back.clusters.iter().all(|c| c.revision == "v1"));
 }
+
+#[test]
+fn a_pause_holds_new_clusters_and_a_timed_wait_delays_the_next_stage() {
+    let mut strategy = strategy(false);
+    strategy.stages[0].after_stage_tasks = vec![AfterStageTask {
+        type_: TASK_TIMED_WAIT.into(),
+        wait_seconds: Some(30),
+    }];
+    let mut spec = RolloutSpec::default();
+    let st = started(&strategy, &spec);
+    // Paused: member1 (already updating) carries on, member2 is not admitted.
+    spec.paused = true;
+    let st = step(&spec, &strategy, &st, &obs("v2", 2, &["m1"], &[])).status;
+    let st = step(&spec, &strategy, &st, &obs("v2", 12, &["m1"], &[])).status;
+    assert_eq!(cluster(&st, "m1").state, RolloutState::Succeeded);
+    // The canary stage succeeded at 12; its wait runs to 42 whether paused or not.
+    spec.paused = false;
+    let waiting = step(&spec, &strategy, &st, &obs("v2", 20, &["m1"], &[]));
+    assert_eq!(cluster(&waiting.status, "m2").state, RolloutState::Pending);
+    assert_eq!(waiting.status.stages[0].reason, TASK_TIMED_WAIT);
+    assert_eq!(waiting.requeue, Some(Duration::from_secs(22)));
+    let st = step(
+        &spec,
+        &strategy,
+        &waiting.status,
+        &obs("v2", 42, &["m1"], &[]),
+    )
+    .status;
+    assert_eq!(cluster(&st, "m2").state, RolloutState::Progressing);
+}
