@@ -575,10 +575,6 @@ fn deployments() -> Value {
     json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}])
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one scenario, read top to bottom: its steps share the objects it creates"
-)]
 fn drift_policy(name: &str, spec: Value) -> Value {
     json!({
         "apiVersion": "policy.karmada-rs.io/v1alpha1",
@@ -588,6 +584,10 @@ fn drift_policy(name: &str, spec: Value) -> Value {
     })
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: its steps share the objects it creates"
+)]
 fn invalid_objects() -> Vec<Invalid> {
     vec![
         Invalid {
