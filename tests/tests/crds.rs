@@ -284,6 +284,16 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<ClusterResourceBinding>(&client, None, &file, doc).await;
                 (ApiResource::erase::<ClusterResourceBinding>(&()), None)
             }
+            "DriftPolicy" => {
+                type K = karmada_apis::policy_rs::v1alpha1::DriftPolicy;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
+            "ClusterDriftPolicy" => {
+                type K = karmada_apis::policy_rs::v1alpha1::ClusterDriftPolicy;
+                create_sample::<K>(&client, None, &file, doc).await;
+                (ApiResource::erase::<K>(&()), None)
+            }
             "ResourceInterpreterWebhookConfiguration" => {
                 type K = karmada_apis::config::v1alpha1::ResourceInterpreterWebhookConfiguration;
                 create_sample::<K>(&client, None, &file, doc).await;
@@ -405,6 +415,13 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     );
     assert!(cell("Cluster", "member1", "ZONES").0.contains("eu-west-1a"));
 
+    assert_eq!(columns("DriftPolicy"), ["Name", "DRIFT", "TAKEOVER", "AGE"]);
+    assert_eq!(cell("DriftPolicy", "nginx", "DRIFT").0, "ReportOnly");
+    assert_eq!(cell("DriftPolicy", "nginx", "TAKEOVER").0, "IfNoDiff");
+    assert_eq!(
+        cell("ClusterDriftPolicy", "deployments", "TAKEOVER").0,
+        "Never"
+    );
     for kind in ["PropagationPolicy", "ClusterPropagationPolicy"] {
         assert_eq!(
             columns(kind),
@@ -558,12 +575,57 @@ fn deployments() -> Value {
     json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}])
 }
 
+fn drift_policy(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "policy.karmada-rs.io/v1alpha1",
+        "kind": "DriftPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
 #[allow(
     clippy::too_many_lines,
     reason = "one scenario, read top to bottom: its steps share the objects it creates"
 )]
 fn invalid_objects() -> Vec<Invalid> {
     vec![
+        Invalid {
+            what: "a DriftPolicy without selectors",
+            kind: "DriftPolicy",
+            object: drift_policy("dp-empty", json!({"resourceSelectors": []})),
+            expect: &["spec.resourceSelectors", "at least 1 items"],
+        },
+        Invalid {
+            what: "an unknown drift action",
+            kind: "DriftPolicy",
+            object: drift_policy(
+                "dp-bad-drift",
+                json!({"resourceSelectors": deployments(), "drift": "Ignore"}),
+            ),
+            expect: &["spec.drift", "Unsupported value: \"Ignore\""],
+        },
+        Invalid {
+            what: "an unknown takeover",
+            kind: "DriftPolicy",
+            object: drift_policy(
+                "dp-bad-takeover",
+                json!({"resourceSelectors": deployments(), "takeover": "Sometimes"}),
+            ),
+            expect: &["spec.takeover", "Unsupported value: \"Sometimes\""],
+        },
+        Invalid {
+            what: "a DriftPolicy selector without a kind",
+            kind: "DriftPolicy",
+            object: drift_policy(
+                "dp-no-kind",
+                json!({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": ""}]}),
+            ),
+            expect: &[
+                "spec.resourceSelectors",
+                "every resource selector needs apiVersion and kind",
+            ],
+        },
         Invalid {
             what: "an empty resourceSelectors list",
             kind: "PropagationPolicy",
@@ -1271,6 +1333,10 @@ async fn invalid_objects_are_rejected_naming_the_field() {
             ),
             "ServiceImport" => (
                 ApiResource::erase::<karmada_apis::multicluster::v1alpha1::ServiceImport>(&()),
+                true,
+            ),
+            "DriftPolicy" => (
+                ApiResource::erase::<karmada_apis::policy_rs::v1alpha1::DriftPolicy>(&()),
                 true,
             ),
             other => panic!("unexpected kind {other}"),

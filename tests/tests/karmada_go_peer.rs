@@ -527,6 +527,8 @@ const KARMADA_ONLY: &[(&str, &str)] = &[
 const OURS_ONLY: &[&str] = &[
     // Objects held in the shared caches, per cluster and kind.
     "lariat_cached_objects",
+    // Member objects that drifted from their manifests (only once one did).
+    "karmada_rs_work_drift_total",
     // The `prometheus` crate's process collector has it; Go's does not.
     "process_threads",
 ];
