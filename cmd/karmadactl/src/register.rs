@@ -149,6 +149,13 @@ impl RbacResources {
                     &[],
                     &["list", "watch"],
                 ),
+                // execution and workStatus: karmada-rs's drift policies.
+                rule(
+                    &["policy.karmada-rs.io"],
+                    &["driftpolicies", "clusterdriftpolicies"],
+                    &[],
+                    &["list", "watch"],
+                ),
                 rule(&[""], &["namespaces"], &[cluster_namespace], &["get"]),
                 // certRotation: its renewal CSRs (random names).
                 rule(
