@@ -167,7 +167,7 @@ impl<K: CacheObject> SharedController<K> {
 
     /// Orders this kind's queue by `rank` of each key's object, read from the cache when the key
     /// is added: keys of a higher rank are handed to every handler first (a deleted object ranks
-    /// 0). For priorities users give their objects, such as Karmada's scheduling priority; set it
+    /// 0). For priorities users give their objects, such as a scheduling priority; set it
     /// before the watch starts so the first list is ranked too. One ranker per kind: returns
     /// false, changing nothing, if one was set before.
     pub fn set_ranker(&self, rank: impl Fn(&K) -> i32 + Send + Sync + 'static) -> bool {

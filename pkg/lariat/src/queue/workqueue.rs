@@ -11,9 +11,9 @@
 //!   created since the cache was made, which are new and so live) are handed out only
 //!   when no [`Priority::Normal`] key is ready, so a live change does not wait behind thousands of
 //!   replayed objects; adding a queued low key at normal priority raises it;
-//! * ranks (Karmada's scheduling priority): with a [`Ranker`] set, a key of a higher rank is handed
-//!   out before any key of a lower rank, replayed or not; within one rank the two priorities above
-//!   apply, each first in, first out. A key's rank is read when it is added (a key added again with
+//! * ranks (priorities users give their objects): with a [`Ranker`] set, a key of a higher rank is
+//!   handed out before any key of a lower rank, replayed or not; within one rank the two priorities
+//!   above apply, each first in, first out. A key's rank is read when it is added (a key added again with
 //!   another rank moves), so the ranker is never called with the queue locked.
 //!
 //! There is no background task: a worker waiting in [`WorkQueue::get`] sleeps until the earliest
