@@ -66,8 +66,10 @@ impl DriftPolicies {
         timeout: Duration,
     ) -> DriftPolicies {
         let client = control_plane.clients().client();
-        let served = match client.list_api_group_resources(GROUP_VERSION).await {
-            Ok(list) => list.resources.iter().any(|r| r.name == "driftpolicies"),
+        let served = match lariat::client::resource_served(&client, GROUP_VERSION, "driftpolicies")
+            .await
+        {
+            Ok(served) => served,
             Err(e) => {
                 tracing::info!(error = %e, "{GROUP_VERSION} not served: no drift policies (drift is repaired, as in Karmada)");
                 false

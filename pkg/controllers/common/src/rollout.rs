@@ -119,11 +119,10 @@ pub fn with_content(template: &Value, content: &Value) -> Value {
 /// Whether the control plane serves the Rollout kind (the CRDs of `apps.karmada-rs.io` are
 /// installed): without them there is no rollout to gate on, and nothing watches them.
 pub async fn rollouts_served(client: &kube::Client) -> bool {
-    match client
-        .list_api_group_resources(karmada_apis::rollout::API_VERSION)
+    match lariat::client::resource_served(client, karmada_apis::rollout::API_VERSION, "rollouts")
         .await
     {
-        Ok(list) => list.resources.iter().any(|r| r.name == "rollouts"),
+        Ok(served) => served,
         Err(e) => {
             tracing::info!(error = %e, "{} not served: staged rollouts are off", karmada_apis::rollout::API_VERSION);
             false

@@ -64,3 +64,15 @@ impl RestMapper {
         self.len() == 0
     }
 }
+
+/// Whether the API server serves the resource `plural` in `group_version` (e.g. `apps/v1`,
+/// `deployments`): for features that depend on optional CRDs and are checked once at start-up.
+/// A group/version the server does not know is an error, as discovery reports it.
+pub async fn resource_served(
+    client: &Client,
+    group_version: &str,
+    plural: &str,
+) -> kube::Result<bool> {
+    let list = client.list_api_group_resources(group_version).await?;
+    Ok(list.resources.iter().any(|r| r.name == plural))
+}

@@ -13,7 +13,7 @@ pub mod timeout;
 pub use factory::{ClientFactory, ClientOptions};
 pub use fence::{FenceLayer, FencedConnector, FencedIo, WriteFence};
 pub use limit::{ResponseLimitLayer, ResponseLimits, ResponseTooLarge};
-pub use mapper::RestMapper;
+pub use mapper::{RestMapper, resource_served};
 pub use metrics_layer::RequestMetricsLayer;
 pub use proxy::{Proxy, ProxyConfigError, ProxyConnector, ProxyError, ProxyErrorKind};
 pub use ratelimit::{Priority, RateLimitLayer};
