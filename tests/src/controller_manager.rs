@@ -266,25 +266,17 @@ impl Kcm {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    /// Polls `check` every 500 ms until it returns `Ok`, for at most `wait`; panics naming `what`,
+    /// Polls `check` every 500 ms until it succeeds, for at most `wait`; panics naming `what`,
     /// the last reason and the tail of this process's log on timeout.
-    pub async fn eventually<T>(
+    pub async fn eventually<R: crate::wait::Outcome>(
         &self,
         what: &str,
         wait: Duration,
-        mut check: impl AsyncFnMut() -> Result<T, String>,
-    ) -> T {
-        let deadline = Instant::now() + wait;
-        loop {
-            match check().await {
-                Ok(v) => return v,
-                Err(why) if Instant::now() > deadline => panic!(
-                    "timed out after {wait:?} waiting for {what}: {why}\nlog (tail):\n{}",
-                    self.log_tail(80)
-                ),
-                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-            }
-        }
+        check: impl AsyncFnMut() -> R,
+    ) -> R::Output {
+        let every = Duration::from_millis(500);
+        let log = || format!("log (tail):\n{}", self.log_tail(80));
+        crate::wait::eventually_showing(what, wait, every, log, check).await
     }
 
     /// Sends `sig` (e.g. `libc::SIGTERM`).

@@ -17,8 +17,7 @@ use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn, 
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use lariat::events::EventSink;
-use lariat::runtime::features::FeatureGates;
-use lariat::{ClientOptions, ClusterOptions, RateLimiterOptions};
+use lariat::{ClientOptions, ClusterOptions};
 use prometheus::proto::Metric;
 use serde_json::{Value, json};
 use testenv::TestEnv;
@@ -38,38 +37,13 @@ pub fn serial() -> &'static tokio::sync::Mutex<()> {
     LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
 
-/// The controller-manager flags the tests start from: Karmada's defaults (a one-minute cache
-/// sync timeout, no resource modeling, `kube-*` namespaces skipped, no feature gates). Tests change
-/// fields with struct update syntax.
+/// The controller-manager flags the tests start from: Karmada's defaults, with a one-minute cache
+/// sync timeout and no resource modeling. Tests change fields with struct update syntax.
 pub fn settings() -> Settings {
     Settings {
-        cluster_status_update_frequency: Duration::from_secs(10),
-        cluster_success_threshold: Duration::from_secs(30),
-        cluster_failure_threshold: Duration::from_secs(30),
         cluster_cache_sync_timeout: Duration::from_secs(60),
-        cluster_api_qps: 40.0,
-        cluster_api_burst: 60,
         enable_cluster_resource_modeling: false,
-        skipped_propagating_apis: String::new(),
-        skipped_propagating_namespaces: vec![regex::Regex::new("^(?:kube-.*)$").unwrap()],
-        concurrent_resource_template_syncs: 5,
-        concurrent_dependent_resource_syncs: 2,
-        concurrent_propagation_policy_syncs: 1,
-        concurrent_cluster_propagation_policy_syncs: 1,
-        concurrent_work_syncs: 5,
-        rate_limiter: RateLimiterOptions::default(),
-        feature_gates: FeatureGates::new(&[]),
-        federated_resource_quota_sync_period: Duration::from_secs(300),
-        hpa: Default::default(),
-        failover: Default::default(),
-        cluster_lease_duration: Duration::from_secs(40),
-        cluster_lease_renew_interval_fraction: 0.25,
-        cluster_monitor_period: Duration::from_secs(5),
-        cluster_monitor_grace_period: Duration::from_secs(40),
-        cluster_startup_grace_period: Duration::from_secs(60),
-        cert_rotation: Default::default(),
-        scheduler: Default::default(),
-        scheduler_estimator: Default::default(),
+        ..Settings::default()
     }
 }
 
@@ -209,55 +183,6 @@ impl Controllers {
     }
 }
 
-/// What a check in [`eventually`] returns: `Option` (not yet: `None`) or `Result` (not yet:
-/// `Err(why)`).
-pub trait Outcome {
-    /// The value of a successful check.
-    type Output;
-    /// The value, or why not yet.
-    fn outcome(self) -> Result<Self::Output, Option<String>>;
-}
-
-impl<T> Outcome for Option<T> {
-    type Output = T;
-    fn outcome(self) -> Result<T, Option<String>> {
-        self.ok_or(None)
-    }
-}
-
-impl<T> Outcome for Result<T, String> {
-    type Output = T;
-    fn outcome(self) -> Result<T, Option<String>> {
-        self.map_err(Some)
-    }
-}
-
-/// Runs `check` every `every` until it succeeds and returns its value.
-///
-/// # Panics
-/// When it has not succeeded by `timeout` (with the last reason a `Result` check gave).
-pub async fn eventually<R: Outcome>(
-    what: &str,
-    timeout: Duration,
-    every: Duration,
-    mut check: impl AsyncFnMut() -> R,
-) -> R::Output {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let last = match check().await.outcome() {
-            Ok(v) => return v,
-            Err(last) => last,
-        };
-        if tokio::time::Instant::now() >= deadline {
-            match last {
-                Some(last) => panic!("timed out after {timeout:?} waiting for {what}: {last}"),
-                None => panic!("timed out after {timeout:?} waiting for: {what}"),
-            }
-        }
-        tokio::time::sleep(every).await;
-    }
-}
-
 /// The condition of type `type_` among `conditions`, as `(status, reason, message)`.
 pub fn condition(conditions: &[Condition], type_: &str) -> Option<(String, String, String)> {
     conditions
@@ -266,7 +191,7 @@ pub fn condition(conditions: &[Condition], type_: &str) -> Option<(String, Strin
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
-/// `Some(())` once object `name` is gone from `api` (a check for [`eventually`]).
+/// `Some(())` once object `name` is gone from `api` (a check for [`crate::wait::eventually`]).
 pub async fn gone<K>(api: &Api<K>, name: &str) -> Option<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,

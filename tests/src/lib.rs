@@ -12,3 +12,4 @@ pub mod karmadactl;
 pub mod quiet;
 pub mod tls;
 pub mod tools;
+pub mod wait;

@@ -17,6 +17,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Secret};
 use karmada_apis::Cluster;
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -43,20 +44,9 @@ async fn client_of(path: &std::path::Path) -> Client {
     Client::try_from(config).unwrap()
 }
 
-async fn eventually<F, Fut>(what: &str, kcm: &Kcm, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}\n{}",
-            kcm.log_tail(80)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn eventually(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> bool) {
+    let every = Duration::from_millis(200);
+    eventually_showing(what, WAIT, every, || kcm.log_tail(80), check).await;
 }
 
 /// The API server refused `result` with 403; `layer` (when given) is in the message.

@@ -42,6 +42,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::{Cluster, PropagationPolicy};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
@@ -77,26 +78,19 @@ async fn client_of(kubeconfig: &Path) -> Client {
 async fn eventually<T>(
     what: &str,
     procs: &[&Kcm],
-    mut check: impl AsyncFnMut() -> Result<T, String>,
+    check: impl AsyncFnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if tokio::time::Instant::now() > deadline => {
-                let logs: Vec<String> = procs.iter().map(|p| p.log_tail(60)).collect();
-                let aggregated = testenv::process::log_tail(
-                    &env().host().dir().join("karmada-aggregated-apiserver.log"),
-                );
-                panic!(
-                    "timed out after {WAIT:?} waiting for {what}: {why}\nlogs (tails):\n{}\n\
-                     --- karmada-aggregated-apiserver:\n{aggregated}",
-                    logs.join("\n---\n")
-                );
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
+    let logs = || {
+        let logs: Vec<String> = procs.iter().map(|p| p.log_tail(60)).collect();
+        let aggregated = testenv::process::log_tail(
+            &env().host().dir().join("karmada-aggregated-apiserver.log"),
+        );
+        format!(
+            "logs (tails):\n{}\n--- karmada-aggregated-apiserver:\n{aggregated}",
+            logs.join("\n---\n")
+        )
+    };
+    eventually_showing(what, WAIT, Duration::from_millis(250), logs, check).await
 }
 
 fn condition(c: &Cluster, type_: &str) -> Option<String> {

@@ -19,6 +19,7 @@ use karmada_apis::Cluster;
 use karmada_e2e::controller_manager::Kcm;
 use karmada_e2e::in_process;
 use karmada_e2e::quiet::{Watched, assert_holds_for, current_version};
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testenv::{EnvOptions, TestEnv};
@@ -48,23 +49,9 @@ fn capi_clusters() -> ApiResource {
 }
 
 async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let mut check = check;
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if std::time::Instant::now() > deadline => {
-                let log = kcm.log();
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
-                panic!(
-                    "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log tail:\n{}",
-                    tail.join("\n")
-                );
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
+    let every = Duration::from_millis(250);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(40));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 async fn set_phase(api: &Api<DynamicObject>, phase: &str) {

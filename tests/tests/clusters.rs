@@ -36,7 +36,7 @@ fn env() -> &'static TestEnv {
 
 /// Polls `check` every 200 ms until it returns `Some`, failing after `timeout`.
 async fn eventually<T>(what: &str, timeout: Duration, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, timeout, Duration::from_millis(200), check).await
+    karmada_e2e::wait::eventually(what, timeout, Duration::from_millis(200), check).await
 }
 
 /// The cluster and clusterStatus controllers, running in this process against the host, with

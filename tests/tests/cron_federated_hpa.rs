@@ -46,7 +46,7 @@ fn env() -> &'static TestEnv {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(250), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(250), check).await
 }
 
 async fn create(

@@ -60,19 +60,8 @@ fn refused(args: &[&str]) {
     assert!(err.contains("forbidden"), "kubectl delete {args:?}: {err}");
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn eventually(what: &str, check: impl AsyncFnMut() -> bool) {
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(200), check).await;
 }
 
 async fn namespace(client: &Client, name: &str) {

@@ -8,6 +8,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -22,20 +23,10 @@ fn env() -> &'static TestEnv {
     })
 }
 
-async fn eventually<F, Fut>(what: &str, timeout: Duration, kcm: &Kcm, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for: {what}\ncontroller-manager log (tail):\n{}",
-            tail(&kcm.log(), 60)
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn eventually(what: &str, timeout: Duration, kcm: &Kcm, check: impl AsyncFnMut() -> bool) {
+    let every = Duration::from_millis(250);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
+    eventually_showing(what, timeout, every, log, check).await;
 }
 
 fn tail(text: &str, lines: usize) -> String {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference};
-use karmada_e2e::in_process::{self, create_namespace, serial};
+use karmada_e2e::in_process::{create_namespace, serial};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use lariat::events::{EventRecorder, EventSink, EventType, SinkOptions, reference_of};
@@ -69,7 +69,7 @@ fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, verb: &s
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(100), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(100), check).await
 }
 
 /// Waits until the only Event about `name` has `count`; returns it.

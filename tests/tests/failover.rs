@@ -43,6 +43,7 @@ use karmada_apis::{
     Cluster, ClusterTaintPolicy, OverridePolicy, PropagationPolicy, ResourceBinding, Work,
 };
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -81,22 +82,10 @@ fn tail(text: &str, lines: usize) -> String {
 
 /// Polls `check` every 250 ms until it returns `Ok`; panics with the last reason and the
 /// controller-manager's log on timeout.
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if Instant::now() > deadline => panic!(
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                tail(&kcm.log(), 80)
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let every = Duration::from_millis(250);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(80));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 fn ready(c: &Cluster) -> bool {

@@ -313,19 +313,8 @@ impl Scenario {
 }
 
 /// Polls `f` every 100 ms until it returns `Some`, or panics naming `what`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn eventually<T>(what: &str, timeout: Duration, f: impl AsyncFnMut() -> Option<T>) -> T {
+    karmada_e2e::wait::eventually(what, timeout, Duration::from_millis(100), f).await
 }
 
 /// The fault must hit the leader we think it hits.

@@ -18,6 +18,7 @@ use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
 use karmada_e2e::bench::process::parse_metrics;
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -42,29 +43,12 @@ fn env() -> &'static TestEnv {
     })
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// Polls `check` every 500 ms until it returns `Ok`; panics with the last reason and the
 /// controller-manager's log on timeout.
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if Instant::now() > deadline => panic!(
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                tail(&kcm.log(), 60)
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let every = Duration::from_millis(500);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 /// A Deployment `name` of 2 replicas requesting 100m CPU each and using [`IDLE`], divided over both

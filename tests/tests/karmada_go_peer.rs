@@ -18,29 +18,16 @@ use karmada_e2e::bench::process::parse_metrics;
 use karmada_e2e::bench::scenarios;
 use karmada_e2e::bench::session::{Impl, Qps, Session};
 use karmada_e2e::bench::workload::{Kind, TEMPLATE_LABEL, Template, create, create_all, templates};
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Polls `f` every 200 ms until it returns `Some`, or panics naming `what` (with the trio's log
 /// tail) after [`TIMEOUT`].
-async fn eventually<T, F, Fut>(s: &Session, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {TIMEOUT:?} waiting for {what}; logs:\n{}",
-            s.log_tail(30)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+async fn eventually<T>(s: &Session, what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
+    let logs = || format!("logs:\n{}", s.log_tail(30));
+    eventually_showing(what, TIMEOUT, Duration::from_millis(200), logs, f).await
 }
 
 fn condition_true(rb: &ResourceBinding, type_: &str) -> bool {

@@ -32,6 +32,7 @@ use karmada_apis::multicluster::v1alpha1::ServiceImport;
 use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::bench::karmada_go;
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -60,22 +61,13 @@ fn env() -> &'static TestEnv {
 async fn eventually<T>(
     what: &str,
     procs: &[&Kcm],
-    mut check: impl AsyncFnMut() -> Result<T, String>,
+    check: impl AsyncFnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if tokio::time::Instant::now() > deadline => {
-                let logs: Vec<String> = procs.iter().map(|p| p.log_tail(60)).collect();
-                panic!(
-                    "timed out after {WAIT:?} waiting for {what}: {why}\nlogs (tails):\n{}",
-                    logs.join("\n---\n")
-                );
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
+    let logs = || {
+        let logs: Vec<String> = procs.iter().map(|p| p.log_tail(60)).collect();
+        format!("logs (tails):\n{}", logs.join("\n---\n"))
+    };
+    eventually_showing(what, WAIT, Duration::from_millis(250), logs, check).await
 }
 
 /// Creates the namespaced `object` (in [`NS`]).

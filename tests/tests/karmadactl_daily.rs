@@ -74,7 +74,7 @@ async fn start_controllers() -> Controllers {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(200), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(200), check).await
 }
 
 /// A token for a cluster-admin ServiceAccount of the member, as `karmadactl join` stores one.

@@ -65,7 +65,7 @@ async fn start(controllers: Vec<(&'static str, StartFn)>) -> Controllers {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(100), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(100), check).await
 }
 
 /// Runs `kubectl <args>` against the host with `stdin`; returns stderr, failing on a non-zero exit.

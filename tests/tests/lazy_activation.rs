@@ -46,7 +46,7 @@ async fn setup(ns: &str) -> (Client, Controllers) {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(100), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(100), check).await
 }
 
 async fn create_deployment(client: &Client, ns: &str) {

@@ -33,6 +33,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use karmada_apis::{Cluster, PropagationPolicy};
 use karmada_e2e::controller_manager::{Kcm, free_port};
+use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -106,20 +107,9 @@ fn proxy_only_endpoint(member: &ApiServer) -> (String, String, String) {
     (format!("https://{target}"), target, map)
 }
 
-async fn eventually<F, Fut>(what: &str, timeout: Duration, kcm: &Kcm, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for: {what}\ncontroller-manager log (tail):\n{}",
-            kcm.log_tail(60)
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn eventually(what: &str, timeout: Duration, kcm: &Kcm, check: impl AsyncFnMut() -> bool) {
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
+    eventually_showing(what, timeout, Duration::from_millis(250), log, check).await;
 }
 
 fn ready(c: &Cluster) -> Option<(String, String, String)> {

@@ -22,6 +22,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_apis::networking::v1alpha1::MultiClusterService;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -41,29 +42,12 @@ fn env() -> &'static TestEnv {
     })
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// Polls `check` every 500 ms until it returns `Ok`; panics with the last reason and the
 /// controller-manager's log on timeout.
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if Instant::now() > deadline => panic!(
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                tail(&kcm.log(), 80)
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let every = Duration::from_millis(500);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(80));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 /// The IPs of the Ready, not deleting pods of `app` in member1.

@@ -82,7 +82,7 @@ async fn start_controllers(preemption: bool) -> Controllers {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(100), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(100), check).await
 }
 
 /// Creates a Cluster with labels and writes a Ready (or NotReady) status with the APIs it serves.

@@ -56,7 +56,7 @@ async fn start_controllers() -> Controllers {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(300), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(300), check).await
 }
 
 /// Creates the execution namespaces of `clusters` (`MEMBERS[..clusters]`) and `ns` on the host

@@ -27,6 +27,7 @@ use karmada_apis::networking::v1alpha1::MultiClusterService;
 use karmada_apis::{Cluster, PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
 use karmada_e2e::tools::{helm_template, kubectl_apply};
+use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -56,22 +57,12 @@ async fn client_of(kubeconfig: &Path) -> Client {
     Client::try_from(config).unwrap()
 }
 
-async fn eventually<F, Fut>(what: &str, procs: &[&Kcm], mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        if tokio::time::Instant::now() > deadline {
-            let logs: Vec<String> = procs.iter().map(|p| tail(&p.log(), 40)).collect();
-            panic!(
-                "timed out after {WAIT:?} waiting for: {what}\nlogs (tail):\n{}",
-                logs.join("\n---\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn eventually(what: &str, procs: &[&Kcm], check: impl AsyncFnMut() -> bool) {
+    let logs = || {
+        let logs: Vec<String> = procs.iter().map(|p| p.log_tail(40)).collect();
+        format!("logs:\n{}", logs.join("\n---\n"))
+    };
+    eventually_showing(what, WAIT, Duration::from_millis(250), logs, check).await;
 }
 
 fn tail(text: &str, lines: usize) -> String {

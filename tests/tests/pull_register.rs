@@ -22,6 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::{Cluster, PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
+use karmada_e2e::wait::eventually_showing;
 use karmadactl::bootstrap::{Token, certificate_request, client_of, kubeconfig};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -39,22 +40,12 @@ fn env() -> &'static TestEnv {
     })
 }
 
-async fn eventually<F, Fut>(what: &str, procs: &[&Kcm], mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        if tokio::time::Instant::now() > deadline {
-            let logs: Vec<String> = procs.iter().map(|p| p.log()).collect();
-            panic!(
-                "timed out after {WAIT:?} waiting for: {what}\nlogs:\n{}",
-                logs.join("\n---\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn eventually(what: &str, procs: &[&Kcm], check: impl AsyncFnMut() -> bool) {
+    let logs = || {
+        let logs: Vec<String> = procs.iter().map(|p| p.log()).collect();
+        format!("logs:\n{}", logs.join("\n---\n"))
+    };
+    eventually_showing(what, WAIT, Duration::from_millis(250), logs, check).await;
 }
 
 async fn karmadactl(args: &[String]) -> anyhow::Result<()> {

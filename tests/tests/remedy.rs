@@ -32,6 +32,7 @@ use karmada_controllers::common::conditions::{
     new_condition, set_condition as set_status_condition,
 };
 use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -50,29 +51,12 @@ fn env() -> &'static TestEnv {
     })
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// Polls `check` every 200 ms until it returns `Ok`; panics with the last reason and the
 /// controller-manager's log on timeout.
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) if Instant::now() > deadline => panic!(
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                tail(&kcm.log(), 60)
-            ),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let every = Duration::from_millis(200);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 fn ready(c: &Cluster) -> bool {

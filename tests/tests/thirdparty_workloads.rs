@@ -45,7 +45,7 @@ fn env() -> &'static TestEnv {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(200), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(200), check).await
 }
 
 const FLUX_GROUP: &str = "helm.toolkit.fluxcd.io";

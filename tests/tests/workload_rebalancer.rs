@@ -49,7 +49,7 @@ fn env() -> &'static TestEnv {
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    in_process::eventually(what, WAIT, Duration::from_millis(200), check).await
+    karmada_e2e::wait::eventually(what, WAIT, Duration::from_millis(200), check).await
 }
 
 /// Cluster objects for both members, Ready and serving Deployments and ClusterRoles.
@@ -419,7 +419,7 @@ async fn a_binding_changed_between_the_schedulers_two_writes_still_gets_its_stat
         rbs.create(&PostParams::default(), &divided_binding(&deployment))
             .await
             .unwrap();
-        in_process::eventually(
+        karmada_e2e::wait::eventually(
             &format!("{name}: result in the spec"),
             WAIT,
             Duration::from_millis(10),

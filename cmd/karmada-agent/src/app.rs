@@ -201,6 +201,9 @@ fn control_plane_options(opts: &Options) -> ClusterOptions {
 
 /// The controllers' settings from the agent's flags.
 fn controller_settings(opts: &Options) -> Settings {
+    // What the agent's flags set; the rest (control-plane flags such as Lease monitoring, the
+    // scheduler, FederatedHPA and failover, for controllers the agent does not run) keep Karmada's
+    // defaults.
     Settings {
         cluster_status_update_frequency: opts.cluster_status_update_frequency,
         cluster_success_threshold: opts.cluster_success_threshold,
@@ -209,29 +212,15 @@ fn controller_settings(opts: &Options) -> Settings {
         cluster_api_qps: opts.cluster_api_qps,
         cluster_api_burst: opts.cluster_api_burst,
         enable_cluster_resource_modeling: opts.enable_cluster_resource_modeling,
-        skipped_propagating_apis: String::new(),
         skipped_propagating_namespaces: Vec::new(),
         concurrent_resource_template_syncs: 1,
-        concurrent_propagation_policy_syncs: 1,
-        concurrent_cluster_propagation_policy_syncs: 1,
         concurrent_work_syncs: opts.concurrent_work_syncs,
         rate_limiter: opts.rate_limiter.to_lariat(),
         feature_gates: opts.feature_gates.clone(),
         cluster_lease_duration: opts.cluster_lease_duration,
         cluster_lease_renew_interval_fraction: opts.cluster_lease_renew_interval_fraction,
-        // The control plane's flags; the agent does not monitor Leases.
-        cluster_monitor_period: Duration::from_secs(5),
-        cluster_monitor_grace_period: Duration::from_secs(40),
-        cluster_startup_grace_period: Duration::from_secs(60),
         cert_rotation: opts.cert_rotation.clone(),
-        // The agent runs no scheduler.
-        scheduler: Default::default(),
-        scheduler_estimator: Default::default(),
-        // Control-plane settings of controllers the agent does not run: their defaults.
-        concurrent_dependent_resource_syncs: 2,
-        federated_resource_quota_sync_period: Duration::from_secs(300),
-        hpa: Default::default(),
-        failover: Default::default(),
+        ..Settings::default()
     }
 }
 

@@ -299,3 +299,26 @@ fn run_controllers(config: kube::Config, opts: Arc<Options>, ctx: LeaderContext)
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Settings::default()` is what the controller-manager builds from no flags at all (but the
+    /// feature gates, whose table lives in this binary's layer): one statement of Karmada's
+    /// defaults for tests and the agent to start from.
+    #[test]
+    fn settings_default_is_the_flags_defaults() {
+        let args = ["karmada-controller-manager".to_string()];
+        let opts = crate::options::parse_from(args)
+            .expect("clap accepts no flags")
+            .1
+            .expect("no flags are valid");
+        let from_flags = controller_settings(&opts);
+        let default = Settings {
+            feature_gates: from_flags.feature_gates.clone(),
+            ..Settings::default()
+        };
+        assert_eq!(format!("{from_flags:#?}"), format!("{default:#?}"));
+    }
+}

@@ -87,6 +87,45 @@ pub struct Settings {
     pub scheduler_estimator: SchedulerEstimatorSettings,
 }
 
+/// Karmada's defaults for every flag, so a caller states only what it sets (`Settings { x, ..
+/// Settings::default() }`). Two exceptions: no feature gate is known (the binaries pass theirs,
+/// whose table lives above this crate), and the rate limiter is lariat's default.
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            cluster_status_update_frequency: Duration::from_secs(10),
+            cluster_success_threshold: Duration::from_secs(30),
+            cluster_failure_threshold: Duration::from_secs(30),
+            cluster_cache_sync_timeout: Duration::from_secs(120),
+            cluster_api_qps: 40.0,
+            cluster_api_burst: 60,
+            enable_cluster_resource_modeling: true,
+            skipped_propagating_apis: String::new(),
+            // `--skipped-propagating-namespaces=kube-.*`, anchored as the flag's check anchors it
+            // (a constant pattern: the conversion cannot fail).
+            skipped_propagating_namespaces: regex::Regex::new("^kube-.*$").into_iter().collect(),
+            concurrent_resource_template_syncs: 5,
+            concurrent_dependent_resource_syncs: 2,
+            concurrent_propagation_policy_syncs: 1,
+            concurrent_cluster_propagation_policy_syncs: 1,
+            concurrent_work_syncs: 5,
+            rate_limiter: lariat::RateLimiterOptions::default(),
+            feature_gates: FeatureGates::new(&[]),
+            federated_resource_quota_sync_period: Duration::from_secs(300),
+            failover: FailoverSettings::default(),
+            hpa: HpaSettings::default(),
+            cluster_lease_duration: Duration::from_secs(40),
+            cluster_lease_renew_interval_fraction: 0.25,
+            cluster_monitor_period: Duration::from_secs(5),
+            cluster_monitor_grace_period: Duration::from_secs(40),
+            cluster_startup_grace_period: Duration::from_secs(60),
+            cert_rotation: CertRotationSettings::default(),
+            scheduler: SchedulerSettings::default(),
+            scheduler_estimator: SchedulerEstimatorSettings::default(),
+        }
+    }
+}
+
 /// The flags of Karmada's `karmada-scheduler` that the built-in scheduler takes (Karmada's defaults
 /// in [`Default`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
