@@ -82,12 +82,16 @@ helm-lint: test-tools ## helm lint --strict the chart, with default values and w
 	$(HELM) lint --strict $(CHART) --set karmadaApiServer.mode=kubeconfig --set karmadaApiServer.kubeconfig.content=x --set metrics.serviceMonitor.enabled=true
 
 .PHONY: bench
-bench: test-binaries karmada-binaries ## Run every benchmark: lariat's queue and cache, the propagation and the scheduling benchmarks at full size for both implementations (over an hour; docs/benchmarks.md).
+bench: test-binaries karmada-binaries ## Run every benchmark: lariat's queue and cache, the propagation, scheduling and staged-rollout benchmarks at full size for both implementations (over an hour; docs/benchmarks.md).
 	$(CARGO) bench --workspace
 
 .PHONY: bench-propagation
 bench-propagation: test-binaries karmada-binaries ## Only the propagation benchmark, ours and Karmada's Go peer side by side; pass knobs with ARGS="--templates 400 --scale-out 2 --impl rust" (see -- --help).
 	$(CARGO) bench -p karmada-e2e --bench propagation -- $(ARGS)
+
+.PHONY: bench-rollout
+bench-rollout: test-binaries ## Only the staged-rollout benchmark: 1,000 workloads through 3 one-member stages, time per stage beyond the soak, host writes per workload, peak RSS; knobs with ARGS="--workloads 200 --soak-seconds 5" (see -- --help).
+	$(CARGO) bench -p karmada-e2e --bench rollout -- $(ARGS)
 
 .PHONY: bench-scheduling
 bench-scheduling: test-binaries karmada-binaries ## Only the scheduling benchmark: bindings placed per second and create-to-placed latency, our scheduler and Karmada's karmada-scheduler side by side; knobs with ARGS="--bindings 1000 --clusters 3 --impl rust" (see -- --help).

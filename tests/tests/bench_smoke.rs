@@ -231,3 +231,41 @@ async fn the_scheduling_benchmark_runs_and_reports_what_it_measured() {
     );
     assert!(run.cpu_seconds > 0.0 && run.peak_rss_mib > 0.0, "{run:?}");
 }
+
+/// The staged-rollout benchmark at smoke size: every workload is seen through its three stages in
+/// order with the new revision, no stage completes before its soak time, and the writes and process
+/// numbers are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollout_benchmark_runs_and_reports_what_it_measured() {
+    use karmada_e2e::bench::rollout::{RolloutConfig, STAGES, run};
+    let config = RolloutConfig::smoke();
+    let report = run(&config, |step| eprintln!("rollout bench: {step}"))
+        .await
+        .unwrap_or_else(|e| panic!("rollout benchmark failed: {e:#}"));
+    eprintln!("{}", report.markdown());
+    assert_eq!(report.stages.len(), STAGES);
+    for stage in &report.stages {
+        assert_eq!(stage.completed, config.workloads, "{stage:?}");
+        assert_eq!(stage.beyond_soak.count, config.workloads, "{stage:?}");
+    }
+    // Three stages, each held for at least the soak time (the controller counts whole seconds).
+    assert!(
+        report.total_seconds >= f64::from(STAGES as u32 * config.soak_seconds.saturating_sub(1)),
+        "{report:?}"
+    );
+    // The host saw every template update, at least one Rollout status write per stage and
+    // workload, and the Works the gate released to each member.
+    let by = |r: &str| report.host_writes_by_resource.get(r).copied().unwrap_or(0);
+    let n = config.workloads as u64;
+    assert!(by("configmaps") >= n, "{report:?}");
+    assert!(by("rollouts/status") >= n * STAGES as u64, "{report:?}");
+    assert!(by("works") >= n * STAGES as u64, "{report:?}");
+    assert!(
+        report.kcm_member_writes >= n * STAGES as u64 && report.kcm_host_writes > 0,
+        "{report:?}"
+    );
+    assert!(
+        report.cpu_seconds > 0.0 && report.peak_rss_mib >= report.rss_before_mib,
+        "{report:?}"
+    );
+}

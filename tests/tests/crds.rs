@@ -294,6 +294,16 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
                 create_sample::<K>(&client, None, &file, doc).await;
                 (ApiResource::erase::<K>(&()), None)
             }
+            "RolloutStrategy" => {
+                type K = karmada_apis::rollout::RolloutStrategy;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
+            "Rollout" => {
+                type K = karmada_apis::rollout::Rollout;
+                create_sample::<K>(&client, ns, &file, doc).await;
+                (ApiResource::erase::<K>(&()), ns)
+            }
             "ResourceInterpreterWebhookConfiguration" => {
                 type K = karmada_apis::config::v1alpha1::ResourceInterpreterWebhookConfiguration;
                 create_sample::<K>(&client, None, &file, doc).await;
@@ -422,6 +432,29 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         cell("ClusterDriftPolicy", "deployments", "TAKEOVER").0,
         "Never"
     );
+    // karmada-rs's own kinds name their columns as Karmada's do: upper case, words joined by '-'.
+    assert_eq!(
+        columns("Rollout"),
+        [
+            "Name",
+            "STRATEGY",
+            "PHASE",
+            "STAGE",
+            "TARGET-REVISION",
+            "STABLE-REVISION",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        cell("Rollout", "nginx-deployment", "PHASE").0,
+        "AwaitingApproval"
+    );
+    assert_eq!(cell("Rollout", "nginx-deployment", "STAGE").0, "canary");
+    assert_eq!(
+        cell("Rollout", "nginx-deployment", "TARGET-REVISION").0,
+        "9b2e61f0c4d8a713"
+    );
+    assert_eq!(columns("RolloutStrategy"), ["Name", "Age"]);
     for kind in ["PropagationPolicy", "ClusterPropagationPolicy"] {
         assert_eq!(
             columns(kind),
@@ -506,11 +539,13 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     let mut names = Vec::new();
     for group_version in [
         "apps.karmada.io/v1alpha1",
+        "apps.karmada-rs.io/v1alpha1",
         "autoscaling.karmada.io/v1alpha1",
         "cluster.karmada.io/v1alpha1",
         "multicluster.x-k8s.io/v1alpha1",
         "networking.karmada.io/v1alpha1",
         "policy.karmada.io/v1alpha1",
+        "policy.karmada-rs.io/v1alpha1",
         "remedy.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha1",
         "work.karmada.io/v1alpha2",
@@ -529,12 +564,14 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
     }
     names.sort();
     let expected: Vec<(String, String, String)> = [
+        ("clusterdriftpolicies", "cdp", "karmada-io"),
         ("clusteroverridepolicies", "cop", "karmada-io"),
         ("clusterpropagationpolicies", "cpp", "karmada-io"),
         ("clusterresourcebindings", "crb", "karmada-io"),
         ("clusters", "", ""),
         ("clustertaintpolicies", "", ""),
         ("cronfederatedhpas", "cronfhpa", "karmada-io"),
+        ("driftpolicies", "dp", "karmada-io"),
         ("federatedhpas", "fhpa", "karmada-io"),
         ("federatedresourcequotas", "", "karmada-io"),
         ("multiclusteringresses", "mci", "karmada-io"),
@@ -543,6 +580,8 @@ async fn samples_are_accepted_and_read_back_unchanged_with_karmada_columns() {
         ("propagationpolicies", "pp", "karmada-io"),
         ("remedies", "", "karmada-io"),
         ("resourcebindings", "rb", "karmada-io"),
+        ("rollouts", "", "karmada-io"),
+        ("rolloutstrategies", "", "karmada-io"),
         ("serviceexports", "svcex", ""),
         ("serviceimports", "svcim", ""),
         ("workloadrebalancers", "", ""),

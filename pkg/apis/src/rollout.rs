@@ -42,6 +42,7 @@ pub const REVISION_ANNOTATION: &str = "apps.karmada-rs.io/revision";
     plural = "rolloutstrategies",
     singular = "rolloutstrategy",
     namespaced,
+    category = "karmada-io",
     derive = "PartialEq",
     derive = "Default",
     doc = "Rolls a new revision of the selected workloads out to member clusters stage by stage, promoting a stage once its clusters report the workload healthy."
@@ -154,11 +155,25 @@ pub const TASK_APPROVAL: &str = "Approval";
     derive = "PartialEq",
     derive = "Default",
     doc = "The staged rollout of one workload: stable and target revision, and the state of each stage and member cluster.",
-    printcolumn = r#"{"name":"Strategy","type":"string","jsonPath":".spec.strategy"}"#,
-    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Stage","type":"string","jsonPath":".status.currentStage"}"#,
-    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".status.targetRevision"}"#,
-    printcolumn = r#"{"name":"Stable","type":"string","jsonPath":".status.stableRevision"}"#
+    category = "karmada-io",
+    printcolumn(name = "STRATEGY", type_ = "string", json_path = ".spec.strategy"),
+    printcolumn(name = "PHASE", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "STAGE", type_ = "string", json_path = ".status.currentStage"),
+    printcolumn(
+        name = "TARGET-REVISION",
+        type_ = "string",
+        json_path = ".status.targetRevision"
+    ),
+    printcolumn(
+        name = "STABLE-REVISION",
+        type_ = "string",
+        json_path = ".status.stableRevision"
+    ),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutSpec {

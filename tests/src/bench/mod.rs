@@ -14,6 +14,7 @@ pub mod karmada_go;
 pub mod observer;
 pub mod process;
 pub mod report;
+pub mod rollout;
 pub mod scenarios;
 pub mod scheduling;
 pub mod session;
