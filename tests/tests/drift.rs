@@ -22,6 +22,7 @@ use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work, names};
 use karmada_e2e::controller_manager::Kcm;
 use karmada_e2e::in_process::condition;
 use karmada_e2e::quiet::{Watched, assert_holds_for};
+use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -40,23 +41,10 @@ fn env() -> &'static TestEnv {
     })
 }
 
-async fn eventually<T>(
-    what: &str,
-    kcm: &Kcm,
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out after {WAIT:?} waiting for {what}: {why}\ncontroller-manager log (tail):\n{}",
-                kcm.log_tail(60)
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let every = Duration::from_millis(250);
+    let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
+    eventually_showing(what, WAIT, every, log, check).await
 }
 
 fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {

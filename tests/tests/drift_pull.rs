@@ -19,6 +19,7 @@ use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
 use karmada_apis::{Cluster, PropagationPolicy, Work, names};
 use karmada_e2e::controller_manager::{Kcm, agent_binary};
 use karmada_e2e::in_process::condition;
+use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -40,24 +41,13 @@ fn env() -> &'static TestEnv {
 async fn eventually<T>(
     what: &str,
     procs: &[&Kcm],
-    mut check: impl AsyncFnMut() -> Result<T, String>,
+    check: impl AsyncFnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(why) => {
-                if tokio::time::Instant::now() >= deadline {
-                    let logs: Vec<String> = procs.iter().map(|p| p.log_tail(40)).collect();
-                    panic!(
-                        "timed out after {WAIT:?} waiting for {what}: {why}\nlogs (tail):\n{}",
-                        logs.join("\n---\n")
-                    );
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let logs = || {
+        let logs: Vec<String> = procs.iter().map(|p| p.log_tail(40)).collect();
+        format!("logs (tail):\n{}", logs.join("\n---\n"))
+    };
+    eventually_showing(what, WAIT, Duration::from_millis(250), logs, check).await
 }
 
 /// `karmada_rs_work_drift_total{cluster="member1",kind="Deployment"}` on `p`'s metrics endpoint
