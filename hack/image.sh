@@ -5,7 +5,8 @@
 #   hack/image.sh [--bin-dir DIR] [--out FILE] [--tag REF]
 #
 # --bin-dir: where the three binaries are (default: `cargo build --release --locked` them, target/release).
-# --out:     the archive (default target/image/karmada-rs-image.tar).
+# --out:     the archive (default target/image/karmada-rs-image.tar); the SBOM is written beside it,
+#            FILE without .tar + .cdx.json (CycloneDX JSON, hack/sbom).
 # --tag:     the reference the archive carries (default ghcr.io/karmada-rs/karmada-controller-manager:<version>).
 #
 # The archive is a docker-archive tarball (manifest.json + config + layer, `crane mutate -o`), the one
@@ -110,5 +111,11 @@ rm -f "$out"
 "$crane" mutate "$staging" "${mutate[@]}" -t "$tag" -o "$out" 2>"$work/mutate.log" ||
   die "crane mutate failed: $(cat "$work/mutate.log")"
 
-echo "image: wrote $out ($tag)" >&2
+# ---- the SBOM, beside it ----
+sbom="${out%.tar}.cdx.json"
+(cd "$root" && cargo run -q --locked -p sbom -- --image "$tag" --created "$created" \
+  -p karmada-controller-manager -p karmada-agent -p karmadactl) >"$sbom.tmp" ||
+  die "hack/sbom failed: see the errors above"
+mv "$sbom.tmp" "$sbom"
+echo "image: wrote $out ($tag) and $sbom" >&2
 echo "$out"

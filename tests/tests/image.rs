@@ -3,7 +3,8 @@
 //! folder, so CI pays no release build): the docker-archive's manifest and config (tag, entrypoint,
 //! user, OCI labels, one layer of root-owned files dated SOURCE_DATE_EPOCH), each binary extracted from
 //! the layer and run with the layer's own loader and libraries (`--version`; the controller-manager
-//! against a real API server until /readyz is 200, then SIGTERM and exit code 0). Also: the docker build context (.dockerignore) keeps every file `cargo build
+//! against a real API server until /readyz is 200, then SIGTERM and exit code 0), and the SBOM
+//! beside the archive. Also: the docker build context (.dockerignore) keeps every file `cargo build
 //! --locked` of the workspace reads.
 //!
 //! `crane` comes from `make test-binaries` (hack/tools/crane).
@@ -469,3 +470,78 @@ fn docker_build_context_keeps_every_file_cargo_build_reads() {
     );
 }
 
+#[test]
+fn sbom_lists_every_crate_the_controller_manager_links() {
+    let img = image();
+    let path = img.archive.with_extension("cdx.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the SBOM beside the archive, {}: {e}", path.display()));
+    let bom: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(bom["bomFormat"], "CycloneDX");
+    assert_eq!(bom["specVersion"], "1.5");
+    assert_eq!(bom["metadata"]["component"]["type"], "container");
+    assert_eq!(bom["metadata"]["component"]["bom-ref"], TAG);
+    assert_eq!(bom["metadata"]["timestamp"], "2023-11-14T22:13:20Z");
+    let components: BTreeMap<&str, &serde_json::Value> = bom["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["purl"].as_str().unwrap(), c))
+        .collect();
+    // Every crate of the controller-manager's tree (normal dependencies, this host), by cargo tree.
+    let tree = run(Command::new(env!("CARGO"))
+        .args(["tree", "-p", "karmada-controller-manager", "-e", "normal"])
+        .args([
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "--locked",
+            "--offline",
+        ])
+        .current_dir(workspace()));
+    let mut crates = BTreeSet::new();
+    for line in tree.lines().filter(|l| !l.trim().is_empty()) {
+        let mut f = line.split_whitespace();
+        let name = f.next().unwrap();
+        let version = f.next().unwrap().trim_start_matches('v');
+        crates.insert((name.to_string(), version.to_string()));
+    }
+    assert!(
+        crates.len() > 100,
+        "cargo tree listed {} crates",
+        crates.len()
+    );
+    for (name, version) in &crates {
+        let purl = format!("pkg:cargo/{name}@{version}");
+        let c = components
+            .get(purl.as_str())
+            .unwrap_or_else(|| panic!("{purl} (in cargo tree) is not in the SBOM"));
+        assert_eq!(c["name"], name.as_str(), "{c}");
+        assert_eq!(c["version"], version.as_str(), "{c}");
+    }
+    // Registry crates carry Cargo.lock's SHA-256; the binaries are applications.
+    let serde = components
+        .iter()
+        .find(|(p, _)| p.starts_with("pkg:cargo/serde@"))
+        .expect("serde in the SBOM")
+        .1;
+    let sum = serde["hashes"][0]["content"].as_str().unwrap_or_default();
+    assert!(
+        sum.len() == 64 && serde["hashes"][0]["alg"] == "SHA-256",
+        "{serde}"
+    );
+    for bin in BINARIES {
+        let c = components
+            .iter()
+            .find(|(p, _)| p.starts_with(&format!("pkg:cargo/{bin}@")))
+            .unwrap_or_else(|| panic!("{bin} is not in the SBOM"))
+            .1;
+        assert_eq!(c["type"], "application", "{c}");
+    }
+    eprintln!(
+        "SBOM: {} components; cargo tree of the controller-manager: {} crates",
+        components.len(),
+        crates.len()
+    );
+}
