@@ -337,6 +337,10 @@ fn docker_excluded(patterns: &[String], path: &str) -> bool {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one walk: cargo metadata, the compiled members, their files and includes"
+)]
 fn docker_build_context_keeps_every_file_cargo_build_reads() {
     let root = workspace();
     let patterns: Vec<String> = std::fs::read_to_string(root.join(".dockerignore"))
@@ -432,7 +436,7 @@ fn docker_build_context_keeps_every_file_cargo_build_reads() {
             {
                 continue;
             }
-            if file.ends_with(".rs") {
+            if Path::new(file).extension().is_some_and(|e| e == "rs") {
                 needed.insert(file.to_string());
                 let text = std::fs::read_to_string(root.join(file)).unwrap();
                 for cap in include.captures_iter(&text) {
