@@ -18,7 +18,7 @@ build: ## Build every binary (debug).
 	$(CARGO) build --workspace --bins
 
 .PHONY: test-binaries
-test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, metrics-server, test-proxy, promtool) from their Go modules, once; cached.
+test-binaries: ## Build the test binaries (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok, metrics-server, test-proxy, promtool, crane) from their Go modules, once; cached.
 	hack/build-test-binaries.sh >/dev/null
 
 .PHONY: karmada-binaries
@@ -98,8 +98,18 @@ bench-scheduling: test-binaries karmada-binaries ## Only the scheduling benchmar
 	$(CARGO) bench -p karmada-e2e --bench scheduling -- $(ARGS)
 
 .PHONY: image
-image: ## Build the container image (needs docker or DOCKER=podman).
-	$(DOCKER) build -t $(IMAGE):$(IMAGE_TAG) --build-arg SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) .
+image: ## Build the container image: `docker build` when docker (DOCKER=) is installed, else `make image-archive`.
+	@if command -v $(DOCKER) >/dev/null 2>&1; then \
+	  echo "$(DOCKER) build -t $(IMAGE):$(IMAGE_TAG) ."; \
+	  $(DOCKER) build -t $(IMAGE):$(IMAGE_TAG) --build-arg SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) .; \
+	else \
+	  echo "$(DOCKER) is not installed: building the image archive instead (make image-archive)"; \
+	  $(MAKE) --no-print-directory image-archive; \
+	fi
+
+.PHONY: image-archive
+image-archive: ## Build the image without a container daemon: release binaries + their glibc into target/image/karmada-rs-image.tar (`docker load`, `podman load`, `kind load image-archive` read it), SBOM beside it.
+	hack/image.sh --out target/image/karmada-rs-image.tar --tag $(IMAGE):$(IMAGE_TAG)
 
 .PHONY: env-up
 env-up: test-binaries ## Bring up a host + 2 members (first one full) by hand; Ctrl-C stops them.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the test binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, metrics-server,
-# test-proxy, promtool) from their official Go modules (hack/tools/*), once, into a cache folder named after their versions:
+# test-proxy, promtool, crane) from their official Go modules (hack/tools/*), once, into a cache folder named after their versions:
 #   ${KARMADA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karmada-rs}/test-binaries/k8s-<v>_etcd-<v>_kwok-<v>/
 # A binary already present in $KUBEBUILDER_ASSETS is used from there and not built.
 # Prints the cache folder on stdout; progress goes to stderr.
@@ -32,6 +32,7 @@ check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
 check_pin metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION"
 check_pin promtool github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
+check_pin crane github.com/google/go-containerregistry "$CRANE_VERSION"
 check_pin karmada github.com/karmada-io/karmada "$KARMADA_VERSION"
 [ "${1:-}" = karmada-e2e ] && check_pin karmada-e2e github.com/karmada-io/karmada "$KARMADA_VERSION"
 
@@ -128,6 +129,9 @@ build metrics-server metrics-server=sigs.k8s.io/metrics-server/cmd/metrics-serve
 # Prometheus's service-discovery plugins (cloud SDKs), which rule checks and tests never use: a third of
 # the build.
 go_tags=remove_all_sd build promtool promtool=github.com/prometheus/prometheus/cmd/promtool
+# crane packs the image archive without a container daemon (hack/image.sh, `make image-archive`,
+# tests/tests/image.rs).
+build crane crane=github.com/google/go-containerregistry/cmd/crane
 # The HTTP CONNECT / SOCKS5 proxy members are reached through in tests/tests/member_proxy.rs.
 build test-proxy test-proxy=.
 

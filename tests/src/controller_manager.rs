@@ -38,6 +38,13 @@ pub fn agent_binary() -> &'static Path {
     BIN.get_or_init(|| build("karmada-agent", "KARMADA_AGENT_BIN"))
 }
 
+/// The built `karmadactl` binary, as [`binary`] (`KARMADACTL_BIN` overrides it). Most tests run
+/// karmadactl in process; the image test packs the binary itself.
+pub fn karmadactl_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build("karmadactl", "KARMADACTL_BIN"))
+}
+
 /// Builds the binary `package` (same name) and returns its path; the variable `env` overrides it.
 fn build(package: &str, env: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env) {
