@@ -58,6 +58,7 @@ pub const READ_GATES: &[&str] = &[
     common::quota::FEDERATED_QUOTA_ENFORCEMENT,
     common::binding::FEATURE_PRIORITY_BASED_SCHEDULING,
     common::binding::FEATURE_WORKLOAD_AFFINITY,
+    common::priority::FEATURE_SCHEDULER_PREEMPTION,
     detector::FEATURE_POLICY_PREEMPTION,
     detector::FEATURE_RESOURCE_QUOTA_ESTIMATE,
     cluster_status::CUSTOMIZED_CLUSTER_RESOURCE_MODELING,

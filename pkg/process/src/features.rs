@@ -26,7 +26,11 @@ pub const FEDERATED_QUOTA_ENFORCEMENT: &str = "FederatedQuotaEnforcement";
 /// Priority queue for controllers.
 pub const CONTROLLER_PRIORITY_QUEUE: &str = "ControllerPriorityQueue";
 
-/// Every gate Karmada's controller-manager accepts.
+/// Preemption by the scheduler (karmada-rs's own gate; Karmada has no such feature): a binding whose
+/// PriorityClass allows it takes the room of lower-priority bindings.
+pub const SCHEDULER_PREEMPTION: &str = "SchedulerPreemption";
+
+/// Every gate Karmada's controller-manager accepts, then karmada-rs's own.
 pub static KARMADA_FEATURES: &[FeatureSpec] = &[
     gate(FAILOVER, false, PreRelease::Beta),
     gate(GRACEFUL_EVICTION, true, PreRelease::Beta),
@@ -45,4 +49,6 @@ pub static KARMADA_FEATURES: &[FeatureSpec] = &[
     gate(CONTROLLER_PRIORITY_QUEUE, true, PreRelease::Beta),
     gate("WorkloadAffinity", false, PreRelease::Alpha),
     gate("SchedulingOvercommitProtection", false, PreRelease::Alpha),
+    // karmada-rs's own (docs/compatibility.md, "Beyond Karmada").
+    gate(SCHEDULER_PREEMPTION, false, PreRelease::Alpha),
 ];

@@ -20,6 +20,9 @@
 //! With ordered `clusterAffinities` each term is tried in turn (from the observed one, or the first
 //! after a reschedule request) and the first that yields a result wins.
 //!
+//! [`preempt`] (karmada-rs's own) chooses the lower-priority placements whose room makes a binding
+//! that does not fit fit.
+//!
 //! [`trigger`] holds the "should this binding be scheduled now" decisions and the condition and
 //! event texts the controller writes.
 
@@ -28,6 +31,7 @@ pub mod estimate;
 pub mod filter;
 pub mod observe;
 pub mod plugins;
+pub mod preempt;
 mod spread;
 pub mod trigger;
 

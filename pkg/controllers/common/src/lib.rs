@@ -23,6 +23,7 @@ pub mod members;
 pub mod metrics;
 pub mod multicluster_service;
 pub mod patch;
+pub mod priority;
 pub mod quota;
 pub mod rollout;
 pub mod taints;

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use karmada_apis::PropagationSpec;
 use karmada_apis::names::binding_name;
-use karmada_apis::policy::v1alpha1::PriorityClassSource;
 use karmada_apis::well_known::{
     BINDING_CONTROLLER_FINALIZER, CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER,
 };
@@ -197,12 +196,7 @@ pub fn build(
 }
 
 /// Whether the policy asks for a KubePriorityClass lookup (feature PriorityBasedScheduling).
-pub fn kube_priority_class(spec: &PropagationSpec) -> Option<&str> {
-    spec.schedule_priority
-        .as_ref()
-        .filter(|p| p.priority_class_source == PriorityClassSource::KubePriorityClass)
-        .map(|p| p.priority_class_name.as_str())
-}
+pub use karmada_controllers_common::priority::kube_priority_class;
 
 fn merge_map(
     existing: &mut Option<BTreeMap<String, String>>,

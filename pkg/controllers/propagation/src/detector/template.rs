@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_apis::names::binding_name;
 use karmada_apis::policy::v1alpha1::{ClusterOverridePolicy, OverridePolicy};
@@ -41,6 +40,7 @@ use super::{
 use apimachinery::{
     ConflictRetry, DEFAULT_RETRY, is_already_exists, is_not_found, retry_on_conflict,
 };
+use karmada_controllers_common::priority::priority_class;
 use karmada_controllers_common::work::MANIFEST_DECORATION_KEYS;
 use lariat::events::EventType;
 
@@ -440,8 +440,7 @@ impl Detector {
         if gates.enabled(FEATURE_PRIORITY_BASED_SCHEDULING)
             && let Some(class) = kube_priority_class(spec)
         {
-            let pc = Api::<PriorityClass>::all(inner.client.clone())
-                .get(class)
+            let pc = priority_class(&inner.client, class)
                 .await
                 .map_err(|e| DetectorError::api("get", "PriorityClass", class, e))?;
             options.schedule_priority = pc.value;

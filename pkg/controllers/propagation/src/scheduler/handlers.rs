@@ -157,6 +157,9 @@ impl Scheduler {
             inner.handled.lock().remove(&k);
             inner.forced.lock().remove(&k);
             inner.feasible.lock().remove(&k);
+            if let Some(claims) = &inner.preemption {
+                claims.forget(&k);
+            }
             return HandlerResult::Success;
         };
         if !responsible(inner.name(), b.meta(), b.binding_spec())

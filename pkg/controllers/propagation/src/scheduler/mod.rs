@@ -28,6 +28,8 @@
 //!   and plugins (its observer, [`metrics::Recorder`]).
 //! - With `--enable-scheduler-estimator`, `do_schedule` first asks the members'
 //!   `karmada-scheduler-estimator`s ([`estimator`]), whose connections follow the Cluster events.
+//! - With the `SchedulerPreemption` gate, a binding that does not fit for lack of room may
+//!   preempt lower-priority ones ([`preemption`]).
 //! - Errors are in [`error`].
 
 mod error;
@@ -35,6 +37,7 @@ pub mod estimator;
 mod events;
 mod handlers;
 mod metrics;
+pub mod preemption;
 mod schedule;
 mod workload_groups;
 mod write;
@@ -57,6 +60,7 @@ use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{
     register, serve_until_cancelled, shared_controller, start_fn_of,
 };
+use karmada_controllers_common::priority::FEATURE_SCHEDULER_PREEMPTION;
 use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -104,6 +108,9 @@ struct Inner {
     estimators: Option<Arc<estimator::Estimators>>,
     /// With the `WorkloadAffinity` gate: where the bindings of each workload group are.
     workload_groups: Option<workload_groups::WorkloadGroups>,
+    /// With the `SchedulerPreemption` gate (under `PriorityBasedScheduling`): the room preemptors
+    /// claimed.
+    preemption: Option<preemption::Claims>,
     cancel: CancellationToken,
 }
 
@@ -153,6 +160,10 @@ impl Scheduler {
                 workload_groups::index(&rb.store());
                 workload_groups::WorkloadGroups::default()
             });
+        let gates = &ctx.settings.feature_gates;
+        let preemption = (gates.enabled(FEATURE_PRIORITY_BASED_SCHEDULING)
+            && gates.enabled(FEATURE_SCHEDULER_PREEMPTION))
+        .then(|| preemption::Claims::new(ctx.settings.failover.graceful_eviction_timeout));
         let clusters = shared_controller::<Cluster>(cp)?;
         let quotas = if ctx
             .settings
@@ -193,6 +204,7 @@ impl Scheduler {
                 cluster_fingerprints: Mutex::new(HashMap::new()),
                 estimators,
                 workload_groups,
+                preemption,
                 cancel,
             }),
         })

@@ -65,7 +65,10 @@ impl Scheduler {
             workload_groups: groups.and_then(|g| g.peers(b, &inner.rb.store())),
             ..inner.options().clone()
         };
-        let clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
+        let mut clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
+        if let Some(claims) = &inner.preemption {
+            clusters = claims.view(k, spec.schedule_priority_value(), clusters);
+        }
         if spec.placement.is_none() {
             let result = scheduler::schedule(spec, status, &clusters, &options);
             return self.finish::<B>(b, result).await;
@@ -121,8 +124,13 @@ impl Scheduler {
         let started = Instant::now();
         // The estimators' answers count in Karmada's scheduling duration too.
         let options = self.with_estimates(options, spec, &clusters).await;
-        let result =
+        let mut result =
             scheduler::schedule_observed(spec, status, &clusters, &options, &mut Recorder).result;
+        if matches!(result, Err(ScheduleError::Unschedulable(_)))
+            && let Some(preempted) = self.preempt(k, b, &clusters, &options).await
+        {
+            result = Ok(preempted);
+        }
         if let Ok(outcome) = &result {
             inner
                 .feasible
