@@ -285,7 +285,14 @@ fn names_scopes_and_columns_match_karmada() {
             "Namespaced",
             None,
             true,
-            &["Strategy", "Phase", "Stage", "Target", "Stable"],
+            &[
+                "STRATEGY",
+                "PHASE",
+                "STAGE",
+                "TARGET-REVISION",
+                "STABLE-REVISION",
+                "AGE",
+            ],
         ),
         (
             "driftpolicies.policy.karmada-rs.io",
@@ -323,8 +330,6 @@ fn names_scopes_and_columns_match_karmada() {
             "WorkloadRebalancer",
             "ServiceExport",
             "ServiceImport",
-            "RolloutStrategy",
-            "Rollout",
         ]
         .contains(kind)
         {
