@@ -28,6 +28,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
 use karmada_e2e::controller_manager::*;
 use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
+use karmada_e2e::quiet::{Watched, assert_holds_for};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -197,6 +198,20 @@ async fn wait_for(
     .await
 }
 
+/// How long a placement must stay as it is to show nothing preempted it.
+const QUIET: Duration = Duration::from_secs(3);
+
+/// `Ok` while `b` keeps `placed` and has no eviction task.
+fn untouched(b: &ResourceBinding, placed: &[(String, i32)]) -> Result<(), String> {
+    if placement(b).0 != placed {
+        return Err(format!("placement changed to {:?}", placement(b).0));
+    }
+    if !b.spec.graceful_eviction_tasks.is_empty() {
+        return Err("an eviction task was added".to_string());
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(
     clippy::too_many_lines,
@@ -234,8 +249,6 @@ async fn a_higher_priority_binding_preempts_a_lower_one_when_its_class_allows() 
         p.1.as_deref() == Some("Unschedulable")
     })
     .await;
-    // Long enough for a retry to have preempted, were the gate on.
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let low = bindings.get("low").await.unwrap();
     assert_eq!(
         placement(&low).0,
@@ -246,6 +259,12 @@ async fn a_higher_priority_binding_preempts_a_lower_one_when_its_class_allows() 
         low.spec.graceful_eviction_tasks.is_empty(),
         "gate off: nothing is evicted"
     );
+    // And keeps it for long enough that a retry would have preempted, were the gate on.
+    let rv = low.metadata.resource_version.clone().unwrap_or_default();
+    assert_holds_for(&bindings, Watched::Name("low"), &rv, QUIET, |b| {
+        untouched(b, &on(4))
+    })
+    .await;
     drop(kcm);
 
     // 2. Gate on: the high one takes the low one's room.
@@ -315,10 +334,14 @@ async fn a_higher_priority_binding_preempts_a_lower_one_when_its_class_allows() 
         p.1.as_deref() == Some("Unschedulable")
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let high = bindings.get("high").await.unwrap();
     assert_eq!(placement(&high).0, on(2), "Never does not preempt");
     assert!(high.spec.graceful_eviction_tasks.is_empty());
+    let rv = high.metadata.resource_version.clone().unwrap_or_default();
+    assert_holds_for(&bindings, Watched::Name("high"), &rv, QUIET, |b| {
+        untouched(b, &on(2))
+    })
+    .await;
     let never = bindings.get("never").await.unwrap();
     assert!(never.spec.clusters.is_empty());
 }
