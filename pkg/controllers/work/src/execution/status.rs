@@ -38,12 +38,12 @@ impl ExecutionController {
         let ns = work.namespace().unwrap_or_default();
         let name = work.name_any();
         let key = format!("{ns}/{name}");
-        // The execution controller is the only writer of a Work's conditions, so a merge patch of
-        // the whole list computed from the cached Work cannot lose anyone's update, and never
-        // conflicts with the work-status controller's writes the way a resourceVersion-checked
-        // update would. `manifestStatuses` has two writers: this one right after it wrote the
-        // objects, and the work-status controller, which compares every Work update with the
-        // member objects it caches and corrects an entry written from an older object.
+        // The execution controller writes Karmada's conditions of a Work as a merge patch of the
+        // whole list computed from the cached Work: it never conflicts with the work-status
+        // controller's writes the way a resourceVersion-checked update would. `manifestStatuses`
+        // has two writers: this one right after it wrote the objects, and the work-status
+        // controller, which compares every Work update with the member objects it caches and
+        // corrects an entry written from an older object.
         let current = self.inner.written.status(work);
         let current = current.as_deref();
         let mut merged = current.map(|s| s.conditions.clone()).unwrap_or_default();
@@ -57,11 +57,15 @@ impl ExecutionController {
             return Ok(());
         }
         let api: Api<Work> = Api::namespaced(self.inner.client.clone(), &ns);
-        let patch = match &statuses {
-            Some(statuses) => {
+        // The list is sent only when one of this controller's conditions changed: a list computed
+        // from a cache that lags can drop a condition another controller has just added (the
+        // work-status controller's `Drifted`), which that controller then writes again.
+        let patch = match (&statuses, changed) {
+            (Some(statuses), true) => {
                 json!({"status": {"conditions": merged, "manifestStatuses": statuses}})
             }
-            None => json!({"status": {"conditions": merged}}),
+            (Some(statuses), false) => json!({"status": {"manifestStatuses": statuses}}),
+            (None, _) => json!({"status": {"conditions": merged}}),
         };
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -172,9 +172,9 @@ struct Inner {
     /// shows (a member watch that lags) must not bounce the Work between the two controllers at
     /// full speed.
     drifts: Mutex<HashMap<String, report::ObjectDrift>>,
-    /// Works (`namespace/name`) this process reported a drift of whose `Drifted` condition has
-    /// not been set back to False yet: a drift repaired before its True condition could be written
-    /// still ends with `NoDrift`.
+    /// Works (`namespace/name`) this process reported a drift of, until they are deleted: a drift
+    /// repaired before its True condition could be written still ends with `NoDrift`, and a
+    /// condition another writer's stale merge patch dropped is written again.
     drifted_works: Mutex<std::collections::HashSet<String>>,
     /// The drift policies (set when the controller runs; none until then).
     policies: std::sync::OnceLock<DriftPolicies>,
@@ -292,6 +292,7 @@ impl WorkStatusController {
     /// cached ones with the Work's status again (only a difference is written).
     async fn handle_work(&self, key: ObjectKey, work: Option<Arc<Work>>) -> HandlerResult<Work> {
         let Some(work) = work else {
+            self.forget_work(&key);
             return HandlerResult::Success;
         };
         if work.metadata.deletion_timestamp.is_some() || !is_applied(&work) {

@@ -157,6 +157,14 @@ impl WorkStatusController {
         self.inner.drifts.lock().remove(object);
     }
 
+    /// Forgets a deleted Work's drift history.
+    pub(super) fn forget_work(&self, key: &ObjectKey) {
+        let mut works = self.inner.drifted_works.lock();
+        if !works.is_empty() {
+            works.remove(&key.to_string());
+        }
+    }
+
     /// Writes the Work's `Drifted` condition when it differs from what the Work's member objects
     /// show: True with their summaries while one differs, False/`NoDrift` once none does (only on
     /// a Work that has the condition or drifted). Guarded by the cached Work's resourceVersion: on
@@ -210,12 +218,8 @@ impl WorkStatusController {
                 &summaries.join("; "),
             )
         };
-        let clearing = summaries.is_empty();
         let mut conditions = current;
         if !set_status_condition(&mut conditions, wanted) {
-            if clearing {
-                self.inner.drifted_works.lock().remove(&work_key);
-            }
             return Ok(());
         }
         let patch = json!({
@@ -227,9 +231,9 @@ impl WorkStatusController {
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            // The Work is forgotten only once its cached version says False (above): the
-            // execution controller's condition writes, computed from a cache that may not show
-            // this one yet, can drop it, and it is then written again.
+            // The Work stays remembered until it is deleted: the execution controller's condition
+            // writes, computed from a cache that may not show this one yet, can drop the
+            // condition even after the cache said False, and it is then written again.
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => {
                 self.inner.drifted_works.lock().remove(&work_key);
