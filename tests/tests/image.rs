@@ -58,9 +58,32 @@ struct Image {
     listing: String,
 }
 
+/// Removes the `karmada-rs-image-<pid>` folders in the temp dir whose process is gone.
+fn remove_stale_image_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("karmada-rs-image-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn image() -> &'static Image {
     static IMAGE: OnceLock<Image> = OnceLock::new();
     IMAGE.get_or_init(|| {
+        // The image is kept for the whole process (a static), so nothing removes it at exit: the
+        // folders of earlier runs (about 850 MB each) are removed here instead.
+        remove_stale_image_dirs();
         let dir = std::env::temp_dir().join(format!("karmada-rs-image-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let bins = dir.join("bin");
