@@ -114,9 +114,9 @@ fn run() -> Result<bool, String> {
     std::fs::create_dir_all(&logs).map_err(|e| format!("create {}: {e}", logs.display()))?;
 
     let mut jobs = build_test_binaries(&options.libtest_args, &target.join("test-bin"))?;
-    // The doc-tests go first and alone: `cargo test --doc` builds, and some integration tests run
-    // `cargo build -p …` themselves; two cargo processes writing the same target folder while
-    // rustdoc links against it make the doctest fail to find its dependencies.
+    // The doc-tests go first and alone: `cargo test --doc` builds, and a test may run cargo itself
+    // (no_op_build does); two cargo processes writing the same target folder while rustdoc links
+    // against it make the doctest fail to find its dependencies.
     let doc = Job {
         label: "--workspace --doc".to_owned(),
         log_name: "doc-tests".to_owned(),
