@@ -49,8 +49,19 @@ mkdir -p "$state"
 tools="$("$root/hack/install-helm.sh")"
 kubectl="$tools/kubectl"
 helm="$tools/helm"
-echo "local-up: building testenv, karmadactl, karmada-controller-manager and karmada-agent" >&2
-(cd "$root" && ${CARGO:-cargo} build -q -p testenv -p karmadactl -p karmada-controller-manager -p karmada-agent --bins)
+# The binaries: built here, unless all four are named by TESTENV_BIN, KARMADACTL_BIN,
+# KARMADA_CONTROLLER_MANAGER_BIN and KARMADA_AGENT_BIN (the local-up test passes the ones its own
+# `cargo test` built, which a `cargo build -p` here would compile again with other features).
+if [ -n "${TESTENV_BIN:-}" ] && [ -n "${KARMADACTL_BIN:-}" ] &&
+   [ -n "${KARMADA_CONTROLLER_MANAGER_BIN:-}" ] && [ -n "${KARMADA_AGENT_BIN:-}" ]; then
+  testenv_bin=$TESTENV_BIN karmadactl_bin=$KARMADACTL_BIN
+  kcm_bin=$KARMADA_CONTROLLER_MANAGER_BIN agent_bin=$KARMADA_AGENT_BIN
+else
+  echo "local-up: building testenv, karmadactl, karmada-controller-manager and karmada-agent" >&2
+  (cd "$root" && ${CARGO:-cargo} build -q -p testenv -p karmadactl -p karmada-controller-manager -p karmada-agent --bins)
+  testenv_bin=$target/testenv karmadactl_bin=$target/karmadactl
+  kcm_bin=$target/karmada-controller-manager agent_bin=$target/karmada-agent
+fi
 
 env_flags=(--members 3 --full --install-crds)
 if [ -n "${AGGREGATED:-}" ]; then
@@ -61,7 +72,7 @@ if [ -n "${AGGREGATED:-}" ]; then
 fi
 echo "local-up: starting host + member1 (full) + member2 + member3${AGGREGATED:+, Clusters served by karmada-aggregated-apiserver} (logs: $state/testenv.log)" >&2
 # setsid: the environment outlives this script and make; testenv's children die with testenv.
-setsid "$target/testenv" up "${env_flags[@]}" --dir "$state/env" --ready-file "$state/ready" \
+setsid "$testenv_bin" up "${env_flags[@]}" --dir "$state/env" --ready-file "$state/ready" \
   >"$state/testenv.log" 2>&1 </dev/null &
 echo $! >"$state/testenv.pid"
 started=1
@@ -80,13 +91,13 @@ k --context host get namespace karmada-system >/dev/null 2>&1 || k --context hos
 
 for m in member1 member2; do
   echo "local-up: karmadactl join $m" >&2
-  "$target/karmadactl" join "$m" --kubeconfig "$kc" --karmada-context host \
+  "$karmadactl_bin" join "$m" --kubeconfig "$kc" --karmada-context host \
     --cluster-kubeconfig "$kc" --cluster-context "$m" >>"$state/join.log" 2>&1 ||
     { tail -n 20 "$state/join.log" >&2; die "karmadactl join $m failed (log: $state/join.log)"; }
 done
 
 echo "local-up: starting karmada-controller-manager (log: $state/controller-manager.log)" >&2
-setsid "$target/karmada-controller-manager" \
+setsid "$kcm_bin" \
   --kubeconfig "$state/env/host/kubeconfig" \
   --leader-elect-resource-namespace=karmada-system \
   --metrics-bind-address="127.0.0.1:$metrics_port" \
@@ -141,7 +152,7 @@ current-context: karmada
 KC
 )
 member3_server=$(k config view --raw --minify --context member3 -o jsonpath='{.clusters[0].cluster.server}')
-setsid "$target/karmada-agent" \
+setsid "$agent_bin" \
   --kubeconfig "$state/env/member3/kubeconfig" \
   --karmada-kubeconfig "$agent_kc" \
   --cluster-name=member3 \

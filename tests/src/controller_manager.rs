@@ -18,10 +18,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 /// The lease name Karmada uses.
 pub const LEASE: &str = "karmada-controller-manager";
 
-/// The built binary. Built once per process with `cargo build -p karmada-controller-manager
-/// --features test-hooks` (cheap when up to date; the feature adds test hooks read from the
-/// environment, absent from release builds), with `--release` when this crate itself is optimised
-/// (`cargo bench`), and located from cargo's own report, so it is never stale. `KARMADA_CONTROLLER_MANAGER_BIN` overrides it.
+/// The built binary, with the `test-hooks` feature (test hooks read from the environment, absent
+/// from release builds; `karmada-e2e` enables it). `KARMADA_CONTROLLER_MANAGER_BIN` names it: `make
+/// test`'s runner sets it to the binary its `cargo test --workspace --no-run` built. Unset, the binary
+/// is built once per process by [`build`], and located from cargo's own report, so it is never stale.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -32,44 +32,109 @@ pub fn binary() -> &'static Path {
     })
 }
 
-/// The built `karmada-agent`, as [`binary`] (`KARMADA_AGENT_BIN` overrides it).
+/// The built `karmada-agent`, as [`binary`] (`KARMADA_AGENT_BIN` names it).
 pub fn agent_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| build("karmada-agent", "KARMADA_AGENT_BIN"))
 }
 
-/// The built `karmadactl` binary, as [`binary`] (`KARMADACTL_BIN` overrides it). Most tests run
+/// The built `karmadactl` binary, as [`binary`] (`KARMADACTL_BIN` names it). Most tests run
 /// karmadactl in process; the image test packs the binary itself.
 pub fn karmadactl_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| build("karmadactl", "KARMADACTL_BIN"))
 }
 
+/// The built `testenv` binary (`hack/local-up.sh` runs it), as [`binary`] (`TESTENV_BIN` names it).
+pub fn testenv_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| build("testenv", "TESTENV_BIN"))
+}
+
+/// The integration test of each binary's own package: cargo builds a package's binaries for its
+/// integration tests, so building that test builds the binary.
+fn own_test(package: &str) -> &'static str {
+    match package {
+        "karmada-controller-manager" => "controller_manager_binary",
+        "karmada-agent" => "agent_binary",
+        "karmadactl" => "cli",
+        "testenv" => "environment",
+        other => panic!("no integration test builds the {other} binary"),
+    }
+}
+
+/// `cargo`, without the variables cargo sets for the test process it runs (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, …). Some build scripts ask to rerun when those change (ring's watches
+/// `CARGO_MANIFEST_DIR` and `CARGO_PKG_*`), and cargo compares the values in its own environment: a
+/// cargo started with the test's values reruns ring's build script, rebuilds everything above it
+/// (rustls, kube, the whole workspace), and the next `cargo test` from a shell does it all again.
+pub fn cargo_command() -> Command {
+    let mut cargo = Command::new(env!("CARGO"));
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if set_by_cargo_for_tests(key) {
+            cargo.env_remove(key);
+        }
+    }
+    cargo
+}
+
+/// Whether cargo sets `key` for the processes it runs (tests, build scripts), as opposed to a
+/// variable that configures cargo itself (`CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_BUILD_*`, …).
+fn set_by_cargo_for_tests(key: &str) -> bool {
+    key == "OUT_DIR"
+        || key == "CARGO_CRATE_NAME"
+        || key == "CARGO_PRIMARY_PACKAGE"
+        || key == "CARGO_TARGET_TMPDIR"
+        || [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_BIN_",
+            "CARGO_CFG_",
+            "CARGO_FEATURE_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p))
+}
+
 /// Builds the binary `package` (same name) and returns its path; the variable `env` overrides it.
+///
+/// Debug (`cargo test`): `cargo test --workspace --no-run --test <the package's own test>`, which
+/// builds the binary exactly as `cargo test --workspace` does (the whole workspace's features,
+/// dev-dependencies' included): the same artifacts, so after a change nothing is compiled twice. A
+/// `cargo build -p` resolves features for that one package, without the dev-dependencies' (tokio's
+/// `test-util`), and so compiled every changed crate a second time. Release (`cargo bench`): `cargo
+/// build --release -p`, the optimised binary the benchmark measures.
 fn build(package: &str, env: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env) {
         return PathBuf::from(p);
     }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut cargo = Command::new(env!("CARGO"));
-    if !cfg!(debug_assertions) {
-        cargo.arg("build").arg("--release");
+    let mut cargo = cargo_command();
+    if cfg!(debug_assertions) {
+        cargo.args([
+            "test",
+            "-q",
+            "--workspace",
+            "--no-run",
+            "--test",
+            own_test(package),
+        ]);
     } else {
-        cargo.arg("build");
-    }
-    cargo.args(["-q", "-p", package, "--bin", package]);
-    // The controller-manager's test hooks (environment variables a test sets) exist only with
-    // this feature; every test builds with it, so the binary is built once for all tests.
-    if package == "karmada-controller-manager" {
-        cargo.args(["--features", "test-hooks"]);
+        cargo.args(["build", "-q", "--release", "-p", package, "--bin", package]);
+        // The controller-manager's test hooks (environment variables a test sets) exist only with
+        // this feature.
+        if package == "karmada-controller-manager" {
+            cargo.args(["--features", "test-hooks"]);
+        }
     }
     let out = cargo
         .current_dir(&workspace)
         .arg("--message-format=json")
         .stderr(Stdio::inherit())
         .output()
-        .expect("run cargo build");
-    assert!(out.status.success(), "cargo build -p {package} failed");
+        .expect("run cargo");
+    assert!(out.status.success(), "cargo building {package} failed");
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in stdout.lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -77,6 +142,8 @@ fn build(package: &str, env: &str) -> PathBuf {
         };
         if msg["reason"] == "compiler-artifact"
             && msg["target"]["name"] == package
+            && msg["target"]["kind"][0] == "bin"
+            && msg["profile"]["test"] == false
             && let Some(exe) = msg["executable"].as_str()
         {
             return PathBuf::from(exe);

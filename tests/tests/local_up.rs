@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use karmada_e2e::controller_manager::free_port;
+use karmada_e2e::controller_manager::{
+    agent_binary, binary, free_port, karmadactl_binary, testenv_binary,
+};
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,6 +36,11 @@ fn run_with_timeout(
         .env("KCM_METRICS_PORT", ports.0.to_string())
         .env("KCM_PROBE_PORT", ports.1.to_string())
         .env("DEMO_TIMEOUT", demo_timeout.to_string())
+        // The binaries this test's `cargo test` built: local-up does not build them again.
+        .env("TESTENV_BIN", testenv_binary())
+        .env("KARMADACTL_BIN", karmadactl_binary())
+        .env("KARMADA_CONTROLLER_MANAGER_BIN", binary())
+        .env("KARMADA_AGENT_BIN", agent_binary())
         .env_remove("KUBECONFIG")
         .output()
         .unwrap_or_else(|e| panic!("run {name}: {e}"));

@@ -10,6 +10,13 @@
 //! measured slower, not faster (our integration tests are CPU-bound in aggregate: load ~9, each file
 //! ~3× slower) and it made a lease-timing test fail, so `make test` runs one at a time.
 //!
+//! The binaries the integration tests run (`karmada-controller-manager`, `karmada-agent`,
+//! `karmadactl`, `testenv`) come from the same `cargo test --workspace --no-run`: cargo builds a
+//! package's binaries for its integration tests, with the whole workspace's test features (the
+//! controller-manager with `test-hooks`, which `karmada-e2e` enables). Each job gets their paths in
+//! `KARMADA_CONTROLLER_MANAGER_BIN`, `KARMADA_AGENT_BIN`, `KARMADACTL_BIN` and `TESTENV_BIN` (unless
+//! already set), so no test builds them itself, with other features, a second time.
+//!
 //! Usage: `target/debug/test-runner [--jobs N] [--timeout SECONDS] [-- <libtest args>]`.
 //! Each binary's output goes to `target/test-logs/<name>.log`; the durations of the last run go to
 //! `target/test-durations.tsv` and order the next run, longest first.
@@ -33,6 +40,8 @@ struct Job {
     args: Vec<String>,
     /// Working directory (the package folder, as `cargo test` uses).
     dir: PathBuf,
+    /// Environment variables set for it (on top of the runner's own).
+    env: Vec<(String, PathBuf)>,
 }
 
 /// How a job ended.
@@ -104,10 +113,10 @@ fn run() -> Result<bool, String> {
     let logs = target.join("test-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("create {}: {e}", logs.display()))?;
 
-    let mut jobs = build_test_binaries(&options.libtest_args)?;
-    // The doc-tests go first and alone: `cargo test --doc` builds, and some integration tests run
-    // `cargo build -p …` themselves; two cargo processes writing the same target folder while
-    // rustdoc links against it make the doctest fail to find its dependencies.
+    let mut jobs = build_test_binaries(&options.libtest_args, &target.join("test-bin"))?;
+    // The doc-tests go first and alone: `cargo test --doc` builds, and a test may run cargo itself
+    // (no_op_build does); two cargo processes writing the same target folder while rustdoc links
+    // against it make the doctest fail to find its dependencies.
     let doc = Job {
         label: "--workspace --doc".to_owned(),
         log_name: "doc-tests".to_owned(),
@@ -118,6 +127,7 @@ fn run() -> Result<bool, String> {
             .chain(options.libtest_args.iter().cloned())
             .collect(),
         dir: root.clone(),
+        env: Vec::new(),
     };
 
     let durations_file = target.join("test-durations.tsv");
@@ -187,8 +197,23 @@ fn workspace_root() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find the workspace root".to_owned())
 }
 
-/// `cargo test --workspace --no-run`, and the test binaries it reports.
-fn build_test_binaries(libtest_args: &[String]) -> Result<Vec<Job>, String> {
+/// The binaries the integration tests run, and the variable that hands each one's path to them
+/// (`tests/src/controller_manager.rs` reads it instead of building the binary).
+const TESTED_BINARIES: [(&str, &str); 4] = [
+    (
+        "karmada-controller-manager",
+        "KARMADA_CONTROLLER_MANAGER_BIN",
+    ),
+    ("karmada-agent", "KARMADA_AGENT_BIN"),
+    ("karmadactl", "KARMADACTL_BIN"),
+    ("testenv", "TESTENV_BIN"),
+];
+
+/// `cargo test --workspace --no-run`, and the test binaries it reports; each job's environment
+/// names the [`TESTED_BINARIES`] it built (a variable already set is left to the caller's value),
+/// hard-linked into `bin_dir`: cargo replaces `target/debug/<name>` whenever any build of that
+/// package runs (another feature set, say), the link keeps this build's file for the whole run.
+fn build_test_binaries(libtest_args: &[String], bin_dir: &Path) -> Result<Vec<Job>, String> {
     let mut child = Command::new(cargo())
         .args([
             "test",
@@ -204,6 +229,7 @@ fn build_test_binaries(libtest_args: &[String]) -> Result<Vec<Job>, String> {
         .take()
         .ok_or_else(|| "cargo's stdout is not captured".to_owned())?;
     let mut jobs = Vec::new();
+    let mut env = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| format!("read cargo's output: {e}"))?;
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
@@ -211,6 +237,8 @@ fn build_test_binaries(libtest_args: &[String]) -> Result<Vec<Job>, String> {
         };
         if let Some(job) = job_of(&msg, libtest_args) {
             jobs.push(job);
+        } else if let Some(var) = tested_binary_of(&msg) {
+            env.push(var);
         }
     }
     let status = child
@@ -219,7 +247,45 @@ fn build_test_binaries(libtest_args: &[String]) -> Result<Vec<Job>, String> {
     if !status.success() {
         return Err(format!("cargo test --workspace --no-run failed ({status})"));
     }
+    std::fs::create_dir_all(bin_dir).map_err(|e| format!("create {}: {e}", bin_dir.display()))?;
+    for (name, var) in TESTED_BINARIES {
+        if std::env::var_os(var).is_some() {
+            env.retain(|(v, _)| v != var);
+        } else if let Some((_, path)) = env.iter_mut().find(|(v, _)| v == var) {
+            let kept = bin_dir.join(name);
+            let _ = std::fs::remove_file(&kept);
+            std::fs::hard_link(&*path, &kept)
+                .or_else(|_| std::fs::copy(&*path, &kept).map(|_| ()))
+                .map_err(|e| format!("keep {} as {}: {e}", path.display(), kept.display()))?;
+            *path = kept;
+        } else {
+            return Err(format!(
+                "cargo test --workspace --no-run built no {name} binary (the integration tests run it; \
+                 cargo builds it for its package's own integration tests)"
+            ));
+        }
+    }
+    for job in &mut jobs {
+        job.env.clone_from(&env);
+    }
     Ok(jobs)
+}
+
+/// For a `compiler-artifact` message of one of the [`TESTED_BINARIES`] (a plain build, not a test
+/// harness), its variable and path.
+fn tested_binary_of(msg: &serde_json::Value) -> Option<(String, PathBuf)> {
+    if msg["reason"] != "compiler-artifact"
+        || msg["profile"]["test"] != false
+        || msg["target"]["kind"][0] != "bin"
+    {
+        return None;
+    }
+    let name = msg["target"]["name"].as_str()?;
+    let (_, var) = TESTED_BINARIES.iter().find(|(n, _)| *n == name)?;
+    Some((
+        (*var).to_owned(),
+        PathBuf::from(msg["executable"].as_str()?),
+    ))
 }
 
 /// The job of a `compiler-artifact` message for a test binary, `None` for anything else.
@@ -248,6 +314,7 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
         program,
         args: libtest_args.to_vec(),
         dir,
+        env: Vec::new(),
     })
 }
 
@@ -333,6 +400,7 @@ fn spawn_logged(job: &Job, log: &Path) -> Result<Child, String> {
         .args(&job.args)
         .current_dir(&job.dir)
         .env("CARGO_MANIFEST_DIR", &job.dir)
+        .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -486,6 +554,30 @@ mod tests {
         let mut build = msg.clone();
         build["profile"]["test"] = serde_json::json!(false);
         assert!(job_of(&build, &[]).is_none());
+    }
+
+    #[test]
+    fn a_tested_binary_is_named_by_its_variable_and_its_test_harness_is_not() {
+        let msg = serde_json::json!({
+            "reason": "compiler-artifact",
+            "package_id": "path+file:///w/cmd/karmada-agent#0.1.0",
+            "target": {"kind": ["bin"], "name": "karmada-agent"},
+            "profile": {"test": false},
+            "executable": "/w/target/debug/karmada-agent",
+        });
+        assert_eq!(
+            tested_binary_of(&msg),
+            Some((
+                "KARMADA_AGENT_BIN".to_owned(),
+                PathBuf::from("/w/target/debug/karmada-agent")
+            ))
+        );
+        let mut harness = msg.clone();
+        harness["profile"]["test"] = serde_json::json!(true);
+        assert!(tested_binary_of(&harness).is_none());
+        let mut other = msg.clone();
+        other["target"]["name"] = serde_json::json!("crdgen");
+        assert!(tested_binary_of(&other).is_none());
     }
 
     #[test]

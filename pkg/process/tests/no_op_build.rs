@@ -11,19 +11,41 @@
 use std::process::Command;
 
 /// The integration tests' build of the controller-manager (`tests/src/controller_manager.rs`: the
-/// `test-hooks` feature, so the binary they run is not swapped for another variant); returns stdout.
+/// workspace's test build of its own integration test, which builds the binary with the features
+/// `make test` uses, so the binary they run is not swapped for another variant); returns stdout.
 fn build() -> String {
-    let out = Command::new(env!("CARGO"))
+    let mut cargo = Command::new(env!("CARGO"));
+    // Without the variables cargo sets for this test process (as `tests/src/controller_manager.rs`
+    // runs cargo): ring's build script reruns when `CARGO_MANIFEST_DIR` or `CARGO_PKG_*` differ
+    // from the last build's, and the shell's `cargo test` that built this test had none of them.
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if key == "OUT_DIR"
+            || key == "CARGO_CRATE_NAME"
+            || key == "CARGO_PRIMARY_PACKAGE"
+            || key == "CARGO_TARGET_TMPDIR"
+            || [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_BIN_",
+                "CARGO_CFG_",
+                "CARGO_FEATURE_",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p))
+        {
+            cargo.env_remove(key);
+        }
+    }
+    let out = cargo
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .args([
-            "build",
+            "test",
             "-q",
-            "-p",
-            "karmada-controller-manager",
-            "--bin",
-            "karmada-controller-manager",
-            "--features",
-            "test-hooks",
+            "--workspace",
+            "--no-run",
+            "--test",
+            "controller_manager_binary",
             "--message-format=json",
         ])
         .output()
