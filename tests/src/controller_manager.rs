@@ -472,15 +472,16 @@ impl Drop for Kcm {
 
 /// A minimal HTTP/1.1 GET (the probe and metrics servers are plain HTTP on loopback).
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(
-        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-        Duration::from_secs(2),
-    )
-    .ok()?;
+    http_get_at(std::net::SocketAddr::from(([127, 0, 0, 1], port)), path)
+}
+
+/// [`http_get`] at any address (a pod's address in [`crate::pod_run`]).
+pub fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut raw = Vec::new();

@@ -9,6 +9,7 @@ pub mod controller_manager;
 pub mod in_process;
 pub mod karmada_suite;
 pub mod karmadactl;
+pub mod pod_run;
 pub mod quiet;
 pub mod tls;
 pub mod tools;

@@ -86,12 +86,22 @@ pub fn helm_template(
     namespace: &str,
     sets: &[&str],
 ) -> Result<String, String> {
+    let args: Vec<&str> = sets.iter().flat_map(|s| ["--set", s]).collect();
+    helm_template_args(chart, release, namespace, &args)
+}
+
+/// [`helm_template`] with any further arguments of `helm template` (`--set-file key=path`, `-f
+/// values.yaml`), as a user passes them.
+pub fn helm_template_args(
+    chart: &Path,
+    release: &str,
+    namespace: &str,
+    extra: &[&str],
+) -> Result<String, String> {
     let home = std::env::temp_dir().join(format!("karmada-rs-helm-{}", std::process::id()));
     let chart = chart.display().to_string();
     let mut args = vec!["template", release, &chart, "--namespace", namespace];
-    for s in sets {
-        args.extend(["--set", s]);
-    }
+    args.extend(extra);
     let mut cmd_args: Vec<String> = args.iter().map(ToString::to_string).collect();
     for (flag, sub) in [
         ("--repository-cache", "cache"),

@@ -1,7 +1,8 @@
 //! The Helm chart `charts/karmada-controller-manager` against a real API server: `helm lint`, `helm
 //! template` output accepted by a server-side dry-run apply, `helm install` (CRDs established, the
-//! Deployment and RBAC as rendered), the real binary run outside the cluster as the chart's
-//! ServiceAccount (TokenRequest) with exactly the chart's RBAC becomes leader and ready and does its
+//! Deployment and RBAC as rendered), the installed Deployment's container run as written
+//! ([`karmada_e2e::pod_run`]: its command line, `$(POD_IP)`, probes and ports; the chart's
+//! ServiceAccount's token, so exactly the chart's RBAC) answers its probes, becomes leader and does its
 //! job, then `helm upgrade` and `helm uninstall`. Both charts' `appVersion` and default image tag are
 //! the crate version.
 //!
@@ -18,12 +19,13 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karmada_e2e::controller_manager::*;
+use karmada_e2e::pod_run::{Pod, ProbeKind};
 use karmada_e2e::tools::tool;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -626,23 +628,6 @@ where
     }
 }
 
-/// A kubeconfig for `token` on the host, trusting the host's CA.
-fn token_kubeconfig(dir: &Path, token: &str) -> PathBuf {
-    let host = env().host();
-    let path = dir.join("sa-kubeconfig");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: host\n  cluster:\n    server: {}\n    certificate-authority: {}\n\
-             users:\n- name: sa\n  user:\n    token: {token}\ncontexts:\n- name: sa\n  context:\n    cluster: host\n    user: sa\ncurrent-context: sa\n",
-            host.url(),
-            host.pki().ca_cert.display()
-        ),
-    )
-    .expect("write kubeconfig");
-    path
-}
-
 /// Waits until every CRD of crds/ is established.
 async fn wait_for_crds(client: &kube::Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -1020,41 +1005,25 @@ async fn install_run_as_service_account_upgrade_uninstall() {
         .await
         .expect("metrics service");
 
-    // --- run the real binary as the chart's ServiceAccount ---------------------------------------
-    let token = sas
-        .create_token_request(
-            full,
-            &PostParams::default(),
-            &TokenRequest {
-                metadata: Default::default(),
-                spec: serde_json::from_value(
-                    serde_json::json!({"audiences": [], "expirationSeconds": 3600}),
-                )
-                .expect("token request spec"),
-                status: None,
-            },
-        )
-        .await
-        .expect("TokenRequest")
-        .status
-        .and_then(|s| s.token)
-        .expect("token");
-    let dir = std::env::temp_dir().join(format!("karmada-rs-chart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let sa_kubeconfig = token_kubeconfig(&dir, &token);
-    // The Deployment's args, except the pod-IP addresses (Kcm binds probes and metrics to loopback).
-    let run_args: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.contains("$(POD_IP)"))
-        .collect();
-    let mut kcm = Kcm::start(&sa_kubeconfig, &run_args, &[]);
-    kcm.wait_for("leadership", Duration::from_secs(60), |k| {
-        k.is_master() == Some(true)
-    })
-    .await;
-    kcm.wait_for("/readyz 200", Duration::from_secs(60), |k| {
-        k.probe("/readyz").map(|r| r.0) == Some(200)
+    // --- run the chart's container as written, as the chart's ServiceAccount --------------------
+    // (pod_run: its command line with $(POD_IP) the pod's own address, a TokenRequest token of its
+    // ServiceAccount as the in-cluster configuration, its probes polled at the pod's address.)
+    let mut kcm = Pod::start(env.host(), &deploy, "karmada-controller-manager").await;
+    kcm.wait_probe(ProbeKind::Readiness, Duration::from_secs(60))
+        .await;
+    kcm.wait_probe(ProbeKind::Liveness, Duration::from_secs(60))
+        .await;
+    kcm.assert_ports_served();
+    let metrics = kcm.resolve_port(&IntOrString::String("metrics".into()));
+    wait_until("leadership (metrics)", Duration::from_secs(60), || {
+        let served = kcm.get(metrics, "/metrics").map(|(_, b)| b);
+        async move {
+            served.unwrap_or_default().lines().any(|l| {
+                l.starts_with("leader_election_master_status{")
+                    && l.contains(&format!("name=\"{LEASE}\""))
+                    && l.ends_with(" 1")
+            })
+        }
     })
     .await;
     assert!(
@@ -1111,7 +1080,6 @@ async fn install_run_as_service_account_upgrade_uninstall() {
     let status = kcm.wait_exit(Duration::from_secs(40)).await.expect("exits");
     assert_eq!(Kcm::code(status), Some(0), "{}", kcm.log());
     drop(kcm);
-    let _ = std::fs::remove_dir_all(&dir);
 
     // --- upgrade ---------------------------------------------------------------------------------
     helm(&[

@@ -56,8 +56,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-The agent's arguments. The chart tests run the binary with exactly these (POD_IP and the kubeconfig
-path replaced).
+The agent's arguments. tests/tests/agent_deployments.rs runs the rendered container as written
+(tests/src/pod_run.rs: $(POD_IP) is the pod's own address, only mount paths are rewritten).
 */}}
 {{- define "agent.args" -}}
 - --karmada-kubeconfig=/etc/karmada/kubeconfig/{{ .Values.karmadaKubeconfig.secretKey }}

@@ -57,7 +57,8 @@ karmada-system
 {{- end -}}
 
 {{/*
-The controller-manager's arguments. The chart tests run the binary with exactly these (POD_IP replaced).
+The controller-manager's arguments. tests/tests/chart.rs runs the installed container as written
+(tests/src/pod_run.rs: $(POD_IP) is the pod's own address, only mount paths are rewritten).
 */}}
 {{- define "kcm.args" -}}
 {{- if not (include "kcm.inCluster" .) }}

@@ -875,7 +875,9 @@ async fn register_with(
     wait_rollout(&deployments, args.discovery_timeout).await
 }
 
-/// The `karmada-agent` Deployment Karmada's register creates (the image runs `/karmada-agent`).
+/// The `karmada-agent` Deployment Karmada's register creates (the image runs `/karmada-agent`), with
+/// liveness and readiness probes on its health port (Karmada's has none). `tests/tests/
+/// agent_deployments.rs` runs exactly this container.
 pub fn agent_deployment(args: &RegisterArgs, member_server: &str) -> anyhow::Result<Deployment> {
     let controllers = if args.enable_cert_rotation {
         "*,certRotation"
@@ -914,7 +916,25 @@ pub fn agent_deployment(args: &RegisterArgs, member_server: &str) -> anyhow::Res
                             "--health-probe-bind-address=0.0.0.0:10357",
                             "--v=4",
                         ],
-                        "ports": [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}],
+                        "ports": [
+                            {"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
+                            {"name": "healthz", "containerPort": 10357, "protocol": "TCP"},
+                        ],
+                        // Not in Karmada's: the probes of charts/karmada-agent, so that the rollout
+                        // register waits for means the agent serves (/readyz: its controllers synced).
+                        "livenessProbe": {
+                            "httpGet": {"path": "/healthz", "port": "healthz", "scheme": "HTTP"},
+                            "initialDelaySeconds": 15,
+                            "periodSeconds": 15,
+                            "timeoutSeconds": 5,
+                            "failureThreshold": 3,
+                        },
+                        "readinessProbe": {
+                            "httpGet": {"path": "/readyz", "port": "healthz", "scheme": "HTTP"},
+                            "periodSeconds": 5,
+                            "timeoutSeconds": 5,
+                            "failureThreshold": 3,
+                        },
                         "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig"}],
                     }],
                     "volumes": [{"name": "kubeconfig", "secret": {"secretName": KARMADA_KUBECONFIG}}],
