@@ -314,6 +314,10 @@ fn helm_lint_is_clean_and_bad_values_fail() {
 /// none, so the binary's defaults, which are Karmada's, hold), a TLS Secret is mounted where the
 /// file flags point, the binary knows every rendered flag, and bad values are refused by the schema.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: every value set, then the defaults and bad values"
+)]
 fn scheduler_and_estimator_values_render_their_flags_only_when_set() {
     let chart = chart_dir().display().to_string();
     let args_of = |sets: &[&str]| -> (Vec<String>, Deployment) {

@@ -209,7 +209,7 @@ pub fn accurate_replicas() -> i32 {
 /// ~100,000 replicas, the accurate one [`accurate_replicas`]. The others' summaries have room for
 /// 390, below the accurate estimate.
 fn large_summary(index: usize) -> bool {
-    index % 5 == 0
+    index.is_multiple_of(5)
 }
 
 /// Runs the benchmark for `impls` on a fresh host (and, when some run has the estimator, one
@@ -331,8 +331,6 @@ impl Estimators {
         host: &kube::Client,
         clusters: &[String],
     ) -> anyhow::Result<Self> {
-        use karmada_controllers::scheduler::estimator::{dial, proto};
-
         let binary = testenv::binaries::locate_karmada("karmada-scheduler-estimator")
             .map_err(|e| anyhow::anyhow!("{e} (make karmada-binaries builds it)"))?;
         let member = estimator_member(env)?;
@@ -371,78 +369,8 @@ impl Estimators {
             this.services.push(name);
             ports.push(port);
         }
-        let request = |cluster: &str| proto::MaxAvailableReplicasRequest {
-            cluster: cluster.to_owned(),
-            replica_requirements: Some(proto::ReplicaRequirements {
-                resource_request: [
-                    (
-                        "cpu".to_owned(),
-                        proto::Quantity {
-                            string: "100m".into(),
-                        },
-                    ),
-                    (
-                        "memory".to_owned(),
-                        proto::Quantity {
-                            string: "128Mi".into(),
-                        },
-                    ),
-                ]
-                .into(),
-                namespace: "default".into(),
-                ..Default::default()
-            }),
-        };
         for ((cluster, port), process) in clusters.iter().zip(&ports).zip(&this.processes) {
-            let address = vec![format!("127.0.0.1:{port}")];
-            let deadline = Instant::now() + Duration::from_secs(60);
-            loop {
-                let last = match dial::dial(&address, None).await {
-                    Ok(channel) => proto::EstimatorClient::new(channel)
-                        .max_available_replicas(
-                            request(cluster),
-                            "kind=Benchmark",
-                            Duration::from_secs(3),
-                        )
-                        .await
-                        .map(|a| a.max_replicas)
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                // Until its node cache is filled an estimator may answer 0.
-                match last {
-                    Ok(n) if n == accurate_replicas() => break,
-                    other if Instant::now() > deadline => {
-                        let nodes = Api::<Node>::all(member.client().await)
-                            .list(&ListParams::default())
-                            .await
-                            .map(|l| {
-                                l.items
-                                    .iter()
-                                    .map(|n| {
-                                        format!(
-                                            "{:?}: {:?}",
-                                            n.metadata.name,
-                                            n.status.as_ref().and_then(|s| s.allocatable.as_ref())
-                                        )
-                                    })
-                                    .collect::<Vec<_>>()
-                            });
-                        bail!(
-                            "the estimator of {cluster} answers {other:?}, not {}; the member's nodes: {nodes:?}; its log:\n{}",
-                            accurate_replicas(),
-                            process
-                                .log()
-                                .lines()
-                                .filter(|l| !l.contains("Finish calculating"))
-                                .take(60)
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        )
-                    }
-                    _ => tokio::time::sleep(Duration::from_millis(200)).await,
-                }
-            }
+            wait_answer(member, cluster, *port, process).await?;
         }
         Ok(this)
     }
@@ -505,6 +433,68 @@ impl Estimators {
                 .with_context(|| format!("delete Service karmada-system/{name}"))?;
         }
         Ok((all, failed, cpu))
+    }
+}
+
+/// Waits until the estimator of `cluster` (gRPC on `port`) answers [`accurate_replicas`] for a
+/// benchmark replica (until its node cache is filled it answers 0).
+async fn wait_answer(
+    member: &testenv::ApiServer,
+    cluster: &str,
+    port: u16,
+    process: &Kcm,
+) -> anyhow::Result<()> {
+    use karmada_controllers::scheduler::estimator::{dial, proto};
+
+    let quantity = |q: &str| proto::Quantity { string: q.into() };
+    let request = proto::MaxAvailableReplicasRequest {
+        cluster: cluster.to_owned(),
+        replica_requirements: Some(proto::ReplicaRequirements {
+            resource_request: [
+                ("cpu".to_owned(), quantity("100m")),
+                ("memory".to_owned(), quantity("128Mi")),
+            ]
+            .into(),
+            namespace: "default".into(),
+            ..Default::default()
+        }),
+    };
+    let address = vec![format!("127.0.0.1:{port}")];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = match dial::dial(&address, None).await {
+            Ok(channel) => proto::EstimatorClient::new(channel)
+                .max_available_replicas(request.clone(), "kind=Benchmark", Duration::from_secs(3))
+                .await
+                .map(|a| a.max_replicas)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match answer {
+            Ok(n) if n == accurate_replicas() => return Ok(()),
+            other if Instant::now() > deadline => {
+                let nodes: Vec<String> = Api::<Node>::all(member.client().await)
+                    .list(&ListParams::default())
+                    .await
+                    .map(|l| l.items)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|n| {
+                        format!(
+                            "{:?}: {:?}",
+                            n.metadata.name,
+                            n.status.as_ref().and_then(|s| s.allocatable.as_ref())
+                        )
+                    })
+                    .collect();
+                bail!(
+                    "the estimator of {cluster} answers {other:?}, not {}; the member's nodes: {nodes:?}; its log:\n{}",
+                    accurate_replicas(),
+                    process.log_tail(30)
+                )
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
     }
 }
 
@@ -577,7 +567,17 @@ fn placed(rb: &ResourceBinding) -> bool {
 /// When each binding of a namespace was first seen placed, by a watch, and the replicas it then had
 /// on small-summary clusters and in all.
 #[derive(Clone, Default)]
-struct Placements(Arc<Mutex<HashMap<String, (Instant, i64, i64)>>>);
+struct Placements(Arc<Mutex<HashMap<String, Placed>>>);
+
+/// A binding's first placement seen.
+#[derive(Clone, Copy)]
+struct Placed {
+    at: Instant,
+    /// Its replicas on small-summary clusters.
+    small: i64,
+    /// All its replicas.
+    all: i64,
+}
 
 impl Placements {
     /// Watches `api` until `stop` fires, recording first placements; `small` names the
@@ -616,7 +616,11 @@ impl Placements {
                             .map(|c| i64::from(c.replicas))
                             .sum()
                     };
-                    let entry = (Instant::now(), replicas(true), replicas(false));
+                    let entry = Placed {
+                        at: Instant::now(),
+                        small: replicas(true),
+                        all: replicas(false),
+                    };
                     seen.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .entry(name)
@@ -635,7 +639,7 @@ impl Placements {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(name)
-            .map(|e| e.0)
+            .map(|e| e.at)
     }
 
     /// The share of the replicas of bindings whose name starts with `prefix` placed on
@@ -645,7 +649,7 @@ impl Placements {
         let (small, all) = seen
             .iter()
             .filter(|(n, _)| n.starts_with(prefix))
-            .fold((0, 0), |(s, a), (_, e)| (s + e.1, a + e.2));
+            .fold((0, 0), |(s, a), (_, e)| (s + e.small, a + e.all));
         if all == 0 {
             0.0
         } else {
@@ -709,6 +713,32 @@ fn start_scheduler(
     Kcm::start_program(program, env.host().kubeconfig_path(), &args, &[])
 }
 
+/// Creates the backlog's bindings; returns their names.
+async fn create_backlog(
+    api: &Api<ResourceBinding>,
+    config: &SchedulingConfig,
+    ns: &str,
+    clusters: &[String],
+) -> anyhow::Result<Vec<String>> {
+    let names: Vec<String> = (0..config.bindings)
+        .map(|i| format!("backlog-{i:05}"))
+        .collect();
+    stream::iter(names.iter().map(|n| binding(ns, n, clusters)))
+        .map(|rb| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &rb)
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+        })
+        .buffer_unordered(config.create_concurrency)
+        .try_collect::<Vec<_>>()
+        .await
+        .context("create the backlog")?;
+    Ok(names)
+}
+
 async fn run_one(
     env: &testenv::TestEnv,
     client: &kube::Client,
@@ -734,22 +764,7 @@ async fn run_one(
     };
     let api: Api<ResourceBinding> = Api::namespaced(client.clone(), &ns);
     // The backlog, written while no scheduler runs.
-    let names: Vec<String> = (0..config.bindings)
-        .map(|i| format!("backlog-{i:05}"))
-        .collect();
-    stream::iter(names.iter().map(|n| binding(&ns, n, &clusters)))
-        .map(|rb| {
-            let api = api.clone();
-            async move {
-                api.create(&PostParams::default(), &rb)
-                    .await
-                    .map_err(anyhow::Error::from)
-            }
-        })
-        .buffer_unordered(config.create_concurrency)
-        .try_collect::<Vec<_>>()
-        .await
-        .context("create the backlog")?;
+    let names = create_backlog(&api, config, &ns, &clusters).await?;
     let placements = Placements::default();
     let stop = tokio_util::sync::CancellationToken::new();
     let _stop_watch = stop.clone().drop_guard();
