@@ -37,8 +37,9 @@ test-aggregated-apiserver: test-binaries karmada-binaries ## Run the test of a c
 test-karmada-webhook: test-binaries karmada-binaries ## Run the test of Karmada's own karmada-webhook installed beside our admission policies and controller-manager (not in `make test`).
 	$(CARGO) test -p karmada-e2e --features karmada-go --test karmada_webhook_beside
 .PHONY: test-scheduler-estimator
-test-scheduler-estimator: test-binaries karmada-binaries ## Run the test of the accurate estimator: Karmada's karmada-scheduler-estimator, one per member, answers our scheduler (not in `make test`).
+test-scheduler-estimator: test-binaries karmada-binaries ## Run the test of the accurate estimator: Karmada's karmada-scheduler-estimator, one per member, answers our scheduler; and the scheduling benchmark's estimator variant at smoke size (not in `make test`).
 	$(CARGO) test -p karmada-e2e --features karmada-go --test scheduler_estimator
+	$(CARGO) test -p karmada-e2e --features karmada-go --test bench_smoke -- --exact the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured
 
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
@@ -94,7 +95,7 @@ bench-rollout: test-binaries ## Only the staged-rollout benchmark: 1,000 workloa
 	$(CARGO) bench -p karmada-e2e --bench rollout -- $(ARGS)
 
 .PHONY: bench-scheduling
-bench-scheduling: test-binaries karmada-binaries ## Only the scheduling benchmark: bindings placed per second and create-to-placed latency, our scheduler and Karmada's karmada-scheduler side by side; knobs with ARGS="--bindings 1000 --clusters 3 --impl rust" (see -- --help).
+bench-scheduling: test-binaries karmada-binaries ## Only the scheduling benchmark: bindings placed per second and create-to-placed latency, our scheduler and Karmada's karmada-scheduler side by side, with and without a karmada-scheduler-estimator per cluster; knobs with ARGS="--bindings 1000 --clusters 3 --impl rust --estimator off" (see -- --help).
 	$(CARGO) bench -p karmada-e2e --bench scheduling -- $(ARGS)
 
 .PHONY: image

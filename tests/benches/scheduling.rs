@@ -1,5 +1,6 @@
 //! The scheduling benchmark (see `karmada_e2e::bench::scheduling`): bindings placed per second and
-//! create-to-placed latency, karmada-rs's built-in scheduler beside Karmada's `karmada-scheduler`.
+//! create-to-placed latency, karmada-rs's built-in scheduler beside Karmada's `karmada-scheduler`, with
+//! and without the accurate estimator (a Go `karmada-scheduler-estimator` per Cluster).
 //! Prints a Markdown table and writes the JSON report (default `target/bench/scheduling.json`).
 
 use std::path::PathBuf;
@@ -8,6 +9,17 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
 use karmada_e2e::bench::session::Impl;
+
+/// With or without the accurate estimator.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Estimator {
+    /// The general estimate only (`--enable-scheduler-estimator=false`).
+    Off,
+    /// A Go `karmada-scheduler-estimator` per Cluster (`make karmada-binaries` builds it).
+    On,
+    /// Both, side by side.
+    Both,
+}
 
 /// Whose scheduler the benchmark measures.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -44,6 +56,9 @@ struct Args {
     /// Whose scheduler to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
+    /// With or without the accurate estimator (default: both at full size, off with --smoke).
+    #[arg(long, value_enum)]
+    estimator: Option<Estimator>,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/scheduling.json"))]
     out: PathBuf,
@@ -74,6 +89,12 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(s) = args.live_seconds {
         config.live_seconds = s;
+    }
+    match args.estimator {
+        Some(Estimator::Off) => config.estimator = vec![false],
+        Some(Estimator::On) => config.estimator = vec![true],
+        Some(Estimator::Both) => config.estimator = vec![false, true],
+        None => {}
     }
     let impls = match args.implementation {
         Which::Rust => vec![Impl::Rust],

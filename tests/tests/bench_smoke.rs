@@ -230,6 +230,59 @@ async fn the_scheduling_benchmark_runs_and_reports_what_it_measured() {
         "{run:?}"
     );
     assert!(run.cpu_seconds > 0.0 && run.peak_rss_mib > 0.0, "{run:?}");
+    // The general estimate alone puts every replica on the large-summary cluster.
+    assert_eq!(
+        (run.backlog_small_share_pct, run.live_small_share_pct),
+        (0.0, 0.0),
+        "{run:?}"
+    );
+    assert_eq!(run.estimator_requests, None, "{run:?}");
+}
+
+/// The scheduling benchmark's estimator variant at smoke size, both schedulers (Karmada's scheduler
+/// and estimator need `make karmada-binaries`: this runs with the `karmada-go` feature, in `make
+/// test-scheduler-estimator`): the estimators answer every binding's placement, which then gives
+/// the small-summary clusters a share the general estimate alone does not.
+#[cfg(feature = "karmada-go")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured() {
+    use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
+    use karmada_e2e::bench::session::Impl;
+    // Smaller than the plain smoke run: this test adds a member API server and six estimators.
+    let config = SchedulingConfig {
+        bindings: 20,
+        live_seconds: 1.0,
+        estimator: vec![true],
+        ..SchedulingConfig::smoke()
+    };
+    let report = run(&config, &[Impl::Rust, Impl::Karmada])
+        .await
+        .unwrap_or_else(|e| panic!("scheduling benchmark failed: {e:#}"));
+    eprintln!("{}", report.markdown());
+    assert_eq!(report.runs.len(), 2, "{:?}", report.runs);
+    let live = (config.live_rate * config.live_seconds).round() as usize;
+    for run in &report.runs {
+        assert!(run.estimator, "{run:?}");
+        assert_eq!(run.live_latency.count, live, "{run:?}");
+        assert!(
+            run.bindings_per_second > 0.0 && run.cpu_seconds > 0.0,
+            "{run:?}"
+        );
+        // 3 clusters: accurate 440 on the large-summary one, general 390 on the others: 4/3/3.
+        assert!(
+            (run.live_small_share_pct - 60.0).abs() < 0.1,
+            "the estimator did not cut the large summary: {run:?}"
+        );
+        let requests = run.estimator_requests.unwrap_or_default();
+        assert!(
+            requests >= (3 * live) as f64,
+            "each live placement asks the 3 estimators: {run:?}"
+        );
+        assert!(
+            run.estimator_cpu_seconds.is_some_and(|c| c > 0.0),
+            "{run:?}"
+        );
+    }
 }
 
 /// The staged-rollout benchmark at smoke size: every workload is seen through its three stages in

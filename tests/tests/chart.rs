@@ -312,6 +312,148 @@ fn helm_lint_is_clean_and_bad_values_fail() {
     assert!(!ok && err.contains("existingSecret"), "{err}");
 }
 
+/// The scheduler and estimator values render their flags only when set (a default install renders
+/// none, so the binary's defaults, which are Karmada's, hold), a TLS Secret is mounted where the
+/// file flags point, the binary knows every rendered flag, and bad values are refused by the schema.
+#[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario, read top to bottom: every value set, then the defaults and bad values"
+)]
+fn scheduler_and_estimator_values_render_their_flags_only_when_set() {
+    let chart = chart_dir().display().to_string();
+    let args_of = |sets: &[&str]| -> (Vec<String>, Deployment) {
+        let mut args = vec![
+            "template",
+            "t",
+            &chart,
+            "--show-only",
+            "templates/deployment.yaml",
+        ];
+        args.extend(sets);
+        let rendered = helm(&args);
+        let deployment: Deployment = serde_saphyr::from_str(&rendered).expect("a Deployment");
+        let pod = deployment.spec.template.spec.clone().unwrap();
+        (
+            pod.containers[0].args.clone().unwrap_or_default(),
+            deployment,
+        )
+    };
+    let scheduler_flag = |a: &String| {
+        a.starts_with("--scheduler-") || a.starts_with("--plugins") || a.contains("estimator")
+    };
+    let (defaults, _) = args_of(&[]);
+    let rendered: Vec<&String> = defaults.iter().filter(|a| scheduler_flag(a)).collect();
+    assert!(rendered.is_empty(), "{rendered:?}");
+
+    let (args, deployment) = args_of(&[
+        "--set",
+        "scheduler.name=second-scheduler",
+        "--set",
+        "scheduler.plugins={*,-ClusterLocality}",
+        "--set",
+        "scheduler.estimator.enabled=true",
+        "--set",
+        "scheduler.estimator.disableInPullMode=true",
+        "--set",
+        "scheduler.estimator.timeout=5s",
+        "--set",
+        "scheduler.estimator.port=10353",
+        "--set",
+        "scheduler.estimator.serviceNamespace=estimators",
+        "--set",
+        "scheduler.estimator.servicePrefix=estimator",
+        "--set",
+        "scheduler.estimator.tls.existingSecret=estimator-client",
+        "--set",
+        "scheduler.estimator.tls.caFile=ca.crt",
+        "--set",
+        "scheduler.estimator.tls.certFile=tls.crt",
+        "--set",
+        "scheduler.estimator.tls.keyFile=tls.key",
+        "--set",
+        "scheduler.estimator.tls.insecureSkipVerify=true",
+    ]);
+    let rendered: Vec<&str> = args
+        .iter()
+        .filter(|a| scheduler_flag(a))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        rendered,
+        [
+            "--scheduler-name=second-scheduler",
+            "--plugins=*,-ClusterLocality",
+            "--enable-scheduler-estimator=true",
+            "--disable-scheduler-estimator-in-pull-mode=true",
+            "--scheduler-estimator-timeout=5s",
+            "--scheduler-estimator-port=10353",
+            "--scheduler-estimator-service-namespace=estimators",
+            "--scheduler-estimator-service-prefix=estimator",
+            "--scheduler-estimator-ca-file=/etc/karmada/scheduler-estimator-tls/ca.crt",
+            "--scheduler-estimator-cert-file=/etc/karmada/scheduler-estimator-tls/tls.crt",
+            "--scheduler-estimator-key-file=/etc/karmada/scheduler-estimator-tls/tls.key",
+            "--insecure-skip-estimator-verify=true",
+        ]
+    );
+    let pod = deployment.spec.template.spec.unwrap();
+    let mount = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "scheduler-estimator-tls")
+        .expect("the TLS Secret's mount");
+    assert_eq!(
+        (mount.mount_path.as_str(), mount.read_only),
+        ("/etc/karmada/scheduler-estimator-tls", Some(true))
+    );
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "scheduler-estimator-tls")
+        .expect("the TLS Secret's volume");
+    assert_eq!(
+        volume
+            .secret
+            .as_ref()
+            .and_then(|s| s.secret_name.as_deref()),
+        Some("estimator-client")
+    );
+    // Without the Secret the file values are paths, verbatim.
+    let (args, _) = args_of(&["--set", "scheduler.estimator.tls.caFile=/pki/ca.crt"]);
+    assert!(
+        args.iter()
+            .any(|a| a == "--scheduler-estimator-ca-file=/pki/ca.crt"),
+        "{args:?}"
+    );
+    // The binary knows every flag rendered (clap refuses an unknown one before it prints help).
+    let mut known: Vec<&str> = rendered;
+    known.push("--help");
+    let (ok, out, err) = try_run(binary(), &known, None);
+    assert!(
+        ok && out.contains("Scheduler estimator flags"),
+        "{err}{out}"
+    );
+
+    for bad in [
+        "scheduler.estimator.enabled=yes",
+        "scheduler.estimator.timeout=3x",
+        "scheduler.estimator.port=70000",
+        "scheduler.estimator.tls.caFile=1",
+        "scheduler.plugins={Cluster Locality}",
+        "scheduler.estimator.tls.nope=x",
+    ] {
+        let (ok, _, err) = try_run(
+            &tool("helm"),
+            &["template", "t", &chart, "--set", bad],
+            None,
+        );
+        assert!(!ok, "helm template accepted --set {bad}");
+        assert!(err.contains("values don't meet"), "--set {bad}: {err}");
+    }
+}
+
 /// `charts/karmada-agent`: lint-clean for both targets, values.schema.json rejects bad values, a
 /// missing cluster name or kubeconfig is named, and each target renders only its own objects (the
 /// agent with the controller-manager chart's security context; the Karmada-side RBAC confined to the

@@ -101,6 +101,44 @@ The controller-manager's arguments. tests/tests/chart.rs runs the installed cont
 - --cluster-status-update-frequency={{ .Values.clusterStatusUpdateFrequency }}
 - --v={{ .Values.log.verbosity | int }}
 - --logging-format={{ .Values.log.format }}
+{{- with .Values.scheduler.name }}
+- --scheduler-name={{ . }}
+{{- end }}
+{{- with .Values.scheduler.plugins }}
+- --plugins={{ join "," . }}
+{{- end }}
+{{- $estimator := .Values.scheduler.estimator }}
+{{- if $estimator.enabled }}
+- --enable-scheduler-estimator=true
+{{- end }}
+{{- if $estimator.disableInPullMode }}
+- --disable-scheduler-estimator-in-pull-mode=true
+{{- end }}
+{{- with $estimator.timeout }}
+- --scheduler-estimator-timeout={{ . }}
+{{- end }}
+{{- if not (kindIs "invalid" $estimator.port) }}
+- --scheduler-estimator-port={{ $estimator.port | int }}
+{{- end }}
+{{- with $estimator.serviceNamespace }}
+- --scheduler-estimator-service-namespace={{ . }}
+{{- end }}
+{{- with $estimator.servicePrefix }}
+- --scheduler-estimator-service-prefix={{ . }}
+{{- end }}
+{{- $tlsDir := ternary "/etc/karmada/scheduler-estimator-tls/" "" (ne $estimator.tls.existingSecret "") }}
+{{- with $estimator.tls.caFile }}
+- --scheduler-estimator-ca-file={{ $tlsDir }}{{ . }}
+{{- end }}
+{{- with $estimator.tls.certFile }}
+- --scheduler-estimator-cert-file={{ $tlsDir }}{{ . }}
+{{- end }}
+{{- with $estimator.tls.keyFile }}
+- --scheduler-estimator-key-file={{ $tlsDir }}{{ . }}
+{{- end }}
+{{- if $estimator.tls.insecureSkipVerify }}
+- --insecure-skip-estimator-verify=true
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}
