@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use karmada_apis::Cluster;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
 /// The lease name Karmada uses.
 pub const LEASE: &str = "karmada-controller-manager";
@@ -155,6 +157,45 @@ fn build(package: &str, env: &str) -> PathBuf {
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
     testenv::process::free_port().expect("free port")
+}
+
+/// The set-up most end-to-end files share: the controller-manager on `env`'s host with `args`,
+/// every member joined with `karmadactl join` (`join_args` added), and every member's Cluster
+/// `Ready`, waited for at most `wait`. Panics naming what did not happen (with the
+/// controller-manager's log).
+pub async fn start_joined(
+    env: &testenv::TestEnv,
+    args: &[&str],
+    join_args: &[&str],
+    wait: Duration,
+) -> Kcm {
+    let kcm = Kcm::start(env.host().kubeconfig_path(), args, &[]);
+    for m in env.members() {
+        crate::karmadactl::join(env.host(), m, join_args)
+            .await
+            .unwrap_or_else(|e| panic!("join {}: {e:#}", m.name()));
+    }
+    let clusters: Api<Cluster> = Api::all(env.host().client().await);
+    let members: Vec<&str> = env.members().iter().map(|m| m.name()).collect();
+    kcm.eventually("every member Ready", wait, async || {
+        let list = clusters
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let ready: Vec<String> = list
+            .items
+            .iter()
+            .filter(|c| c.is_ready())
+            .map(ResourceExt::name_any)
+            .collect();
+        if members.iter().all(|m| ready.iter().any(|r| r == m)) {
+            Ok(())
+        } else {
+            Err(format!("Ready: {ready:?} of {members:?}"))
+        }
+    })
+    .await;
+    kcm
 }
 
 /// A fresh namespace on the host (leases of different tests never meet).

@@ -11,6 +11,8 @@
 //! - `charts/karmada-agent` with the values its README gives (`clusterName`, `--set-file
 //!   karmadaKubeconfig.content`): the Karmada side applied to the host, the member side to member2,
 //!   its Deployment run the same way: probes answer, member2 is Ready.
+// test-runner: alone. The Deployments run as written bind their fixed ports (8080, 10357) on every
+// address of this machine; the other file that does so must not run beside this one.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -8,6 +8,8 @@
 //!
 //! `helm` and `kubectl` come from `hack/install-helm.sh` (`make test-tools`, run by `make test`), or from
 //! `$HELM` / `$KUBECTL`. A missing one fails the tests with the command that installs it.
+// test-runner: alone. The Deployments run as written bind their fixed ports (8080, 10357) on every
+// address of this machine; the other file that does so must not run beside this one.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace};
 use karmada_apis::policy_rs::v1alpha1::DriftPolicy;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work, names};
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::in_process::condition;
 use karmada_e2e::quiet::{Watched, assert_holds_for};
 use karmada_e2e::wait::eventually_showing;
@@ -189,31 +189,17 @@ fn drift_total(kcm: &Kcm, cluster: &str) -> f64 {
 
 async fn start(host: &Client) -> Kcm {
     let env = env();
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=1s",
         ],
         &[],
-    );
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
-    let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually("both members Ready", &kcm, async || {
-        let list = clusters
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let ready = list.items.iter().filter(|c| c.is_ready()).count();
-        (ready == 2)
-            .then_some(())
-            .ok_or(format!("{ready} of 2 Ready"))
-    })
+        WAIT,
+    )
     .await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -34,14 +34,6 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-fn ready(c: &Cluster) -> bool {
-    c.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-    })
-}
-
 #[tokio::test]
 #[allow(
     clippy::too_many_lines,
@@ -50,30 +42,17 @@ fn ready(c: &Cluster) -> bool {
 async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
     let env = env();
     let host = env.host().client().await;
-    let mut kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let mut kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=1s",
         ],
         &[],
-    );
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
-    let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually(
-        "both members Ready",
         Duration::from_secs(60),
-        &kcm,
-        || async {
-            let list = clusters.list(&ListParams::default()).await.unwrap();
-            list.items.len() == 2 && list.items.iter().all(ready)
-        },
     )
     .await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
 
     let ns: Namespace =
         serde_json::from_value(json!({"metadata": {"name": "quickstart"}})).unwrap();

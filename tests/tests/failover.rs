@@ -42,7 +42,7 @@ use k8s_openapi::api::core::v1::{Namespace, Taint};
 use karmada_apis::{
     Cluster, ClusterTaintPolicy, OverridePolicy, PropagationPolicy, ResourceBinding, Work,
 };
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
@@ -86,14 +86,6 @@ async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result
     let every = Duration::from_millis(250);
     let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(80));
     eventually_showing(what, WAIT, every, log, check).await
-}
-
-fn ready(c: &Cluster) -> bool {
-    c.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-    })
 }
 
 /// A Deployment `name` with `replicas`, and a PropagationPolicy dividing it over `clusters` with
@@ -299,8 +291,8 @@ fn task_from_member3(
 async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
     let env = env();
     let host = env.host().client().await;
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=1s",
@@ -310,30 +302,12 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
             "--enable-no-execute-taint-eviction=true",
             "--resource-eviction-rate=20",
         ],
-        &[],
-    );
-    for m in env.members() {
         // API-server-only members have no token controller: do not wait long for it.
-        karmada_e2e::karmadactl::join(env.host(), m, &["--token-wait=2s"])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
-    let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually("three members Ready", &kcm, async || {
-        let list = clusters.list(&ListParams::default()).await.unwrap();
-        let ready: Vec<String> = list
-            .items
-            .iter()
-            .filter(|c| ready(c))
-            .map(ResourceExt::name_any)
-            .collect();
-        if ready.len() == 3 {
-            Ok(())
-        } else {
-            Err(format!("ready: {ready:?}"))
-        }
-    })
+        &["--token-wait=2s"],
+        WAIT,
+    )
     .await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
 
     let policy: ClusterTaintPolicy = serde_json::from_value(json!({
         "apiVersion": "policy.karmada.io/v1alpha1",
@@ -687,7 +661,7 @@ async fn member_comes_back(
     let clusters: Api<Cluster> = Api::all(host.clone());
     eventually("member3 Ready and untainted", kcm, async || {
         let c = clusters.get("member3").await.unwrap();
-        if ready(&c) && c.spec.taints.iter().all(|t| t.key != TAINT) {
+        if c.is_ready() && c.spec.taints.iter().all(|t| t.key != TAINT) {
             Ok(())
         } else {
             Err(format!("taints {:?}", c.spec.taints))

@@ -12,6 +12,8 @@
 //! Every scenario then checks what a user cares about: every template in every member, no binding or
 //! Work duplicated, no member object recreated (UIDs unchanged). Figures are printed
 //! (`--nocapture`) and recorded in docs/reliability.md.
+// test-runner: alone. The takeover must land within the lease bound (15 s lease, 2 s retries): a
+// second test binary beside it on 2 cores stretches that, so make test runs this file by itself.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

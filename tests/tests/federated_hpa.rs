@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
 use karmada_e2e::bench::process::parse_metrics;
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -281,8 +281,8 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
     let started = Instant::now();
     let env = env();
     let host = env.host().client().await;
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=2s",
@@ -291,23 +291,10 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
             "--horizontal-pod-autoscaler-cpu-initialization-period=15s",
         ],
         &[],
-    );
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
-    let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually("both members Ready", &kcm, async || {
-        let list = clusters.list(&ListParams::default()).await.unwrap();
-        let ready = list.items.iter().filter(|c| c.is_ready()).count();
-        if ready == 2 {
-            Ok(())
-        } else {
-            Err(format!("{ready} Ready"))
-        }
-    })
+        WAIT,
+    )
     .await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_apis::networking::v1alpha1::MultiClusterService;
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -189,33 +189,20 @@ async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers(
     let started = Instant::now();
     let env = env();
     let host = env.host().client().await;
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=2s",
             "--feature-gates=MultiClusterService=true",
         ],
         &[],
-    );
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
+        WAIT,
+    )
+    .await;
     let member1 = env.members()[0].client().await;
     let member2 = env.members()[1].client().await;
     let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually("both members Ready", &kcm, async || {
-        let list = clusters.list(&ListParams::default()).await.unwrap();
-        let ready = list.items.iter().filter(|c| c.is_ready()).count();
-        if ready == 2 {
-            Ok(())
-        } else {
-            Err(format!("{ready} Ready"))
-        }
-    })
-    .await;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

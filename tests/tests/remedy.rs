@@ -31,7 +31,7 @@ use karmada_apis::remedy::v1alpha1::{
 use karmada_controllers::common::conditions::{
     new_condition, set_condition as set_status_condition,
 };
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
@@ -57,14 +57,6 @@ async fn eventually<T>(what: &str, kcm: &Kcm, check: impl AsyncFnMut() -> Result
     let every = Duration::from_millis(200);
     let log = || format!("controller-manager log (tail):\n{}", kcm.log_tail(60));
     eventually_showing(what, WAIT, every, log, check).await
-}
-
-fn ready(c: &Cluster) -> bool {
-    c.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-    })
 }
 
 fn actions_of(c: &Cluster) -> Vec<String> {
@@ -235,34 +227,20 @@ fn record_actions(
 async fn remedies_set_cluster_remedy_actions() {
     let env = env();
     let host: Client = env.host().client().await;
-    let kcm = start_kcm(env);
-    for m in env.members() {
+    // Every member Ready: clusterStatus has written their status once, so the conditions set below
+    // are written next to its own.
+    let kcm = start_joined(
+        env,
+        KCM_ARGS,
         // API-server-only members have no token controller: do not wait long for it.
-        karmada_e2e::karmadactl::join(env.host(), m, &["--token-wait=2s"])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
+        &["--token-wait=2s"],
+        WAIT,
+    )
+    .await;
     let member1 = env.members()[0].name().to_owned();
     let member2 = env.members()[1].name().to_owned();
     let clusters: Api<Cluster> = Api::all(host.clone());
     let remedies: Api<Remedy> = Api::all(host.clone());
-    // Both Ready: clusterStatus has written their status once, so the conditions set below are
-    // written next to its own.
-    eventually("both members Ready", &kcm, async || {
-        let list = clusters.list(&ListParams::default()).await.unwrap();
-        let ready: Vec<String> = list
-            .items
-            .iter()
-            .filter(|c| ready(c))
-            .map(ResourceExt::name_any)
-            .collect();
-        if ready.len() == 2 {
-            Ok(())
-        } else {
-            Err(format!("ready: {ready:?}"))
-        }
-    })
-    .await;
 
     // 1. A Remedy for every cluster, triggered by ServiceDomainNameResolutionReady=False.
     set_condition(

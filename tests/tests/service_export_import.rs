@@ -24,7 +24,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karmada_apis::multicluster::v1alpha1::{ServiceExport, ServiceImport};
 use karmada_apis::{Cluster, PropagationPolicy, Work};
-use karmada_e2e::controller_manager::Kcm;
+use karmada_e2e::controller_manager::{Kcm, start_joined};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -120,36 +120,17 @@ async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
     for m in [&member1, &member2] {
         install_mcs_crds(m).await;
     }
-    let kcm = Kcm::start(
-        env.host().kubeconfig_path(),
+    let kcm = start_joined(
+        env,
         &[
             "--leader-elect=false",
             "--cluster-status-update-frequency=2s",
         ],
         &[],
-    );
-    for m in env.members() {
-        karmada_e2e::karmadactl::join(env.host(), m, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    }
-    let clusters: Api<Cluster> = Api::all(host.clone());
-    eventually("both members Ready", &kcm, async || {
-        let ready = clusters
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .filter(|c| c.is_ready())
-            .count();
-        if ready == 2 {
-            Ok(())
-        } else {
-            Err(format!("{ready} Ready"))
-        }
-    })
+        WAIT,
+    )
     .await;
+    let clusters: Api<Cluster> = Api::all(host.clone());
 
     create(
         &Api::<Namespace>::all(host.clone()),

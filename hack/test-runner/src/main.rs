@@ -6,9 +6,12 @@
 //! failed targets, not their output; this runner ends with the failures' log tails and the command
 //! that reruns each, and stops a binary that runs past `--timeout` instead of hanging CI. Each binary
 //! runs exactly as under `cargo test` (its package folder as working directory, `CARGO_MANIFEST_DIR`
-//! set, libtest's own arguments). `--jobs 2` runs two binaries at once; on a 2-core machine that was
-//! measured slower, not faster (our integration tests are CPU-bound in aggregate: load ~9, each file
-//! ~3× slower) and it made a lease-timing test fail, so `make test` runs one at a time.
+//! set, libtest's own arguments). `--jobs N` runs N binaries at once (`make test` runs 2): most of an
+//! integration test's time is spent waiting for controllers, API servers and leases, not computing,
+//! so two at a time on 2 cores finish sooner (CONTRIBUTING.md, Testing, has the numbers). A test file whose
+//! assertions depend on timing (a lease hand-over within seconds, a burst within 2× another one
+//! measured earlier in the same file) says so with a comment line `// test-runner: alone` (and why) among
+//! its first lines; such files run first, one at a time, with nothing beside them.
 //!
 //! The binaries the integration tests run (`karmada-controller-manager`, `karmada-agent`,
 //! `karmadactl`, `testenv`) come from the same `cargo test --workspace --no-run`: cargo builds a
@@ -42,6 +45,8 @@ struct Job {
     dir: PathBuf,
     /// Environment variables set for it (on top of the runner's own).
     env: Vec<(String, PathBuf)>,
+    /// Whether it must run with no other job beside it (its source says `test-runner: alone`).
+    alone: bool,
 }
 
 /// How a job ended.
@@ -77,7 +82,7 @@ fn parse_options() -> Result<Options, String> {
         jobs: std::env::var("TEST_JOBS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1),
+            .unwrap_or(2),
         timeout: Duration::from_secs(1200),
         libtest_args: Vec::new(),
     };
@@ -128,6 +133,7 @@ fn run() -> Result<bool, String> {
             .collect(),
         dir: root.clone(),
         env: Vec::new(),
+        alone: true,
     };
 
     let durations_file = target.join("test-durations.tsv");
@@ -137,23 +143,28 @@ fn run() -> Result<bool, String> {
         let d = |j: &Job| known.get(&j.label).copied().unwrap_or(f64::MAX);
         d(b).total_cmp(&d(a))
     });
+    // The doc-tests and the timing-sensitive files first, one at a time; the rest `--jobs` at once.
+    let (mut alone, shared): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.alone);
+    alone.insert(0, doc);
     println!(
-        "test-runner: the doc-tests, then {} test binaries {} at a time (logs in {})",
-        jobs.len(),
+        "test-runner: the doc-tests and {} test binaries alone, then {} test binaries {} at a time \
+         (logs in {})",
+        alone.len() - 1,
+        shared.len(),
         options.jobs,
         logs.display()
     );
 
     let started = Instant::now();
     let mut outcomes = run_jobs(
-        vec![doc],
+        alone,
         &Options {
             jobs: 1,
             ..options.clone()
         },
         &logs,
     );
-    outcomes.extend(run_jobs(jobs, &options, &logs));
+    outcomes.extend(run_jobs(shared, &options, &logs));
     write_durations(&durations_file, &known, &outcomes);
 
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok).collect();
@@ -300,6 +311,10 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
     let package = package_name(msg["package_id"].as_str()?)?;
     let name = msg["target"]["name"].as_str()?;
     let kind = msg["target"]["kind"][0].as_str()?;
+    let alone = msg["target"]["src_path"]
+        .as_str()
+        .and_then(|src| std::fs::read_to_string(src).ok())
+        .is_some_and(|text| says_alone(&text));
     let label = match kind {
         "lib" | "rlib" | "proc-macro" => format!("-p {package} --lib"),
         "bin" => format!("-p {package} --bin {name}"),
@@ -315,7 +330,17 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
         args: libtest_args.to_vec(),
         dir,
         env: Vec::new(),
+        alone,
     })
+}
+
+/// Whether a test file's leading comment lines contain `test-runner: alone`.
+fn says_alone(source: &str) -> bool {
+    source
+        .lines()
+        .map(str::trim_start)
+        .take_while(|l| l.starts_with("//") || l.is_empty())
+        .any(|l| l.contains("test-runner: alone"))
 }
 
 /// The package name in a cargo package id: `path+file:///w/tests#karmada-e2e@0.1.0` or
@@ -554,6 +579,17 @@ mod tests {
         let mut build = msg.clone();
         build["profile"]["test"] = serde_json::json!(false);
         assert!(job_of(&build, &[]).is_none());
+    }
+
+    #[test]
+    fn a_file_runs_alone_when_its_leading_comments_say_so() {
+        assert!(says_alone(
+            "//! Leases.\n\n// test-runner: alone (lease timing)\nuse std::time;\n"
+        ));
+        assert!(!says_alone(
+            "//! Leases.\nuse std::time;\n// test-runner: alone\n"
+        ));
+        assert!(!says_alone("//! Propagation.\nuse std::time;\n"));
     }
 
     #[test]

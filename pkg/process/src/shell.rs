@@ -129,12 +129,13 @@ where
 }
 
 /// Loads the client configuration from the kubeconfig given by `--<flag>` (or the usual fallbacks
-/// when it is `None`), using `context` when given. A bad file named by the flag is a [`UsageError`].
+/// when it is `None`), using `context` when given, and where it came from for logs and errors
+/// (`--<flag>=<path>`, `KUBECONFIG=…`, …). A bad file named by the flag is a [`UsageError`].
 pub async fn load_kubeconfig(
     path: Option<&Path>,
     flag: &str,
     context: Option<&str>,
-) -> anyhow::Result<(kube::Config, ConfigSource)> {
+) -> anyhow::Result<(kube::Config, String)> {
     if let (Some(path), Some(context)) = (path, context) {
         let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| {
             UsageError(format!(
@@ -154,16 +155,23 @@ pub async fn load_kubeconfig(
                     path.display()
                 ))
             })?;
-        return Ok((config, ConfigSource::Flag(path.to_path_buf())));
+        return Ok((config, format!("--{flag}={}", path.display())));
     }
+    // lariat names a kubeconfig given by a flag `--kubeconfig=<path>`; a binary with several
+    // kubeconfig flags (the agent's `--karmada-kubeconfig`) names the flag that gave it.
     match load_config(path).await {
-        Ok(loaded) => Ok(loaded),
-        Err(
-            e @ ClientConfigError::Kubeconfig {
-                source_desc: ConfigSource::Flag(_),
-                ..
-            },
-        ) => Err(UsageError(format!("invalid value for --{flag}: {e}")).into()),
+        Ok((config, ConfigSource::Flag(path))) => {
+            Ok((config, format!("--{flag}={}", path.display())))
+        }
+        Ok((config, source)) => Ok((config, source.to_string())),
+        Err(ClientConfigError::Kubeconfig {
+            source_desc: ConfigSource::Flag(path),
+            message,
+        }) => Err(UsageError(format!(
+            "invalid value for --{flag}: cannot load kubeconfig {}: {message}",
+            path.display()
+        ))
+        .into()),
         Err(e) => Err(e.into()),
     }
 }
@@ -225,4 +233,40 @@ where
     }
     running.abort_all();
     failure.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    \
+        server: https://127.0.0.1:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    \
+        user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n";
+
+    #[tokio::test]
+    async fn a_kubeconfig_is_named_by_the_flag_that_gave_it() {
+        let dir = std::env::temp_dir().join(format!("shell-kubeconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("karmada.config");
+        std::fs::write(&good, KUBECONFIG).unwrap();
+        let (config, source) = load_kubeconfig(Some(&good), "karmada-kubeconfig", None)
+            .await
+            .unwrap();
+        assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
+        assert_eq!(source, format!("--karmada-kubeconfig={}", good.display()));
+
+        let missing = dir.join("missing.config");
+        let err = load_kubeconfig(Some(&missing), "karmada-kubeconfig", None)
+            .await
+            .unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with("invalid value for --karmada-kubeconfig: cannot load kubeconfig ")
+                && text.contains(&missing.display().to_string())
+                && !text.contains("--kubeconfig"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
