@@ -176,7 +176,7 @@ pub async fn start_joined(
             .unwrap_or_else(|e| panic!("join {}: {e:#}", m.name()));
     }
     let clusters: Api<Cluster> = Api::all(env.host().client().await);
-    let members: Vec<&str> = env.members().iter().map(|m| m.name()).collect();
+    let members: Vec<&str> = env.members().iter().map(testenv::ApiServer::name).collect();
     kcm.eventually("every member Ready", wait, async || {
         let list = clusters
             .list(&ListParams::default())

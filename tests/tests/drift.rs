@@ -18,7 +18,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace};
 use karmada_apis::policy_rs::v1alpha1::DriftPolicy;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work, names};
+use karmada_apis::{PropagationPolicy, ResourceBinding, Work, names};
 use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::in_process::condition;
 use karmada_e2e::quiet::{Watched, assert_holds_for};
@@ -199,7 +199,6 @@ async fn start(host: &Client) -> Kcm {
         WAIT,
     )
     .await;
-    let clusters: Api<Cluster> = Api::all(host.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
+use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::Client;
@@ -52,7 +52,6 @@ async fn a_deployment_and_a_policy_propagate_to_both_members_and_back() {
         Duration::from_secs(60),
     )
     .await;
-    let clusters: Api<Cluster> = Api::all(host.clone());
 
     let ns: Namespace =
         serde_json::from_value(json!({"metadata": {"name": "quickstart"}})).unwrap();

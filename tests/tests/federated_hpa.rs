@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding};
+use karmada_apis::{PropagationPolicy, ResourceBinding};
 use karmada_e2e::bench::process::parse_metrics;
 use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
@@ -294,7 +294,6 @@ async fn a_divided_deployment_scales_with_the_cpu_use_of_its_pods_in_all_members
         WAIT,
     )
     .await;
-    let clusters: Api<Cluster> = Api::all(host.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

@@ -20,7 +20,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_apis::networking::v1alpha1::MultiClusterService;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
+use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
 use karmada_e2e::controller_manager::{Kcm, start_joined};
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -202,7 +202,6 @@ async fn a_cross_cluster_service_hands_the_providers_endpoints_to_the_consumers(
     .await;
     let member1 = env.members()[0].client().await;
     let member2 = env.members()[1].client().await;
-    let clusters: Api<Cluster> = Api::all(host.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
     Api::<Namespace>::all(host.clone())
         .create(&PostParams::default(), &ns)

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karmada_apis::multicluster::v1alpha1::{ServiceExport, ServiceImport};
-use karmada_apis::{Cluster, PropagationPolicy, Work};
+use karmada_apis::{PropagationPolicy, Work};
 use karmada_e2e::controller_manager::{Kcm, start_joined};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -130,7 +130,6 @@ async fn exported_endpoints_reach_the_importing_cluster_and_follow_the_pods() {
         WAIT,
     )
     .await;
-    let clusters: Api<Cluster> = Api::all(host.clone());
 
     create(
         &Api::<Namespace>::all(host.clone()),

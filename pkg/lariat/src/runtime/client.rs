@@ -107,11 +107,12 @@ pub async fn load_config(
 }
 
 /// Calls `GET /version` until the server answers (`true`) or `cancel` fires (`false`), logging each
-/// failure with the server's URL and where its address came from.
+/// failure with the server's URL and where its address came from (a [`ConfigSource`], or the
+/// caller's own wording of it).
 pub async fn wait_for_api_server(
     client: &kube::Client,
     url: &str,
-    source: &ConfigSource,
+    source: &dyn fmt::Display,
     cancel: &CancellationToken,
 ) -> bool {
     let mut delay = Duration::from_millis(500);
