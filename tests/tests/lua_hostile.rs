@@ -6,6 +6,8 @@
 //! Lease on every retry period (never a gap near the renew deadline), the process's peak
 //! memory stays bounded, and the bad scripts are reported: Events on the customizations and the
 //! templates, and `resource_interpreter_script_failures_total`.
+// test-runner: alone. Lease renewals under hostile scripts must stay within the renew deadline
+// (wall clock): a second test binary beside it on 2 cores stretches the gaps.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -7,6 +7,8 @@
 //!
 //! Random and adversarial input must parse or be refused with an error; nothing may panic or
 //! allocate without bound.
+// test-runner: alone. A YAML bomb must be refused within a wall-clock bound (5 s): a second test
+// binary beside it on 2 cores stretches that.
 
 use karmadactl::bootstrap::{
     Token, check_pins, detached_jws, detached_jws_valid, pem_certificates, public_key_pin,

@@ -1,5 +1,7 @@
 //! lariat against a real API server: shared watches, lazy start, deletes, late and removed
 //! handlers, error/ignore/requeue-after results, per-key exclusivity and per-GroupKind workers.
+// test-runner: alone. Requeue gaps are checked against wall-clock windows (800 ms to 2.5 s): a
+// second test binary beside it on 2 cores stretches them.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

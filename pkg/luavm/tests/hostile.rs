@@ -3,6 +3,8 @@
 //! sorting, table growth, deep nesting) stop within their deadline; a script that keeps
 //! overrunning is suspended and fails fast until it changes; and Lua never blocks an async
 //! runtime's threads.
+// test-runner: alone. Its bounds are wall-clock times (a 10 ms timer at most 300 ms late while
+// hostile scripts run): a second test binary beside it on 2 cores stretches them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //!
 //! Random, truncated and bit-flipped input must parse or be refused with an error; nothing may
 //! panic or allocate without bound.
+// test-runner: alone. A YAML bomb must be refused within a wall-clock bound (5 s): a second test
+// binary beside it on 2 cores stretches that.
 
 // Test harness: the fixture helper outside the #[test] functions generates a fixed, valid CSR.
 #![allow(clippy::unwrap_used)]

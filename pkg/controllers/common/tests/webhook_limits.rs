@@ -2,6 +2,8 @@
 //! connection, a response past the size cap (endless, or declared huge) fails at the cap with
 //! bounded memory, and a webhook that never answers fails at its deadline. The webhooks are
 //! misbehaving HTTPS endpoints written here (rustls, a self-signed CA given as `caBundle`).
+// test-runner: alone. A slow webhook must be cut off between 2 s and 4 s (wall clock): a second
+// test binary beside it on 2 cores stretches that.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
