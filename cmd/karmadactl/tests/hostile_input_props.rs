@@ -7,8 +7,6 @@
 //!
 //! Random and adversarial input must parse or be refused with an error; nothing may panic or
 //! allocate without bound.
-// test-runner: alone. A YAML bomb must be refused within a wall-clock bound (5 s): a second test
-// binary beside it on 2 cores stretches that.
 
 use karmadactl::bootstrap::{
     Token, check_pins, detached_jws, detached_jws_valid, pem_certificates, public_key_pin,
@@ -100,7 +98,10 @@ fn kubeconfig_yaml_bombs_are_refused_or_bounded() {
     bomb.push_str("clusters: *k\n");
     let started = std::time::Instant::now();
     assert!(kube::config::Kubeconfig::from_yaml(&bomb).is_err());
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Expanded, the bomb is 9^11 strings: hours and all memory. Refused, it takes about 0.5 s in a
+    // debug build; the bound leaves room for a loaded machine (load 24 on 2 cores took over 5 s).
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
     for deep in [
         format!("clusters: {}{}", "[".repeat(100_000), "]".repeat(100_000)),
         format!("preferences: {}", "{a: ".repeat(100_000)),

@@ -6,8 +6,6 @@
 //!
 //! Random, truncated and bit-flipped input must parse or be refused with an error; nothing may
 //! panic or allocate without bound.
-// test-runner: alone. A YAML bomb must be refused within a wall-clock bound (5 s): a second test
-// binary beside it on 2 cores stretches that.
 
 // Test harness: the fixture helper outside the #[test] functions generates a fixed, valid CSR.
 #![allow(clippy::unwrap_used)]
@@ -177,7 +175,10 @@ fn kubeconfig_yaml_bombs_are_refused_or_bounded() {
     bomb.push_str("current-context: *k\n");
     let started = std::time::Instant::now();
     let _ = AgentKubeconfig::parse(bomb.as_bytes());
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Expanded, the bomb is 9^11 strings: hours and all memory. Refused, it takes about 0.5 s in a
+    // debug build; the bound leaves room for a loaded machine (load 24 on 2 cores took over 5 s).
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
     for deep in [
         format!("a: {}{}", "[".repeat(100_000), "]".repeat(100_000)),
         format!("a: {}", "{a: ".repeat(100_000)),
