@@ -77,6 +77,9 @@ struct Args {
     /// Namespaces the templates (and the cold start's workloads) spread over.
     #[arg(long)]
     namespaces: Option<usize>,
+    /// Longest wait for any one convergence, in seconds (default: 1800, smoke 180).
+    #[arg(long)]
+    timeout_seconds: Option<f64>,
     /// Whose controllers to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
@@ -137,6 +140,9 @@ fn main() -> anyhow::Result<()> {
     config.aggregated &= !args.no_aggregated;
     if let Some(n) = args.failover_templates {
         config.failover_templates = n;
+    }
+    if let Some(t) = args.timeout_seconds {
+        config.timeout_seconds = t;
     }
     if let Some(n) = args.cold_start {
         config.cold_start = n;

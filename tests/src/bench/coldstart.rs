@@ -241,9 +241,15 @@ pub async fn cold_start(
     s.start_controllers(imp).await?;
     let ready_seconds = t0.elapsed().as_secs_f64();
     let expected: Vec<Created> = work.iter().flat_map(|w| w.templates_at(t0)).collect();
-    let conv = wait_arrivals(s, &expected, t0, timeout, true)
-        .await
-        .context("cold start: wait until every workload is propagated")?;
+    let conv = match wait_arrivals(s, &expected, t0, timeout, true).await {
+        Ok(conv) => conv,
+        Err(e) => {
+            return Err(e.context(format!(
+                "cold start: not every workload propagated; first missing: {}",
+                missing(s, &expected, 10).join(", ")
+            )));
+        }
+    };
     let settled = wait_settled(s, timeout).await?;
     let requests = super::process::request_delta(&requests_before, &request_counts(&s.metrics()?));
     let host_after = host_writes_by_resource(&s.host_apiserver_metrics().await?);
@@ -268,6 +274,40 @@ pub async fn cold_start(
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
     })
+}
+
+/// Up to `limit` of what `expected` still lacks: member objects not seen (`<member>/<kind>
+/// <namespace>/<name>`) and bindings not FullyApplied (`binding <namespace>/<name>`).
+fn missing(s: &Session, expected: &[Created], limit: usize) -> Vec<String> {
+    let seen = s.observer.seen();
+    let mut out = Vec::new();
+    for (t, _) in expected {
+        for m in &s.member_names {
+            let key = super::observer::ObjectKey {
+                cluster: m.clone(),
+                kind: t.kind.name(),
+                namespace: t.namespace.clone(),
+                name: t.name.clone(),
+            };
+            if !seen.contains_key(&key) {
+                out.push(format!("{m}/{} {}/{}", t.kind.name(), t.namespace, t.name));
+            }
+        }
+        let binding = super::observer::ObjectKey {
+            cluster: "host".to_string(),
+            kind: "ResourceBinding",
+            namespace: t.namespace.clone(),
+            name: t.binding_name(),
+        };
+        if seen.get(&binding).and_then(|b| b.fully_applied).is_none() {
+            out.push(format!("binding {}/{}", t.namespace, t.binding_name()));
+        }
+        if out.len() >= limit {
+            break;
+        }
+    }
+    out.truncate(limit);
+    out
 }
 
 /// Restarts the controllers over the settled cold start; 1 s after the spawn creates a fresh
