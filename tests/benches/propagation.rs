@@ -64,6 +64,22 @@ struct Args {
     /// Deployments of the failover run (0: none).
     #[arg(long)]
     failover_templates: Option<usize>,
+    /// Cold start of this many Deployments, each with its own ConfigMap and PropagationPolicy
+    /// (`propagateDeps: true`), all created before the controllers start (0: none).
+    #[arg(long)]
+    cold_start: Option<usize>,
+    /// After the cold start settles, restart the controllers and time a fresh workload.
+    #[arg(long)]
+    cold_start_restart: bool,
+    /// Only the cold start (and its restart): skip every burst run and the floor.
+    #[arg(long)]
+    only_cold_start: bool,
+    /// Namespaces the templates (and the cold start's workloads) spread over.
+    #[arg(long)]
+    namespaces: Option<usize>,
+    /// Longest wait for any one convergence, in seconds (default: 1800, smoke 180).
+    #[arg(long)]
+    timeout_seconds: Option<f64>,
     /// Whose controllers to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
@@ -124,6 +140,20 @@ fn main() -> anyhow::Result<()> {
     config.aggregated &= !args.no_aggregated;
     if let Some(n) = args.failover_templates {
         config.failover_templates = n;
+    }
+    if let Some(t) = args.timeout_seconds {
+        config.timeout_seconds = t;
+    }
+    if let Some(n) = args.cold_start {
+        config.cold_start = n;
+    }
+    if let Some(n) = args.namespaces {
+        config.namespaces = n.max(1);
+    }
+    config.cold_start_restart = args.cold_start_restart;
+    config.only_cold_start = args.only_cold_start;
+    if (config.only_cold_start || config.cold_start_restart) && config.cold_start == 0 {
+        anyhow::bail!("--only-cold-start and --cold-start-restart need --cold-start N (N > 0)");
     }
     config.impls = match args.implementation {
         Which::Rust => vec![Impl::Rust],

@@ -322,3 +322,85 @@ async fn the_rollout_benchmark_runs_and_reports_what_it_measured() {
         "{report:?}"
     );
 }
+
+/// The cold start at smoke size: 10 Deployments, each with its own ConfigMap and policy
+/// (`propagateDeps: true`), created while the controller-manager is stopped, reach both members
+/// when it starts, their ConfigMaps through attached bindings; a restart over them rewrites no
+/// member object and a fresh workload created after it still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cold_start_runs_and_reports_what_it_measured() {
+    let config = BenchConfig {
+        cold_start: 10,
+        cold_start_restart: true,
+        only_cold_start: true,
+        ..BenchConfig::smoke()
+    };
+    let report = run(&config, |step| eprintln!("bench: {step}"))
+        .await
+        .unwrap_or_else(|e| panic!("cold-start benchmark failed: {e:#}"));
+    eprintln!("{}", report.markdown());
+    assert!(
+        report.runs.is_empty() && report.floor.is_none(),
+        "{report:?}"
+    );
+    let [cold_run] = report.cold_starts.as_slice() else {
+        panic!("one cold start expected: {:?}", report.cold_starts);
+    };
+    let c = &cold_run.cold;
+    let (n, members) = (config.cold_start, config.members);
+    assert_eq!((c.deployments, c.members, c.namespaces), (n, members, 2));
+    // Every Deployment and ConfigMap arrived in every member, timed from the start.
+    assert_eq!(c.arrival.count, 2 * n * members, "{c:?}");
+    assert!(
+        c.ready_seconds > 0.0
+            && c.member_objects_seconds > 0.0
+            && c.fully_applied_seconds > 0.0
+            && c.settled_seconds > 0.0,
+        "{c:?}"
+    );
+    // The controllers wrote every member object and, on the host, a binding per Deployment and
+    // per ConfigMap (the distributor's attached binding) and a Work per binding and member.
+    assert!(c.member_writes >= (2 * n * members) as u64, "{c:?}");
+    let by = |r: &str| c.host_writes_by_resource.get(r).copied().unwrap_or(0);
+    assert!(by("resourcebindings") >= (2 * n) as u64, "{c:?}");
+    assert!(by("works") >= (2 * n * members) as u64, "{c:?}");
+    assert!(c.host_writes >= (2 * n + 2 * n * members) as u64, "{c:?}");
+    assert!(
+        c.cpu_seconds > 0.0 && c.peak_rss_mib >= c.rss_mib && c.rss_mib > 0.0,
+        "{c:?}"
+    );
+
+    let r = cold_run
+        .restart
+        .as_ref()
+        .expect("the cold start was asked to restart");
+    assert_eq!(r.objects, 2 * n, "{r:?}");
+    assert_eq!(
+        r.fresh_latency.count,
+        2 * members,
+        "the fresh Deployment and ConfigMap reached every member: {r:?}"
+    );
+    assert!(r.fresh_seconds > 0.0 && r.settled_seconds > 0.0, "{r:?}");
+    let member_changes: u32 = r
+        .changes
+        .iter()
+        .filter(|(k, _)| k.starts_with("members/"))
+        .map(|(_, c)| c.total())
+        .sum();
+    assert_eq!(
+        member_changes, 0,
+        "a restart must not write to members: {r:?}"
+    );
+    // The new process created the fresh workload's 2 objects in each member.
+    assert!(r.member_writes >= (2 * members) as u64, "{r:?}");
+
+    let md = report.markdown();
+    for heading in ["#### Cold start", "#### Restart under the cold-start load"] {
+        assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["cold_starts"][0]["cold"]["arrival"]["count"],
+        2 * n * members
+    );
+}

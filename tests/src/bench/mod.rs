@@ -8,6 +8,7 @@
 //! ([`BenchConfig::full`]), the failover run ([`failover`]) included; the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
 //! cannot rot. Results: `docs/benchmarks.md`.
 
+pub mod coldstart;
 pub mod failover;
 pub mod floor;
 pub mod karmada_go;
@@ -93,6 +94,13 @@ pub struct BenchConfig {
     /// The implementations measured, each on its own fresh environments with the same flags (`Karmada`
     /// needs `make karmada-binaries`).
     pub impls: Vec<Impl>,
+    /// Deployments of the cold start ([`coldstart`]; each with its own ConfigMap and policy, spread
+    /// over `namespaces`, on `members` members; 0: no cold start).
+    pub cold_start: usize,
+    /// After the cold start settles, restart the controllers and measure a fresh workload.
+    pub cold_start_restart: bool,
+    /// Run the cold start alone: none of the burst runs, no floor.
+    pub only_cold_start: bool,
 }
 
 impl BenchConfig {
@@ -119,6 +127,9 @@ impl BenchConfig {
             floor_syncs: 5,
             timeout_seconds: 1800.0,
             impls: vec![Impl::Rust],
+            cold_start: 0,
+            cold_start_restart: false,
+            only_cold_start: false,
         }
     }
 
@@ -144,6 +155,9 @@ impl BenchConfig {
             floor_syncs: 5,
             timeout_seconds: 180.0,
             impls: vec![Impl::Rust],
+            cold_start: 0,
+            cold_start_restart: false,
+            only_cold_start: false,
         }
     }
 
@@ -221,7 +235,8 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         .into_iter()
         .flat_map(|plan| config.impls.iter().map(move |&imp| (imp, plan)))
         // Karmada's Go agent is not built here: Pull is measured for karmada-rs alone.
-        .filter(|(imp, plan)| !plan.pull || *imp == Impl::Rust);
+        .filter(|(imp, plan)| !plan.pull || *imp == Impl::Rust)
+        .filter(|_| !config.only_cold_start);
     for (imp, p) in runs_of {
         let (qps, members, (deployments, configmaps)) = (p.qps, p.members, p.templates);
         let mut label = format!(
@@ -347,7 +362,13 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             failover: None,
         });
     }
-    let floor = if config.floor {
+    let mut cold_starts = Vec::new();
+    if config.cold_start > 0 {
+        for &imp in &config.impls {
+            cold_starts.push(cold_start_run(config, imp, &progress).await?);
+        }
+    }
+    let floor = if config.floor && !config.only_cold_start {
         progress("minimal-writes floor: starting a fresh environment");
         let s = Session::start(config.members, config.namespaces, None).await?;
         progress("minimal-writes floor: running");
@@ -369,7 +390,58 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         machine: Machine::read(),
         config: config.clone(),
         runs,
+        cold_starts,
         floor,
         wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The cold start of `config.cold_start` workloads for `imp` on a fresh environment, and with
+/// `config.cold_start_restart` the restart after it.
+async fn cold_start_run(
+    config: &BenchConfig,
+    imp: Impl,
+    progress: &impl Fn(&str),
+) -> anyhow::Result<report::ColdStartRun> {
+    let members = config.members;
+    let mut label = format!(
+        "cold start, {} Deployments + ConfigMaps + policies, {members} member{}",
+        config.cold_start,
+        if members == 1 { "" } else { "s" }
+    );
+    if config.impls != [Impl::Rust] {
+        label = format!("{}, {label}", imp.label());
+    }
+    progress(&format!("{label}: starting a fresh environment"));
+    let mut s = Session::start_impl(imp, members, 0, Some(Qps::Raised), &[]).await?;
+    progress(&format!(
+        "{label}: creating everything with the controllers stopped, then starting them"
+    ));
+    let cold = coldstart::cold_start(
+        &mut s,
+        imp,
+        config.cold_start,
+        config.namespaces,
+        config.create_concurrency,
+        config.timeout(),
+    )
+    .await
+    .with_context(|| format!("{label}: cold start"))?;
+    let restart = if config.cold_start_restart {
+        progress(&format!("{label}: restart under that load"));
+        Some(
+            coldstart::restart(&mut s, config.timeout())
+                .await
+                .with_context(|| format!("{label}: restart"))?,
+        )
+    } else {
+        None
+    };
+    Ok(report::ColdStartRun {
+        label,
+        implementation: imp,
+        qps: Qps::Raised,
+        cold,
+        restart,
     })
 }

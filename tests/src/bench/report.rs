@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::coldstart::{ColdRestartResult, ColdStartResult};
 use super::floor::FloorResult;
 use super::observer::{ObjectKey, Sightings};
 use super::process::RequestCounts;
@@ -174,6 +175,21 @@ pub struct Run {
     pub failover: Option<super::failover::FailoverResult>,
 }
 
+/// One cold start ([`super::coldstart`]) on its own fresh environment.
+#[derive(Clone, Debug, Serialize)]
+pub struct ColdStartRun {
+    /// What it is (prefixed with the implementation when several ran).
+    pub label: String,
+    /// Whose controllers ran.
+    pub implementation: Impl,
+    /// With which client rate limits.
+    pub qps: Qps,
+    /// The start over everything created while the controllers were stopped.
+    pub cold: ColdStartResult,
+    /// The restart after it, when asked for.
+    pub restart: Option<ColdRestartResult>,
+}
+
 /// Everything one `make bench` measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -183,6 +199,8 @@ pub struct Report {
     pub config: super::BenchConfig,
     /// The controller-manager runs.
     pub runs: Vec<Run>,
+    /// The cold starts, one per implementation (none unless asked for).
+    pub cold_starts: Vec<ColdStartRun>,
     /// The minimal-writes floor.
     pub floor: Option<FloorResult>,
     /// Total wall time of the benchmark (s).
@@ -465,6 +483,7 @@ impl Report {
             let _ = writeln!(o);
         }
         self.failover_table(&mut o);
+        self.cold_start_tables(&mut o);
         self.side_by_side(&mut o);
         if let Some(f) = &self.floor {
             let _ = writeln!(o, "#### Minimal-writes floor\n");
@@ -499,6 +518,142 @@ impl Report {
             );
         }
         o
+    }
+
+    /// One row per cold start, one column per key any of them counted, each cell the count per
+    /// Deployment, and the total.
+    fn cold_start_per_deployment(
+        &self,
+        o: &mut String,
+        title: &str,
+        counts: impl Fn(&ColdStartResult) -> &BTreeMap<String, u64>,
+    ) {
+        let keys: std::collections::BTreeSet<&String> = self
+            .cold_starts
+            .iter()
+            .flat_map(|r| counts(&r.cold).iter())
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, _)| k)
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "\n{title}:\n");
+        let header: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+        let _ = writeln!(o, "| run | {} | total |", header.join(" | "));
+        let _ = writeln!(o, "|---|{}---|", "---|".repeat(header.len()));
+        for r in &self.cold_starts {
+            let c = counts(&r.cold);
+            let per = |n: u64| n as f64 / r.cold.deployments.max(1) as f64;
+            let cells: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{:.1}", per(c.get(*k).copied().unwrap_or(0))))
+                .collect();
+            let total: u64 = c.values().sum();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.1} |",
+                r.label,
+                cells.join(" | "),
+                per(total)
+            );
+        }
+    }
+
+    /// The cold starts and the restarts after them.
+    fn cold_start_tables(&self, o: &mut String) {
+        if self.cold_starts.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "#### Cold start\n");
+        let _ = writeln!(
+            o,
+            "Every Deployment with its own ConfigMap (mounted as a volume) and its own policy \
+             (`propagateDeps: true`, Duplicated), all created while the controllers were stopped; \
+             times from the controllers' start.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| run | Deployments × members | namespaces | ready (s) | member objects (s) | FullyApplied (s) | settled (s) | arrival p50/p90/p99/max (ms) | CPU (s) | servers' CPU: host / members / etcd (s) | peak RSS (MiB) | host writes | member writes |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for r in &self.cold_starts {
+            let c = &r.cold;
+            let _ = writeln!(
+                o,
+                "| {} | {} × {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} | {:.0} | {} | {} |",
+                r.label,
+                c.deployments,
+                c.members,
+                c.namespaces,
+                c.ready_seconds,
+                c.member_objects_seconds,
+                c.fully_applied_seconds,
+                c.settled_seconds,
+                ms(&c.arrival),
+                c.cpu_seconds,
+                servers(&c.server_cpu),
+                c.peak_rss_mib,
+                c.host_writes,
+                c.member_writes
+            );
+        }
+        self.cold_start_per_deployment(
+            o,
+            "Host API server writes per Deployment during the cold start, by resource (everyone's)",
+            |c| &c.host_writes_by_resource,
+        );
+        self.cold_start_per_deployment(
+            o,
+            "Events per Deployment during the cold start, by reason (repeats counted)",
+            |c| &c.events_by_reason,
+        );
+        let restarts: Vec<_> = self
+            .cold_starts
+            .iter()
+            .filter_map(|r| r.restart.as_ref().map(|x| (r, x)))
+            .collect();
+        if !restarts.is_empty() {
+            let _ = writeln!(o, "\n#### Restart under the cold-start load\n");
+            let _ = writeln!(
+                o,
+                "A fresh ConfigMap, policy and Deployment created 1 s after the new processes' spawn; \
+                 *fresh* is from that create until both objects are in every member.\n"
+            );
+            let _ = writeln!(
+                o,
+                "| run | objects | stop (s) | ready (s) | fresh (s) | settled (s) | changes to what existed | writes (new processes) | CPU (s) | peak RSS (MiB) |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+            for (r, x) in restarts {
+                let changes: Vec<String> = x
+                    .changes
+                    .iter()
+                    .filter(|(_, c)| c.total() > 0)
+                    .map(|(k, c)| format!("{k}: +{} ~{} -{}", c.created, c.modified, c.deleted))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | host {}, members {} | {:.1} | {:.0} |",
+                    r.label,
+                    x.objects,
+                    x.stop_seconds,
+                    x.ready_seconds,
+                    x.fresh_seconds,
+                    x.settled_seconds,
+                    if changes.is_empty() {
+                        "0".to_string()
+                    } else {
+                        changes.join(", ")
+                    },
+                    x.host_writes,
+                    x.member_writes,
+                    x.cpu_seconds,
+                    x.peak_rss_mib
+                );
+            }
+        }
+        let _ = writeln!(o);
     }
 
     /// The failover runs: kill → taint → evicted → whole.

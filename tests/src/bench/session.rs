@@ -575,7 +575,8 @@ pub async fn wait_clusters_ready(
     }
 }
 
-async fn wait_namespace(
+/// Waits until namespace `ns` exists in `member` (through `client`); an error after `timeout`.
+pub async fn wait_namespace(
     client: &Client,
     member: &str,
     ns: &str,

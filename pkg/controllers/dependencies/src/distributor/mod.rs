@@ -103,6 +103,17 @@ pub enum DistributorError {
     /// The distributor stopped while waiting for the cache of a kind.
     #[error("stopped before the cache of {0} synced")]
     Stopped(String),
+    /// The binding's template is not in the cache (not seen yet, or deleted and the binding about
+    /// to go); retried, as Karmada retries a template it cannot fetch.
+    #[error("template {kind} {template} of ResourceBinding {binding} is not in the cache")]
+    TemplateNotCached {
+        /// The binding.
+        binding: String,
+        /// Kind of the template.
+        kind: String,
+        /// `namespace/name` of the template.
+        template: String,
+    },
     /// The binding a dependency would get belongs to another object of that name (the old one is
     /// being garbage collected); retried.
     #[error("ResourceBinding {key} is owned by another {kind} (uid {owner}); waiting for it to go")]
@@ -325,8 +336,14 @@ impl DependenciesDistributor {
     async fn distribute(&self, binding: &Arc<ResourceBinding>) -> Result<()> {
         let resource = &binding.spec.resource;
         let Some(workload) = self.fetch(resource, false).await? else {
-            // The template is gone; its binding goes next and is released then.
-            return Ok(());
+            // Not seen yet, or gone (its binding then goes next and is released). Either way the
+            // binding is retried rather than marked handled: one marked handled at this generation
+            // would never get its dependencies.
+            return Err(DistributorError::TemplateNotCached {
+                binding: key_of(binding),
+                kind: resource.kind.clone(),
+                template: karmada_apis::names::namespaced_key(&resource.namespace, &resource.name),
+            });
         };
         let workload_ref = event_target(&workload, resource);
         let value = serde_json::to_value(workload.as_ref()).map_err(|source| {
