@@ -161,8 +161,10 @@ pub fn free_port() -> u16 {
 
 /// The set-up most end-to-end files share: the controller-manager on `env`'s host with `args`,
 /// every member joined with `karmadactl join` (`join_args` added), and every member's Cluster
-/// `Ready`, waited for at most `wait`. Panics naming what did not happen (with the
-/// controller-manager's log).
+/// schedulable, waited for at most `wait`: `Ready`, its API enablements reported, and no
+/// `not-ready`/`unreachable` taint (the cluster controller removes it just after `Ready`; a Divided
+/// workload scheduled in between lands on the other members only, and Karmada does not reschedule
+/// it when the taint goes). Panics naming what did not happen (with the controller-manager's log).
 pub async fn start_joined(
     env: &testenv::TestEnv,
     args: &[&str],
@@ -177,25 +179,43 @@ pub async fn start_joined(
     }
     let clusters: Api<Cluster> = Api::all(env.host().client().await);
     let members: Vec<&str> = env.members().iter().map(testenv::ApiServer::name).collect();
-    kcm.eventually("every member Ready", wait, async || {
+    kcm.eventually("every member schedulable", wait, async || {
         let list = clusters
             .list(&ListParams::default())
             .await
             .map_err(|e| e.to_string())?;
-        let ready: Vec<String> = list
+        let schedulable: Vec<String> = list
             .items
             .iter()
-            .filter(|c| c.is_ready())
+            .filter(|c| schedulable(c))
             .map(ResourceExt::name_any)
             .collect();
-        if members.iter().all(|m| ready.iter().any(|r| r == m)) {
+        if members.iter().all(|m| schedulable.iter().any(|r| r == m)) {
             Ok(())
         } else {
-            Err(format!("Ready: {ready:?} of {members:?}"))
+            Err(format!(
+                "Ready, with API enablements and untainted: {schedulable:?} of {members:?}"
+            ))
         }
     })
     .await;
     kcm
+}
+
+/// Whether a Cluster is `Ready`, has reported its API enablements and carries neither the
+/// `not-ready` nor the `unreachable` taint: what the scheduler needs to place work on it.
+pub fn schedulable(cluster: &Cluster) -> bool {
+    use karmada_apis::well_known::{TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE};
+    cluster.is_ready()
+        && cluster
+            .status
+            .as_ref()
+            .is_some_and(|s| !s.api_enablements.is_empty())
+        && cluster
+            .spec
+            .taints
+            .iter()
+            .all(|t| t.key != TAINT_CLUSTER_NOT_READY && t.key != TAINT_CLUSTER_UNREACHABLE)
 }
 
 /// A fresh namespace on the host (leases of different tests never meet).
