@@ -39,7 +39,7 @@ test-karmada-webhook: test-binaries karmada-binaries ## Run the test of Karmada'
 .PHONY: test-scheduler-estimator
 test-scheduler-estimator: test-binaries karmada-binaries ## Run the test of the accurate estimator: Karmada's karmada-scheduler-estimator, one per member, answers our scheduler; and the scheduling benchmark's estimator variant at smoke size (not in `make test`).
 	$(CARGO) test -p karmada-e2e --features karmada-go --test scheduler_estimator
-	$(CARGO) test -p karmada-e2e --features karmada-go --test bench_smoke -- --exact the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured
+	$(CARGO) test -p karmada-e2e --features karmada-go --test integration -- --exact bench_smoke::the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured
 
 .PHONY: karmada-e2e-binaries
 karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.

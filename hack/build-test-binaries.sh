@@ -125,14 +125,14 @@ build kubernetes \
 build etcd etcd=.
 build kwok kwok=sigs.k8s.io/kwok/cmd/kwok
 build metrics-server metrics-server=sigs.k8s.io/metrics-server/cmd/metrics-server
-# promtool checks and unit-tests the chart's alerting rules (tests/tests/chart_monitoring.rs). Without
+# promtool checks and unit-tests the chart's alerting rules (tests/tests/integration/chart_monitoring.rs). Without
 # Prometheus's service-discovery plugins (cloud SDKs), which rule checks and tests never use: a third of
 # the build.
 go_tags=remove_all_sd build promtool promtool=github.com/prometheus/prometheus/cmd/promtool
 # crane packs the image archive without a container daemon (hack/image.sh, `make image-archive`,
-# tests/tests/image.rs).
+# tests/tests/integration/image.rs).
 build crane crane=github.com/google/go-containerregistry/cmd/crane
-# The HTTP CONNECT / SOCKS5 proxy members are reached through in tests/tests/member_proxy.rs.
+# The HTTP CONNECT / SOCKS5 proxy members are reached through in tests/tests/integration/member_proxy.rs.
 build test-proxy test-proxy=.
 
 # kwok needs Stage configs to drive nodes and pods (kwokctl normally supplies them). Take the ones the

@@ -56,7 +56,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-The agent's arguments. tests/tests/agent_deployments.rs runs the rendered container as written
+The agent's arguments. tests/tests/integration/agent_deployments.rs runs the rendered container as written
 (tests/src/pod_run.rs: $(POD_IP) is the pod's own address, only mount paths are rewritten).
 */}}
 {{- define "agent.args" -}}

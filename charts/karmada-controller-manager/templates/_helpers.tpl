@@ -57,7 +57,7 @@ karmada-system
 {{- end -}}
 
 {{/*
-The controller-manager's arguments. tests/tests/chart.rs runs the installed container as written
+The controller-manager's arguments. tests/tests/integration/chart.rs runs the installed container as written
 (tests/src/pod_run.rs: $(POD_IP) is the pod's own address, only mount paths are rewritten).
 */}}
 {{- define "kcm.args" -}}

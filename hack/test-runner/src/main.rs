@@ -11,7 +11,9 @@
 //! so two at a time on 2 cores finish sooner (CONTRIBUTING.md, Testing, has the numbers). A test file whose
 //! assertions depend on timing (a lease hand-over within seconds, a burst within 2× another one
 //! measured earlier in the same file) says so with a comment line `// test-runner: alone` (and why) among
-//! its first lines; such files run first, one at a time, with nothing beside them.
+//! its first lines; such files run first, one at a time, with nothing beside them. A test binary
+//! made of modules (`tests/<folder>/main.rs`, as karmada-e2e's `integration`: one link instead of one
+//! per file) runs as one job per module, each in its own process, as if each file were its own binary.
 //!
 //! The binaries the integration tests run (`karmada-controller-manager`, `karmada-agent`,
 //! `karmadactl`, `testenv`) come from the same `cargo test --workspace --no-run`: cargo builds a
@@ -47,6 +49,9 @@ struct Job {
     env: Vec<(String, PathBuf)>,
     /// Whether it must run with no other job beside it (its source says `test-runner: alone`).
     alone: bool,
+    /// The target's source file, when it is a folder's `main.rs` whose modules run as jobs of
+    /// their own ([`split_by_module`]).
+    modules_of: Option<PathBuf>,
 }
 
 /// How a job ended.
@@ -134,6 +139,7 @@ fn run() -> Result<bool, String> {
         dir: root.clone(),
         env: Vec::new(),
         alone: true,
+        modules_of: None,
     };
 
     let durations_file = target.join("test-durations.tsv");
@@ -276,10 +282,88 @@ fn build_test_binaries(libtest_args: &[String], bin_dir: &Path) -> Result<Vec<Jo
             ));
         }
     }
-    for job in &mut jobs {
+    let mut split = Vec::with_capacity(jobs.len());
+    for mut job in jobs {
         job.env.clone_from(&env);
+        match job.modules_of.take() {
+            Some(main) => split.extend(split_by_module(&job, &main, libtest_args)?),
+            None => split.push(job),
+        }
     }
-    Ok(jobs)
+    Ok(split)
+}
+
+/// One job per top-level module of a test binary made of modules (a `tests/<folder>/main.rs`, such
+/// as karmada-e2e's `integration`), each running only its own tests (`--exact` and their names, as
+/// `--list` gives them with the caller's libtest arguments): the modules run in processes of their
+/// own, as separate binaries would, and a module file's leading comments can say
+/// `test-runner: alone`. Tests outside any module form one more job.
+fn split_by_module(job: &Job, main: &Path, libtest_args: &[String]) -> Result<Vec<Job>, String> {
+    let out = Command::new(&job.program)
+        .args(libtest_args)
+        .args(["--list", "--format", "terse"])
+        .current_dir(&job.dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("run {} --list: {e}", job.program.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} --list failed ({})",
+            job.program.display(),
+            out.status
+        ));
+    }
+    let folder = main.parent().unwrap_or_else(|| Path::new("."));
+    Ok(tests_by_module(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .map(|(module, names)| {
+            let source = [format!("{module}.rs"), format!("{module}/mod.rs")]
+                .iter()
+                .map(|f| folder.join(f))
+                .find(|f| !module.is_empty() && f.is_file());
+            let alone = job.alone
+                || source
+                    .and_then(|f| std::fs::read_to_string(f).ok())
+                    .is_some_and(|text| says_alone(&text));
+            let (label, log_name) = if module.is_empty() {
+                (job.label.clone(), job.log_name.clone())
+            } else {
+                (
+                    format!("{} {module}::", job.label),
+                    format!("{}.{module}", job.log_name),
+                )
+            };
+            Job {
+                label,
+                log_name,
+                program: job.program.clone(),
+                args: libtest_args
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once("--exact".to_owned()))
+                    .chain(names)
+                    .collect(),
+                dir: job.dir.clone(),
+                env: job.env.clone(),
+                alone,
+                modules_of: None,
+            }
+        })
+        .collect())
+}
+
+/// The tests of libtest's `--list --format terse` output, grouped by their first path segment
+/// (`""` for tests at the crate root).
+fn tests_by_module(list: &str) -> BTreeMap<String, Vec<String>> {
+    let mut modules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in list.lines().filter_map(|l| l.strip_suffix(": test")) {
+        let module = name.split_once("::").map_or("", |(m, _)| m);
+        modules
+            .entry(module.to_owned())
+            .or_default()
+            .push(name.to_owned());
+    }
+    modules
 }
 
 /// For a `compiler-artifact` message of one of the [`TESTED_BINARIES`] (a plain build, not a test
@@ -311,10 +395,12 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
     let package = package_name(msg["package_id"].as_str()?)?;
     let name = msg["target"]["name"].as_str()?;
     let kind = msg["target"]["kind"][0].as_str()?;
-    let alone = msg["target"]["src_path"]
-        .as_str()
+    let source = msg["target"]["src_path"].as_str().map(PathBuf::from);
+    let alone = source
+        .as_ref()
         .and_then(|src| std::fs::read_to_string(src).ok())
         .is_some_and(|text| says_alone(&text));
+    let modules_of = source.filter(|src| kind == "test" && src.ends_with("main.rs"));
     let label = match kind {
         "lib" | "rlib" | "proc-macro" => format!("-p {package} --lib"),
         "bin" => format!("-p {package} --bin {name}"),
@@ -331,6 +417,7 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
         dir,
         env: Vec::new(),
         alone,
+        modules_of,
     })
 }
 
@@ -579,6 +666,17 @@ mod tests {
         let mut build = msg.clone();
         build["profile"]["test"] = serde_json::json!(false);
         assert!(job_of(&build, &[]).is_none());
+    }
+
+    #[test]
+    fn a_binary_of_modules_splits_by_first_path_segment() {
+        let list = "drift::repair: test\ndrift::report::only: test\ndrift_pull::pull: test\n\
+                    root_test: test\nbench_x: bench\n";
+        let modules = tests_by_module(list);
+        assert_eq!(modules["drift"], ["drift::repair", "drift::report::only"]);
+        assert_eq!(modules["drift_pull"], ["drift_pull::pull"]);
+        assert_eq!(modules[""], ["root_test"]);
+        assert_eq!(modules.len(), 3);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-// A proxy for the member-proxy integration test (tests/tests/member_proxy.rs): an HTTP CONNECT
+// A proxy for the member-proxy integration test (tests/tests/integration/member_proxy.rs): an HTTP CONNECT
 // proxy (github.com/elazarl/goproxy), optionally served over TLS, or a SOCKS5 proxy
 // (github.com/armon/go-socks5). It writes one JSON line to stdout per tunnel it opens, with the
 // target the client asked for, the address it dialled and the CONNECT request's headers, so the

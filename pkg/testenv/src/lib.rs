@@ -314,11 +314,13 @@ impl Drop for TestEnv {
     }
 }
 
-/// The environment shared by all tests of one test binary, started on first use with `options`.
+/// The environment shared by all tests of one test process, started on first use with `options`.
 ///
 /// Panics (failing the test) with what is missing and the command that fixes it when the environment
-/// cannot start; every test of the binary then fails the same way. All tests of a binary must pass the
-/// same options. Its processes are killed by the kernel when the test binary exits.
+/// cannot start; every test of the process then fails the same way. All tests of a process must pass
+/// the same options: a test binary made of modules that each want their own environment (karmada-e2e's
+/// `integration`) runs one module per process, as `make test` does. Its processes are killed by the
+/// kernel when the test process exits.
 pub fn shared(options: EnvOptions) -> &'static TestEnv {
     static SHARED: OnceLock<Result<TestEnv, String>> = OnceLock::new();
     let result = SHARED.get_or_init(|| {
@@ -345,7 +347,9 @@ pub fn shared(options: EnvOptions) -> &'static TestEnv {
         Ok(env) => {
             assert_eq!(
                 env.options, options,
-                "testenv::shared: all tests in one test binary must ask for the same environment"
+                "testenv::shared: all tests in one process must ask for the same environment; run one \
+                 module of a binary made of modules at a time (`cargo test --test integration drift::`), \
+                 or all of them with `make test`"
             );
             env
         }

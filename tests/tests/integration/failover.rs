@@ -30,7 +30,7 @@
 //! `--resource-eviction-rate`, not all at once.
 //!
 //! The time from the kill to `graceful` being whole again is printed
-//! (`cargo test -p karmada-e2e --test failover -- --nocapture`).
+//! (`cargo test -p karmada-e2e --test integration failover:: -- --nocapture`).
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

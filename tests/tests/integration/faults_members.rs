@@ -9,8 +9,8 @@
 //! - once the member is back, every template reaches it;
 //! - no member object was recreated (UIDs unchanged), and no Work or binding is duplicated.
 //!
-//! The figures are printed (`cargo test -p karmada-e2e --test faults_members -- --nocapture`) and
-//! recorded in docs/reliability.md.
+//! The figures are printed (`cargo test -p karmada-e2e --test integration faults_members:: --
+//! --nocapture`) and recorded in docs/reliability.md.
 // test-runner: alone. The faulted bursts are held to 2x the healthy burst measured first in this
 // file: a second test binary starting or ending beside it would change the load between the two.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).

@@ -11,6 +11,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use karmada_e2e::controller_manager::*;
@@ -106,8 +108,6 @@ async fn cpu_and_heap_profiles_read_by_go_tool_pprof() {
         ],
         &[],
     );
-    // The profiling server comes up first: profile the start (client, discovery, cache sync),
-    // where there is CPU work to sample.
     kcm.wait_for("the profiling server", Duration::from_secs(10), |_| {
         http_get(port, "/debug/pprof/").is_some()
     })
@@ -117,6 +117,18 @@ async fn cpu_and_heap_profiles_read_by_go_tool_pprof() {
     assert!(index.contains("/debug/pprof/heap"), "{index}");
     let tmp = tempfile::tempdir().expect("temp dir");
 
+    // CPU work to sample whatever the controllers are doing: the metrics endpoint scraped in a loop
+    // while the profile runs (an idle process gives a profile with no samples).
+    let metrics_port = kcm.metrics_port;
+    let scraping = Arc::new(AtomicBool::new(true));
+    let scraper = {
+        let scraping = Arc::clone(&scraping);
+        std::thread::spawn(move || {
+            while scraping.load(Ordering::Relaxed) {
+                let _ = http_get(metrics_port, "/metrics");
+            }
+        })
+    };
     let cpu = std::thread::spawn(move || get_bytes(port, "/debug/pprof/profile?seconds=1"));
     // While it runs, a second profile is refused (one at a time).
     kcm.wait_for("the CPU profile to start", Duration::from_secs(10), |k| {
@@ -127,6 +139,8 @@ async fn cpu_and_heap_profiles_read_by_go_tool_pprof() {
     assert_eq!(status, 500, "a second CPU profile while one runs: {body}");
     assert!(body.contains("another profile"), "{body}");
     let (status, profile) = cpu.join().expect("profile thread");
+    scraping.store(false, Ordering::Relaxed);
+    scraper.join().expect("scraper thread");
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&profile));
     let file = tmp.path().join("cpu.pb");
     std::fs::write(&file, &profile).expect("write the profile");
