@@ -8,7 +8,7 @@ use clap::parser::ValueSource;
 use lariat::runtime::GoDuration;
 use lariat::runtime::features::FeatureGates;
 
-use crate::options::parse_go_bool;
+use karmada_process::flags::parse_go_bool;
 
 /// Flags (long names) that are parsed and validated but change nothing.
 pub const FLAGS: &[&str] = &[

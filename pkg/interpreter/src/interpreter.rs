@@ -4,11 +4,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karmada_apis::config::v1alpha1::DependentObjectReference;
 use karmada_apis::work::v1alpha1::ResourceHealth;
-use karmada_apis::work::v1alpha2::AggregatedStatusItem;
+use karmada_apis::work::v1alpha2::{AggregatedStatusItem, Component};
 use serde_json::Value;
 
 use crate::error::{Cause, ObjectRef, Result};
+use crate::layers::{InterpreterLayer, Layer};
 use crate::native;
 use crate::retain;
 use crate::rules::{
@@ -28,7 +30,7 @@ pub struct Interpreter {
     options: InterpreterOptions,
     clock: Clock,
     /// Rule sources in front of `rules` ([`crate::layers`]), first match wins.
-    pub(crate) layers: Vec<crate::layers::Layer>,
+    pub(crate) layers: Vec<Layer>,
 }
 
 impl Default for Interpreter {
@@ -256,5 +258,45 @@ impl Interpreter {
             Some(rule) => rule(template, items, &self.context(&id)),
             None => Ok(None),
         }
+    }
+}
+
+/// The layers in front of the native rules ([`crate::layers`]).
+impl Interpreter {
+    /// Puts `layer` in front of the native rules, behind the layers added before (add the
+    /// customizations first, then webhooks, then third-party rules).
+    pub fn with_layer(mut self, layer: Layer) -> Self {
+        self.layers.push(layer);
+        self
+    }
+
+    /// Whether any layer or the native table has a rule for `operation` on objects of
+    /// `api_version`/`kind` (Karmada's `HookEnabled`). Prefer this to
+    /// [`Interpreter::hook_enabled`] where the apiVersion is known: layers are keyed by it.
+    pub fn hook_enabled_for(&self, api_version: &str, kind: &str, operation: Operation) -> bool {
+        self.layers
+            .iter()
+            .any(|l| l.hook_enabled(api_version, kind, operation))
+            || self.hook_enabled(&GroupKind::from_api_version(api_version, kind), operation)
+    }
+
+    /// The first layer's answer for an operation, if any layer has a rule.
+    pub(crate) fn layered<T>(&self, ask: impl Fn(&dyn InterpreterLayer) -> Option<T>) -> Option<T> {
+        self.layers.iter().find_map(|l| ask(l.as_ref()))
+    }
+
+    /// The dependencies a layer names for `object` (`None`: no layer has a dependency rule for
+    /// its kind, ask the native rules).
+    pub fn layered_dependencies(
+        &self,
+        object: &Value,
+    ) -> Option<Result<Vec<DependentObjectReference>>> {
+        self.layered(|l| l.get_dependencies(object))
+    }
+
+    /// Replicas and requirements per component, from the layers (`None`: no layer has a rule;
+    /// there is no native one, as in Karmada).
+    pub fn get_components(&self, object: &Value) -> Option<Result<Vec<Component>>> {
+        self.layered(|l| l.get_components(object))
     }
 }

@@ -22,6 +22,7 @@ pub mod fingerprint;
 mod lazy;
 pub mod metrics;
 mod policy;
+mod policy_object;
 pub mod skip;
 mod template;
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use karmada_apis::policy::v1alpha1::{PreemptionBehavior, PropagationSpec, ResourceSelector};
+use karmada_apis::policy::v1alpha1::{PreemptionBehavior, ResourceSelector};
 use karmada_apis::well_known::{
     CLUSTER_PROPAGATION_POLICY_CONTROLLER_FINALIZER, PROPAGATION_POLICY_CONTROLLER_FINALIZER,
     event_reasons,
@@ -14,12 +14,12 @@ use karmada_apis::{
     ClusterPropagationPolicy, ClusterResourceBinding, PropagationPolicy, ResourceBinding,
 };
 use karmada_policy::matching::{
-    Claim, cluster_propagation_policy_preempts, defaulted_selectors, preemption_enabled,
-    propagation_policy_preempts, read_claim,
+    Claim, cluster_propagation_policy_preempts, preemption_enabled, propagation_policy_preempts,
+    read_claim,
 };
 use karmada_policy::selector::{ResourceRef, resource_matches_selectors};
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
 use lariat::{HandlerResult, ObjectKey};
 use serde_json::json;
 
@@ -27,6 +27,7 @@ use super::binding::BindingObject;
 use super::claim::{PolicyKind, PolicyRef, claim};
 use super::error::{DetectorError, aggregate};
 use super::metrics::count_preemption;
+use super::policy_object::PolicyObject;
 use super::template::{template_api, template_patch};
 use super::{
     Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
@@ -604,64 +605,6 @@ impl Detector {
             Ok(None) => Ok(None),
             Err(e) => Err(DetectorError::api("get", t.kind.clone(), t.key(), e)),
         }
-    }
-}
-
-/// PropagationPolicy or ClusterPropagationPolicy: what the policy handlers need of each, so that
-/// one path serves both.
-pub(crate) trait PolicyObject:
-    Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug
-{
-    /// Which of the two kinds this is.
-    const KIND: PolicyKind;
-    /// Prefix of the policy's key in the handled-generation memo.
-    const MEMO_PREFIX: &'static str;
-
-    /// The API of the policy's kind (`namespace` is ignored for the cluster-scoped one).
-    fn api(client: kube::Client, namespace: &str) -> Api<Self>;
-
-    /// The spec, which both kinds share.
-    fn spec(&self) -> &PropagationSpec;
-
-    /// The resource selectors as they are matched: a PropagationPolicy's only select in its own
-    /// namespace.
-    fn selectors(&self) -> Vec<ResourceSelector>;
-}
-
-impl PolicyObject for PropagationPolicy {
-    const KIND: PolicyKind = PolicyKind::PropagationPolicy;
-    const MEMO_PREFIX: &'static str = "pp";
-
-    fn api(client: kube::Client, namespace: &str) -> Api<Self> {
-        Api::namespaced(client, namespace)
-    }
-
-    fn spec(&self) -> &PropagationSpec {
-        &self.spec
-    }
-
-    fn selectors(&self) -> Vec<ResourceSelector> {
-        defaulted_selectors(
-            &self.spec.resource_selectors,
-            &self.namespace().unwrap_or_default(),
-        )
-    }
-}
-
-impl PolicyObject for ClusterPropagationPolicy {
-    const KIND: PolicyKind = PolicyKind::ClusterPropagationPolicy;
-    const MEMO_PREFIX: &'static str = "cpp";
-
-    fn api(client: kube::Client, _namespace: &str) -> Api<Self> {
-        Api::all(client)
-    }
-
-    fn spec(&self) -> &PropagationSpec {
-        &self.spec
-    }
-
-    fn selectors(&self) -> Vec<ResourceSelector> {
-        self.spec.resource_selectors.clone()
     }
 }
 

@@ -31,7 +31,7 @@ use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, r
 use super::error::{DetectorError, is_conflict};
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
-use super::policy::PolicyObject;
+use super::policy_object::PolicyObject;
 use super::skip::is_ignored_object;
 use super::{
     Detector, FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY, TemplateRef,
