@@ -16,12 +16,11 @@ use karmada_apis::names::execution_space_name;
 use karmada_apis::well_known::KARMADA_AGENT_NAME;
 use karmada_controllers::{ControllerContext, MemberClusters, Settings, StartFn};
 use karmada_process::flags::Logs;
-use karmada_process::{shell, version};
+use karmada_process::shell::{self, GRACEFUL_SHUTDOWN_TIMEOUT};
+use karmada_process::version;
 use lariat::events::EventSink;
 use lariat::runtime::client::wait_for_api_server;
-use lariat::runtime::{
-    Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,
-};
+use lariat::runtime::{LeaderContext, LeaderWork, SignalHandler};
 use lariat::{CacheOptions, CacheScope, ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -29,9 +28,6 @@ use crate::options::{self, Options};
 use crate::register;
 
 const NAME: &str = KARMADA_AGENT_NAME;
-
-/// How long controllers get to finish after the first signal.
-const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connect timeout of the member client.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -105,27 +101,15 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         )
     })?;
 
-    let leader_election = opts.leader_election.enabled.then(|| LeaderElectionConfig {
-        lease_name: format!("{NAME}-{}", opts.cluster_name),
-        namespace: opts.leader_election.namespace.clone(),
-        identity: lariat::runtime::leader_election::default_identity(),
-        lease_duration: opts.leader_election.lease_duration,
-        renew_deadline: opts.leader_election.renew_deadline,
-        retry_period: opts.leader_election.retry_period,
-    });
-    // Karmada starts its profiling server before anything else, and exits when it cannot bind.
-    let _profiling =
-        karmada_process::profiling::serve(&opts.profiling_bind_address, shutdown.clone())
-            .await
-            .context("cannot start the profiling server")?;
-    let manager = Manager::serve(
-        ManagerConfig {
-            leader_election,
-            health_probe_address: opts.health_probe_bind_address.clone(),
-            metrics_address: opts.metrics_bind_address.clone(),
-            graceful_shutdown_timeout: GRACEFUL_SHUTDOWN_TIMEOUT,
+    let (manager, _profiling) = shell::serve(
+        format!("{NAME}-{}", opts.cluster_name),
+        &opts.leader_election,
+        &shell::Servers {
+            profiling: &opts.profiling_bind_address,
+            health_probe: &opts.health_probe_bind_address,
+            metrics: &opts.metrics_bind_address,
         },
-        Health::new(),
+        &shutdown,
     )
     .await?;
 

@@ -16,9 +16,7 @@ use lariat::events::EventSink;
 #[cfg(feature = "test-hooks")]
 use lariat::runtime::GoDuration;
 use lariat::runtime::client::wait_for_api_server;
-use lariat::runtime::{
-    Health, LeaderContext, LeaderElectionConfig, LeaderWork, Manager, ManagerConfig, SignalHandler,
-};
+use lariat::runtime::{LeaderContext, LeaderWork, SignalHandler};
 use lariat::{ClientOptions, Cluster, ClusterOptions, ControllerOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -26,12 +24,10 @@ use crate::controllers::ControllerContext;
 use crate::options::{self, LEASE_NAME, Options};
 use crate::{cluster_source, controllers, no_effect};
 use karmada_process::flags::Logs;
-use karmada_process::{shell, version};
+use karmada_process::shell::{self, GRACEFUL_SHUTDOWN_TIMEOUT};
+use karmada_process::version;
 
 const NAME: &str = "karmada-controller-manager";
-
-/// How long controllers get to finish after the first signal (controller-runtime's default).
-const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Test hook, compiled only with the `test-hooks` feature (never in a release or default build):
 /// after the controllers stopped, wait this long (a Go duration) before releasing the lease, as if
@@ -84,27 +80,15 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     let client = kube::Client::try_from(config.clone())
         .with_context(|| format!("cannot build a client for {server} ({source})"))?;
 
-    let leader_election = opts.leader_election.enabled.then(|| LeaderElectionConfig {
-        lease_name: LEASE_NAME.to_string(),
-        namespace: opts.leader_election.namespace.clone(),
-        identity: lariat::runtime::leader_election::default_identity(),
-        lease_duration: opts.leader_election.lease_duration,
-        renew_deadline: opts.leader_election.renew_deadline,
-        retry_period: opts.leader_election.retry_period,
-    });
-    // Karmada starts its profiling server before anything else, and exits when it cannot bind.
-    let _profiling =
-        karmada_process::profiling::serve(&opts.profiling_bind_address, shutdown.clone())
-            .await
-            .context("cannot start the profiling server")?;
-    let manager = Manager::serve(
-        ManagerConfig {
-            leader_election,
-            health_probe_address: opts.health_probe_bind_address.clone(),
-            metrics_address: opts.metrics_bind_address.clone(),
-            graceful_shutdown_timeout: GRACEFUL_SHUTDOWN_TIMEOUT,
+    let (manager, _profiling) = shell::serve(
+        LEASE_NAME.to_string(),
+        &opts.leader_election,
+        &shell::Servers {
+            profiling: &opts.profiling_bind_address,
+            health_probe: &opts.health_probe_bind_address,
+            metrics: &opts.metrics_bind_address,
         },
-        Health::new(),
+        &shutdown,
     )
     .await?;
 

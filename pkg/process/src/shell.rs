@@ -7,14 +7,17 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use karmada_controllers::{ControllerContext, StartFn, SyncReporter};
-use lariat::runtime::LeaderContext;
 use lariat::runtime::client::{ClientConfigError, ConfigSource, load_config};
 use lariat::runtime::logging::{self, LogOptions};
-use tokio::task::JoinSet;
+use lariat::runtime::{
+    BindAddress, Health, LeaderContext, LeaderElectionConfig, Manager, ManagerConfig,
+};
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use crate::flags::Logs;
+use crate::flags::{LeaderElectionOptions, Logs};
 use crate::version;
 
 /// The `version` subcommand every process takes.
@@ -126,6 +129,58 @@ where
             ExitCode::FAILURE
         }
     }
+}
+
+/// The addresses a binary serves besides its controllers (`--profiling-bind-address`,
+/// `--health-probe-bind-address`, `--metrics-bind-address`).
+pub struct Servers<'a> {
+    /// pprof endpoints (`0` when `--enable-pprof` is off).
+    pub profiling: &'a BindAddress,
+    /// `/healthz` and `/readyz`.
+    pub health_probe: &'a BindAddress,
+    /// `/metrics`.
+    pub metrics: &'a BindAddress,
+}
+
+/// How long controllers get to finish after the first signal (controller-runtime's default).
+pub const GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the controller-manager and the agent serve before they elect, in Karmada's order: the
+/// profiling server first, then health probes and metrics, and the manager that will lead under
+/// `lease_name` when leader election is on. A bind failure is an error (the process exits 1, as
+/// Karmada's does). The profiling server runs until `shutdown`; its task is returned so that it is
+/// owned by the caller's scope.
+///
+/// # Errors
+/// When an address cannot be bound.
+pub async fn serve(
+    lease_name: String,
+    leader_election: &LeaderElectionOptions,
+    servers: &Servers<'_>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(Manager, Option<JoinHandle<()>>)> {
+    let leader_election = leader_election.enabled.then(|| LeaderElectionConfig {
+        lease_name,
+        namespace: leader_election.namespace.clone(),
+        identity: lariat::runtime::leader_election::default_identity(),
+        lease_duration: leader_election.lease_duration,
+        renew_deadline: leader_election.renew_deadline,
+        retry_period: leader_election.retry_period,
+    });
+    let profiling = crate::profiling::serve(servers.profiling, shutdown.clone())
+        .await
+        .context("cannot start the profiling server")?;
+    let manager = Manager::serve(
+        ManagerConfig {
+            leader_election,
+            health_probe_address: servers.health_probe.clone(),
+            metrics_address: servers.metrics.clone(),
+            graceful_shutdown_timeout: GRACEFUL_SHUTDOWN_TIMEOUT,
+        },
+        Health::new(),
+    )
+    .await?;
+    Ok((manager, profiling))
 }
 
 /// Loads the client configuration from the kubeconfig given by `--<flag>` (or the usual fallbacks
