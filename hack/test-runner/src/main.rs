@@ -421,13 +421,14 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
     })
 }
 
-/// Whether a test file's leading comment lines contain `test-runner: alone`.
+/// Whether one of a test file's leading comment lines is `// test-runner: alone` (and why): a plain
+/// comment line that starts so, not a doc comment that mentions the marker.
 fn says_alone(source: &str) -> bool {
     source
         .lines()
         .map(str::trim_start)
         .take_while(|l| l.starts_with("//") || l.is_empty())
-        .any(|l| l.contains("test-runner: alone"))
+        .any(|l| l.starts_with("// test-runner: alone"))
 }
 
 /// The package name in a cargo package id: `path+file:///w/tests#karmada-e2e@0.1.0` or
@@ -688,6 +689,10 @@ mod tests {
             "//! Leases.\nuse std::time;\n// test-runner: alone\n"
         ));
         assert!(!says_alone("//! Propagation.\nuse std::time;\n"));
+        // A doc comment that only names the marker (a folder's main.rs explaining it) is not it.
+        assert!(!says_alone(
+            "//! Modules whose comments say `// test-runner: alone` run alone.\nmod a;\n"
+        ));
     }
 
     #[test]

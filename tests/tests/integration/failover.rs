@@ -241,14 +241,22 @@ where
     })
 }
 
-/// The UID of Deployment `name` in `member`.
-async fn uid_in(member: &Client, name: &str) -> String {
-    Api::<Deployment>::namespaced(member.clone(), NS)
-        .get(name)
-        .await
-        .unwrap()
-        .uid()
-        .unwrap()
+/// The UID of Deployment `name` in `member`, once it is there: a Work that exists may not be
+/// applied yet.
+async fn uid_in(kcm: &Kcm, member: &Client, name: &str) -> String {
+    let api = Api::<Deployment>::namespaced(member.clone(), NS);
+    eventually(
+        &format!("Deployment {name} in the member"),
+        kcm,
+        async || {
+            api.get_opt(name)
+                .await
+                .unwrap()
+                .and_then(|d| d.uid())
+                .ok_or_else(|| "not there yet".to_owned())
+        },
+    )
+    .await
 }
 
 fn binding_name(name: &str) -> String {
@@ -427,13 +435,17 @@ async fn a_killed_member_is_tainted_and_its_workloads_move_unless_tolerated() {
         (
             "member1",
             "graceful",
-            uid_in(&member1_client, "graceful").await,
+            uid_in(&kcm, &member1_client, "graceful").await,
         ),
-        ("member2", "direct", uid_in(&member2_client, "direct").await),
+        (
+            "member2",
+            "direct",
+            uid_in(&kcm, &member2_client, "direct").await,
+        ),
         (
             "member3",
             "tolerant",
-            uid_in(&member3_client, "tolerant").await,
+            uid_in(&kcm, &member3_client, "tolerant").await,
         ),
     ];
 
@@ -718,14 +730,14 @@ async fn member_comes_back(
         let i = members.iter().find(|(m, _)| m == member).unwrap().1;
         let client = env.members()[i].client().await;
         assert_eq!(
-            &uid_in(&client, name).await,
+            &uid_in(kcm, &client, name).await,
             uid,
             "{name} recreated in {member}"
         );
     }
     let member2 = env.members()[1].client().await;
     assert_eq!(
-        uid_in(&member2, "unhealthy").await,
+        uid_in(kcm, &member2, "unhealthy").await,
         unhealthy_in_member2.uid().unwrap(),
         "unhealthy recreated in member2"
     );
