@@ -88,15 +88,15 @@ bench: test-binaries karmada-binaries ## Run every benchmark: lariat's queue and
 
 .PHONY: bench-propagation
 bench-propagation: test-binaries karmada-binaries ## Only the propagation benchmark, ours and Karmada's Go peer side by side; pass knobs with ARGS="--templates 400 --scale-out 2 --impl rust" (see -- --help).
-	$(CARGO) bench -p karmada-e2e --bench propagation -- $(ARGS)
+	$(CARGO) bench -p karmada-bench --bench propagation -- $(ARGS)
 
 .PHONY: bench-rollout
 bench-rollout: test-binaries ## Only the staged-rollout benchmark: 1,000 workloads through 3 one-member stages, time per stage beyond the soak, host writes per workload, peak RSS; knobs with ARGS="--workloads 200 --soak-seconds 5" (see -- --help).
-	$(CARGO) bench -p karmada-e2e --bench rollout -- $(ARGS)
+	$(CARGO) bench -p karmada-bench --bench rollout -- $(ARGS)
 
 .PHONY: bench-scheduling
 bench-scheduling: test-binaries karmada-binaries ## Only the scheduling benchmark: bindings placed per second and create-to-placed latency, our scheduler and Karmada's karmada-scheduler side by side, with and without a karmada-scheduler-estimator per cluster; knobs with ARGS="--bindings 1000 --clusters 3 --impl rust --estimator off" (see -- --help).
-	$(CARGO) bench -p karmada-e2e --bench scheduling -- $(ARGS)
+	$(CARGO) bench -p karmada-bench --bench scheduling -- $(ARGS)
 
 .PHONY: image
 image: ## Build the container image: `docker build` when docker (DOCKER=) is installed, else `make image-archive`.

@@ -1,15 +1,15 @@
-//! `make bench`: the propagation benchmark at full size (see `karmada_e2e::bench`). Prints Markdown
+//! `make bench`: the propagation benchmark at full size (see `karmada_bench`). Prints Markdown
 //! tables and writes the JSON report (default `target/bench/propagation.json`).
 //!
-//! `cargo bench -p karmada-e2e --bench propagation -- --help` lists the knobs; `--smoke` runs the size
+//! `cargo bench -p karmada-bench --bench propagation -- --help` lists the knobs; `--smoke` runs the size
 //! the test suite uses.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use karmada_e2e::bench::session::Impl;
-use karmada_e2e::bench::{BenchConfig, run};
+use karmada_bench::session::Impl;
+use karmada_bench::{BenchConfig, run};
 
 /// Whose controllers the benchmark measures.
 #[derive(Clone, Copy, Debug, ValueEnum)]

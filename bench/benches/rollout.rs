@@ -1,4 +1,4 @@
-//! The staged-rollout benchmark (see `karmada_e2e::bench::rollout`): 1,000 workloads rolled out
+//! The staged-rollout benchmark (see `karmada_bench::rollout`): 1,000 workloads rolled out
 //! through 3 one-member stages at once, the time each stage takes beyond its soak time, the host
 //! writes per workload and the controller-manager's memory. Prints Markdown and writes the JSON
 //! report (default `target/bench/rollout.json`).
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use karmada_e2e::bench::rollout::{RolloutConfig, run};
+use karmada_bench::rollout::{RolloutConfig, run};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -1,4 +1,4 @@
-//! The scheduling benchmark (see `karmada_e2e::bench::scheduling`): bindings placed per second and
+//! The scheduling benchmark (see `karmada_bench::scheduling`): bindings placed per second and
 //! create-to-placed latency, karmada-rs's built-in scheduler beside Karmada's `karmada-scheduler`, with
 //! and without the accurate estimator (a Go `karmada-scheduler-estimator` per Cluster).
 //! Prints a Markdown table and writes the JSON report (default `target/bench/scheduling.json`).
@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
-use karmada_e2e::bench::session::Impl;
+use karmada_bench::scheduling::{SchedulingConfig, run};
+use karmada_bench::session::Impl;
 
 /// With or without the accurate estimator.
 #[derive(Clone, Copy, Debug, ValueEnum)]

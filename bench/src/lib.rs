@@ -1,3 +1,6 @@
+//! The benchmark harness (`karmada-bench`): `make bench`'s propagation, scheduling and rollout
+//! benchmarks, and the sessions and workloads the fault tests of `karmada-e2e` reuse.
+//!
 //! The propagation benchmark: how fast templates reach the members, what it costs in requests, CPU
 //! and memory, what a restart costs, and how that compares with the minimal writes the job needs.
 //!
@@ -8,12 +11,12 @@
 //! ([`BenchConfig::full`]), the failover run ([`failover`]) included; the smoke test runs [`BenchConfig::smoke`] in `make test` so the harness
 //! cannot rot. Results: `docs/benchmarks.md`.
 
+pub use karmada_e2e::{karmada_go, process};
+
 pub mod coldstart;
 pub mod failover;
 pub mod floor;
-pub mod karmada_go;
 pub mod observer;
-pub mod process;
 pub mod report;
 pub mod rollout;
 pub mod scenarios;

@@ -24,7 +24,7 @@
 //! estimator the large-summary clusters take every replica; with it the others get a share, which the
 //! report shows as the share of replicas on small-summary clusters.
 //!
-//! `cargo bench -p karmada-e2e --bench scheduling -- --help`; results in `docs/benchmarks.md`.
+//! `cargo bench -p karmada-bench --bench scheduling -- --help`; results in `docs/benchmarks.md`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,8 +42,8 @@ use serde_json::json;
 use super::process::{ProcessSample, parse_metrics};
 use super::report::{Machine, Percentiles};
 use super::session::Impl;
-use crate::controller_manager::{Kcm, free_port, fresh_namespace};
-use crate::in_process::resource_binding;
+use karmada_e2e::controller_manager::{Kcm, free_port, fresh_namespace};
+use karmada_e2e::in_process::resource_binding;
 
 /// Sizes and switches.
 #[derive(Clone, Debug, Serialize)]
@@ -680,7 +680,7 @@ async fn wait_placed(
 /// The scheduler's program: built (ours) or located (Karmada's) before any clock starts.
 fn program(which: Impl) -> anyhow::Result<std::path::PathBuf> {
     match which {
-        Impl::Rust => Ok(crate::controller_manager::binary().to_path_buf()),
+        Impl::Rust => Ok(karmada_e2e::controller_manager::binary().to_path_buf()),
         Impl::Karmada => testenv::binaries::locate_karmada("karmada-scheduler")
             .map_err(|e| anyhow::anyhow!("{e} (make karmada-binaries builds it)")),
     }

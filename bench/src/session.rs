@@ -8,35 +8,19 @@ use anyhow::{Context, bail};
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Event, Namespace};
-use karmada_apis::{Cluster, PropagationPolicy};
+use karmada_apis::PropagationPolicy;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use testenv::{EnvOptions, TestEnv};
+
+pub use karmada_e2e::controller_manager::{wait_clusters_ready, wait_ready};
+pub use karmada_e2e::karmada_go::Impl;
 
 use super::karmada_go::KarmadaGo;
 use super::observer::Observer;
 use super::process::{ProcessSample, Sample, parse_metrics};
 use super::workload::{create_namespace, policy};
-use crate::controller_manager::Kcm;
-
-/// Which implementation of Karmada's controllers a session runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum Impl {
-    /// This project's `karmada-controller-manager`.
-    Rust,
-    /// Karmada's own Go controller-manager, scheduler and webhook ([`KarmadaGo`]).
-    Karmada,
-}
-
-impl Impl {
-    /// How reports name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Impl::Rust => "karmada-rs",
-            Impl::Karmada => "Karmada Go",
-        }
-    }
-}
+use karmada_e2e::controller_manager::Kcm;
 
 /// How the members are connected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -224,11 +208,9 @@ impl Session {
             match mode {
                 // API-server-only members run no token controller: do not wait for one.
                 Mode::Push => {
-                    futures::future::try_join_all(
-                        env.members()
-                            .iter()
-                            .map(|m| crate::karmadactl::join(env.host(), m, &["--token-wait=1s"])),
-                    )
+                    futures::future::try_join_all(env.members().iter().map(|m| {
+                        karmada_e2e::karmadactl::join(env.host(), m, &["--token-wait=1s"])
+                    }))
                     .await?;
                 }
                 Mode::Pull => {
@@ -509,7 +491,7 @@ fn spawn_agent(env: &TestEnv, member: &testenv::ApiServer, qps: Qps) -> Kcm {
     args.extend(qps.args().iter().map(|a| (*a).to_owned()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Kcm::start_program(
-        crate::controller_manager::agent_binary(),
+        karmada_e2e::controller_manager::agent_binary(),
         member.kubeconfig_path(),
         &args,
         &[],
@@ -527,52 +509,6 @@ async fn start_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> anyhow::Re
     let kcm = spawn_kcm(env, qps, extra_args);
     wait_ready(&kcm, Duration::from_secs(120)).await?;
     Ok(kcm)
-}
-
-/// Waits until `/readyz` answers 200.
-pub async fn wait_ready(kcm: &Kcm, timeout: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    while kcm.probe("/readyz").map(|(code, _)| code) != Some(200) {
-        if Instant::now() > deadline {
-            bail!(
-                "the controller-manager was not ready within {timeout:?}; log:\n{}",
-                kcm.log()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
-}
-
-/// Waits until `count` Clusters on the host are `Ready=True`; an error after `timeout`.
-pub async fn wait_clusters_ready(
-    host: &Client,
-    count: usize,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let api: Api<Cluster> = Api::all(host.clone());
-    let deadline = Instant::now() + timeout;
-    loop {
-        let list = api.list(&ListParams::default()).await?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|c| {
-                c.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
-                })
-            })
-            .count();
-        if ready == count {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("{ready} of {count} clusters Ready after {timeout:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Waits until namespace `ns` exists in `member` (through `client`); an error after `timeout`.

@@ -699,3 +699,49 @@ pub async fn install_minimal_crd(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Waits until `/readyz` answers 200.
+pub async fn wait_ready(kcm: &Kcm, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while kcm.probe("/readyz").map(|(code, _)| code) != Some(200) {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "the controller-manager was not ready within {timeout:?}; log:\n{}",
+                kcm.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// Waits until `count` Clusters on the host are `Ready=True`; an error after `timeout`.
+pub async fn wait_clusters_ready(
+    host: &kube::Client,
+    count: usize,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let api: Api<Cluster> = Api::all(host.clone());
+    let deadline = Instant::now() + timeout;
+    loop {
+        let list = api.list(&ListParams::default()).await?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+                })
+            })
+            .count();
+        if ready == count {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("{ready} of {count} clusters Ready after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

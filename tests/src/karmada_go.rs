@@ -29,11 +29,30 @@ use kube::Client;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use testenv::TestEnv;
 
-use super::process::{ProcessSample, Sample, parse_metrics};
 use crate::controller_manager::Kcm;
+use crate::process::{ProcessSample, Sample, parse_metrics};
 
 /// The label Karmada's webhook stamps on every PropagationPolicy it admits.
 pub const POLICY_PERMANENT_ID: &str = "propagationpolicy.karmada.io/permanent-id";
+
+/// Which implementation of Karmada's controllers a session runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Impl {
+    /// This project's `karmada-controller-manager`.
+    Rust,
+    /// Karmada's own Go controller-manager, scheduler and webhook ([`KarmadaGo`]).
+    Karmada,
+}
+
+impl Impl {
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Impl::Rust => "karmada-rs",
+            Impl::Karmada => "Karmada Go",
+        }
+    }
+}
 
 /// The `--controllers` Karmada's controller-manager runs: the ones we implement (our registry), less
 /// `scheduler`, which Karmada runs as its own process.

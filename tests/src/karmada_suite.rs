@@ -27,9 +27,9 @@ use serde::Serialize;
 use serde_json::Value;
 use testenv::{EnvOptions, TestEnv};
 
-use crate::bench::karmada_go::KarmadaGo;
-use crate::bench::session::{Impl, wait_clusters_ready, wait_ready};
 use crate::controller_manager::{Kcm, agent_binary};
+use crate::controller_manager::{wait_clusters_ready, wait_ready};
+use crate::karmada_go::{Impl, KarmadaGo};
 
 /// The Go binaries the suite run needs beyond Karmada's trio, in Karmada's cache folder.
 pub const SUITE_BINARY: &str = "karmada-e2e-base.test";

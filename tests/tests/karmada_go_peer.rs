@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
-use karmada_e2e::bench::process::parse_metrics;
-use karmada_e2e::bench::scenarios;
-use karmada_e2e::bench::session::{Impl, Qps, Session};
-use karmada_e2e::bench::workload::{Kind, TEMPLATE_LABEL, Template, create, create_all, templates};
+use karmada_bench::scenarios;
+use karmada_bench::session::{Impl, Qps, Session};
+use karmada_bench::workload::{Kind, TEMPLATE_LABEL, Template, create, create_all, templates};
+use karmada_e2e::process::parse_metrics;
 use karmada_e2e::wait::eventually_showing;
 use kube::api::{Api, ListParams};
 

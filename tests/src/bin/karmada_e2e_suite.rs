@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use karmada_e2e::bench::session::Impl;
+use karmada_e2e::karmada_go::Impl;
 use karmada_e2e::karmada_suite::{Environment, SuiteOptions, Summary, compare, run_suite};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -3,7 +3,7 @@
 //! checked for being real measurements of the work asked for (not for meeting targets: those are
 //! reported by `make bench`, see docs/benchmarks.md).
 
-use karmada_e2e::bench::{BenchConfig, run};
+use karmada_bench::{BenchConfig, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(
@@ -141,7 +141,7 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
     // The new process writes the fresh template's binding, Works and Events and its lease: a
     // number that does not grow with the templates already propagated. A replay that fails (and
     // records a Warning per retry) or rewrites what it finds costs a multiple of the templates.
-    let host_writes = karmada_e2e::bench::process::writes(&restart.requests, "host");
+    let host_writes = karmada_e2e::process::writes(&restart.requests, "host");
     assert!(
         host_writes <= 2 * templates as u64,
         "the restarted process wrote {host_writes} times to the host for {templates} templates \
@@ -208,8 +208,8 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
 /// placed, and the process numbers are read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scheduling_benchmark_runs_and_reports_what_it_measured() {
-    use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
-    use karmada_e2e::bench::session::Impl;
+    use karmada_bench::scheduling::{SchedulingConfig, run};
+    use karmada_bench::session::Impl;
     let config = SchedulingConfig::smoke();
     let report = run(&config, &[Impl::Rust])
         .await
@@ -246,8 +246,8 @@ async fn the_scheduling_benchmark_runs_and_reports_what_it_measured() {
 #[cfg(feature = "karmada-go")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured() {
-    use karmada_e2e::bench::scheduling::{SchedulingConfig, run};
-    use karmada_e2e::bench::session::Impl;
+    use karmada_bench::scheduling::{SchedulingConfig, run};
+    use karmada_bench::session::Impl;
     // Smaller than the plain smoke run: this test adds a member API server and six estimators.
     let config = SchedulingConfig {
         bindings: 20,
@@ -290,7 +290,7 @@ async fn the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_me
 /// numbers are read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rollout_benchmark_runs_and_reports_what_it_measured() {
-    use karmada_e2e::bench::rollout::{RolloutConfig, STAGES, run};
+    use karmada_bench::rollout::{RolloutConfig, STAGES, run};
     let config = RolloutConfig::smoke();
     let report = run(&config, |step| eprintln!("rollout bench: {step}"))
         .await

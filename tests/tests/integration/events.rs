@@ -60,8 +60,8 @@ async fn events_about(client: &Client, ns: &str, name: &str) -> Vec<Event> {
 async fn event_writes(client: &Client) -> BTreeMap<String, u64> {
     let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let text = client.request_text(request).await.unwrap();
-    let samples = karmada_e2e::bench::process::parse_metrics(&text);
-    karmada_e2e::bench::process::event_writes(&samples)
+    let samples = karmada_e2e::process::parse_metrics(&text);
+    karmada_e2e::process::event_writes(&samples)
 }
 
 fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, verb: &str) -> u64 {

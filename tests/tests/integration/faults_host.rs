@@ -22,8 +22,8 @@ use karmada_apis::well_known::{
     RESOURCE_BINDING_NAME_ANNOTATION, RESOURCE_BINDING_NAMESPACE_ANNOTATION,
 };
 use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work};
-use karmada_e2e::bench::session::{Qps, Session};
-use karmada_e2e::bench::workload::{self, Kind, TEMPLATE_LABEL, Template};
+use karmada_bench::session::{Qps, Session};
+use karmada_bench::workload::{self, Kind, TEMPLATE_LABEL, Template};
 use karmada_e2e::in_process::{condition, serial};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};

@@ -24,7 +24,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::jiff::Timestamp;
 use karmada_apis::{PropagationPolicy, ResourceBinding, Work};
-use karmada_e2e::bench::workload::{
+use karmada_bench::workload::{
     TEMPLATE_LABEL, Template, create_all, create_namespace, policy, templates,
 };
 use karmada_e2e::controller_manager::{Kcm, fresh_namespace, lease_holder};
@@ -129,7 +129,7 @@ impl Scenario {
                 .unwrap_or_else(|e| panic!("{e:#}"));
         }
         let names: Vec<String> = self.members.iter().map(|(n, _)| n.clone()).collect();
-        karmada_e2e::bench::session::wait_clusters_ready(
+        karmada_e2e::controller_manager::wait_clusters_ready(
             &self.host,
             MEMBERS,
             Duration::from_secs(120),

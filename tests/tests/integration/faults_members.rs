@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use karmada_apis::{Cluster, ResourceBinding, Work};
-use karmada_e2e::bench::observer::ObjectKey;
-use karmada_e2e::bench::session::{Qps, Session};
-use karmada_e2e::bench::workload::{Created, Template, create_all, templates};
+use karmada_bench::observer::ObjectKey;
+use karmada_bench::session::{Qps, Session};
+use karmada_bench::workload::{Created, Template, create_all, templates};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use karmada_apis::ResourceBinding;
-use karmada_e2e::bench::process::{Sample, parse_metrics};
 use karmada_e2e::controller_manager::*;
 use karmada_e2e::in_process::{create_ready_cluster, resource_binding};
+use karmada_e2e::process::{Sample, parse_metrics};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
