@@ -33,7 +33,9 @@ use karmada_controllers_common::members::MemberClusters;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
 
-/// The controller's name in logs and User-Agents.
+/// The controller's `--controllers` name.
+pub const NAME: &str = "cluster";
+/// Karmada's controller name: logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-controller";
 
 /// How often deletion progress is checked (Karmada's `CleanupCheckInterval`).

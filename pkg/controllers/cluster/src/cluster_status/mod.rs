@@ -52,7 +52,9 @@ use karmada_controllers_common::{
     BoxError, ControllerContext, ControllerFuture, Settings, StartFn,
 };
 
-/// The controller's name in events, logs and User-Agents.
+/// The controller's `--controllers` name.
+pub const NAME: &str = "clusterStatus";
+/// Karmada's controller name: Events, logs and User-Agents.
 pub const CONTROLLER_NAME: &str = "cluster-status-controller";
 
 /// Ready reason (karmada-rs only): the member rejected the credentials from the Secret.

@@ -61,10 +61,10 @@ pub const NAME: &str = "bindingStatus";
 
 /// Handler name on ResourceBindings and Works, User-Agent suffix and Event source (Karmada's
 /// `RBStatusControllerName`).
-pub const RB_HANDLER: &str = "resource-binding-status-controller";
+pub const RB_CONTROLLER_NAME: &str = "resource-binding-status-controller";
 
 /// Handler name on ClusterResourceBindings (Karmada's `CRBStatusControllerName`).
-pub const CRB_HANDLER: &str = "cluster-resource-binding-status-controller";
+pub const CRB_CONTROLLER_NAME: &str = "cluster-resource-binding-status-controller";
 
 /// A binding's status controllers can handle: the binding kinds plus their status and names.
 trait StatusBinding: BindingObject {
@@ -123,12 +123,12 @@ impl BindingStatusController {
         let cp = &ctx.control_plane;
         let client = cp
             .clients()
-            .client_for_controller(RB_HANDLER)
+            .client_for_controller(RB_CONTROLLER_NAME)
             .map_err(framework("binding-status client"))?;
         let rb = shared_controller::<ResourceBinding>(cp)?;
         let crb = shared_controller::<ClusterResourceBinding>(cp)?;
         let works = shared_controller::<Work>(cp)?;
-        let recorder = ctx.events.recorder(RB_HANDLER);
+        let recorder = ctx.events.recorder(RB_CONTROLLER_NAME);
         let cancel = ctx.cancel.child_token();
         Ok(BindingStatusController {
             inner: Arc::new(Inner {
@@ -163,7 +163,7 @@ impl BindingStatusController {
         }
         register(
             &inner.works,
-            RB_HANDLER,
+            RB_CONTROLLER_NAME,
             &inner.cancel,
             &self,
             |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o) },
@@ -177,7 +177,7 @@ impl BindingStatusController {
         };
         register(
             &inner.rb,
-            RB_HANDLER,
+            RB_CONTROLLER_NAME,
             &inner.cancel,
             &self,
             |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
@@ -186,7 +186,7 @@ impl BindingStatusController {
         );
         register(
             &inner.crb,
-            CRB_HANDLER,
+            CRB_CONTROLLER_NAME,
             &inner.cancel,
             &self,
             |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {

@@ -61,7 +61,7 @@ pub const NAME: &str = "workStatus";
 
 /// Name of the handler on the control plane's Work controller, and the User-Agent suffix
 /// (Karmada's `WorkStatusControllerName`).
-pub const WORK_HANDLER: &str = "work-status-controller";
+pub const CONTROLLER_NAME: &str = "work-status-controller";
 
 /// Name of the handler on member-cluster controllers (Karmada's async worker `work-status`).
 pub const MEMBER_HANDLER: &str = "work-status";
@@ -200,12 +200,12 @@ impl WorkStatusController {
         let cp = &ctx.control_plane;
         let client = cp
             .clients()
-            .client_for_controller(WORK_HANDLER)
+            .client_for_controller(CONTROLLER_NAME)
             .map_err(framework("work-status client"))?;
         let works = shared_controller::<Work>(cp)?;
         work_index::index_manifests(&works.store());
         let cancel = ctx.cancel.child_token();
-        let recorder = ctx.events.recorder(WORK_HANDLER);
+        let recorder = ctx.events.recorder(CONTROLLER_NAME);
         Ok(WorkStatusController {
             inner: Arc::new(Inner {
                 ctx,
@@ -235,7 +235,7 @@ impl WorkStatusController {
         let _ = inner.policies.set(policies);
         register(
             &inner.works,
-            WORK_HANDLER,
+            CONTROLLER_NAME,
             &inner.cancel,
             &self,
             |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },

@@ -21,7 +21,7 @@ use lariat::ObjectKey;
 use lariat::events::{EventType, reference_of};
 use serde_json::{Value, json};
 
-use super::{WORK_HANDLER, WorkStatusController, WorkStatusError, drift_key};
+use super::{CONTROLLER_NAME, WorkStatusController, WorkStatusError, drift_key};
 
 /// What is known about one drifted member object.
 #[derive(Debug, Clone)]
@@ -134,7 +134,7 @@ impl WorkStatusController {
         let member = self.inner.ctx.members.get(cluster)?;
         let read = async {
             let (ar, caps) = member.clients().resolve(gvk).await?;
-            let client = member.clients().client_for_controller(WORK_HANDLER)?;
+            let client = member.clients().client_for_controller(CONTROLLER_NAME)?;
             let api: Api<DynamicObject> = match key.namespace() {
                 Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
                     Api::namespaced_with(client, ns, &ar)
