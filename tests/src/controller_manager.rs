@@ -725,17 +725,7 @@ pub async fn wait_clusters_ready(
     let deadline = Instant::now() + timeout;
     loop {
         let list = api.list(&ListParams::default()).await?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|c| {
-                c.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
-                })
-            })
-            .count();
+        let ready = list.items.iter().filter(|c| c.is_ready()).count();
         if ready == count {
             return Ok(());
         }
