@@ -8,7 +8,9 @@
 //!
 //! Who calls what: a controller that reads it calls [`index_manifests`] once on the shared Work
 //! store (adding it again is a no-op), then [`holding`] / [`holding_in`] for objects, or
-//! [`entries`] and [`keys`] to act on keys without decoding (the workStatus member resync).
+//! [`entries`] and [`keys`] to act on keys without decoding (the workStatus member resync), or
+//! [`keys_in`] for every Work of one execution space (the execution controller, when a member
+//! connects or becomes Ready).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -102,14 +104,24 @@ pub fn holding_in(store: &Store<Work>, namespace: &str, kind: &str) -> Vec<Arc<W
     matching(store, |e| e.kind == kind && e.namespace == namespace)
 }
 
+/// The keys of the Works in `namespace` that hold at least one manifest (no decode): a member's
+/// Works, by its execution space.
+pub fn keys_in(store: &Store<Work>, namespace: &str) -> HashSet<ObjectKey> {
+    matching_keys(store, |e| e.namespace == namespace)
+}
+
 fn matching(store: &Store<Work>, wanted: impl Fn(&Entry) -> bool) -> Vec<Arc<Work>> {
-    // A Work holding two matching kinds is under both values: each is decoded once.
-    let found: HashSet<ObjectKey> = entries(store)
+    let found = matching_keys(store, wanted);
+    found.iter().filter_map(|k| store.get(k)).collect()
+}
+
+/// A Work holding two matching kinds is under both values: its key is returned once.
+fn matching_keys(store: &Store<Work>, wanted: impl Fn(&Entry) -> bool) -> HashSet<ObjectKey> {
+    entries(store)
         .iter()
         .filter(|e| wanted(e))
         .flat_map(|e| keys(store, e))
-        .collect();
-    found.iter().filter_map(|k| store.get(k)).collect()
+        .collect()
 }
 
 #[cfg(test)]
@@ -187,5 +199,25 @@ mod tests {
             names(&holding_in(&store, "karmada-es-m1", "ConfigMap")),
             ["web"]
         );
+    }
+
+    #[test]
+    fn a_members_works_are_found_by_its_execution_space_once_each() {
+        let store = Store::<Work>::new(None);
+        index_manifests(&store);
+        store.apply(work(
+            "karmada-es-m1",
+            "two-kinds",
+            &[("apps/v1", "Deployment"), ("v1", "ConfigMap")],
+        ));
+        store.apply(work("karmada-es-m1", "one", &[("v1", "ConfigMap")]));
+        store.apply(work("karmada-es-m2", "other", &[("v1", "ConfigMap")]));
+        let mut found: Vec<String> = keys_in(&store, "karmada-es-m1")
+            .into_iter()
+            .map(|k| k.name().to_owned())
+            .collect();
+        found.sort();
+        assert_eq!(found, ["one", "two-kinds"]);
+        assert!(keys_in(&store, "karmada-es-m3").is_empty());
     }
 }

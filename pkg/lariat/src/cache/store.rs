@@ -24,6 +24,23 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// Name of the namespace index ([`Store::index_by_namespace`]).
 pub const NAMESPACE_INDEX: &str = "namespace";
 
+/// An index by value, then the keys under each value.
+type Index = AHashMap<String, AHashSet<ObjectKey>>;
+
+/// The index called `name`; `None`, logged as an error, when it was never added: such a lookup
+/// can never find anything, a bug of the caller that must not pass unnoticed (it would read as
+/// "no objects").
+fn known_index<'a>(indexes: &'a AHashMap<String, Index>, name: &str) -> Option<&'a Index> {
+    let index = indexes.get(name);
+    if index.is_none() {
+        tracing::error!(
+            index = name,
+            "lookup in a store index that was never added (add_index first); it finds nothing"
+        );
+    }
+    index
+}
+
 /// Name of the index over one label key ([`Store::index_by_label`]).
 pub fn label_index_name(label: &str) -> String {
     format!("label:{label}")
@@ -130,7 +147,7 @@ struct Inner<K> {
 struct State<K> {
     objects: AHashMap<ObjectKey, Slot<K>>,
     indexers: Vec<(String, IndexFn<K>)>,
-    indexes: AHashMap<String, AHashMap<String, AHashSet<ObjectKey>>>,
+    indexes: AHashMap<String, Index>,
     /// Keys seen since the current relist began.
     relist: Option<AHashSet<ObjectKey>>,
 }
@@ -334,12 +351,12 @@ impl<K: Resource> Store<K> {
         );
     }
 
-    /// The objects whose index `name` contains `value`. Empty for an unknown index.
+    /// The objects whose index `name` contains `value`. Empty for an unknown index, which is
+    /// logged as an error.
     pub fn by_index(&self, name: &str, value: &str) -> Vec<Arc<K>> {
         let taken = {
             let st = self.inner.state.read();
-            st.indexes
-                .get(name)
+            known_index(&st.indexes, name)
                 .and_then(|i| i.get(value))
                 .map(|keys| {
                     keys.iter()
@@ -352,19 +369,19 @@ impl<K: Resource> Store<K> {
     }
 
     /// The values index `name` holds (each with at least one object), in no particular order.
+    /// Empty for an unknown index (logged, as in [`by_index`](Self::by_index)).
     pub fn index_values(&self, name: &str) -> Vec<String> {
         let st = self.inner.state.read();
-        st.indexes
-            .get(name)
+        known_index(&st.indexes, name)
             .map(|i| i.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    /// The keys whose index `name` contains `value`.
+    /// The keys whose index `name` contains `value`. Empty for an unknown index (logged, as in
+    /// [`by_index`](Self::by_index)).
     pub fn keys_by_index(&self, name: &str, value: &str) -> Vec<ObjectKey> {
         let st = self.inner.state.read();
-        st.indexes
-            .get(name)
+        known_index(&st.indexes, name)
             .and_then(|i| i.get(value))
             .map(|keys| keys.iter().cloned().collect())
             .unwrap_or_default()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use karmada_apis::names::{cluster_name, execution_space_name};
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::members::{self, MemberEvent};
-use lariat::cache::NAMESPACE_INDEX;
+use karmada_controllers_common::work_index;
 use lariat::{HandlerResult, ObjectKey, Priority};
 
 use super::ExecutionController;
@@ -38,8 +38,8 @@ impl ExecutionController {
     /// low priority: a resync, which must not go ahead of live changes (a restart's fresh Works).
     pub(super) fn enqueue_cluster(&self, cluster: &str) {
         let ns = execution_space_name(cluster);
-        let store = self.inner.works.store();
-        for key in store.keys_by_index(NAMESPACE_INDEX, &ns) {
+        let store = self.inner.works.cache().peek_store();
+        for key in work_index::keys_in(store, &ns) {
             self.inner
                 .works
                 .enqueue_key_with_priority(key, Priority::Low);

@@ -13,9 +13,11 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use lariat::{ObjectKey, RateLimiterOptions, WorkQueue};
 use parking_lot::Mutex;
@@ -110,7 +112,16 @@ impl MemberQueues {
             // Dropped at its next await once the member is disconnected.
             ctx.spawn(async move {
                 while let Some(key) = queue.get().await {
-                    if reconcile(name.clone(), key.clone()).await {
+                    // A panic fails this key (retried with backoff) instead of ending the worker
+                    // for the rest of the connection, as the shared controllers' workers do.
+                    let done = AssertUnwindSafe(reconcile(name.clone(), key.clone()))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|_| {
+                            tracing::error!(cluster = %name, %key, "member work panicked; requeuing");
+                            false
+                        });
+                    if done {
                         queue.forget(&key);
                     } else {
                         queue.add_rate_limited(key.clone());

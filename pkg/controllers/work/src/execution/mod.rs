@@ -96,6 +96,7 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::drift_policy::DriftPolicies;
 use karmada_controllers_common::handlers::{register, start_fn_of};
+use karmada_controllers_common::work_index;
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
 use member_queues::MemberQueues;
@@ -143,6 +144,8 @@ impl ExecutionController {
         let cp = &ctx.control_plane;
         let client = cp.clients().client_for_controller(CONTROLLER_NAME)?;
         let works = cp.controllers().for_kind::<Work>()?;
+        // A member's Works are re-queued through it when the member connects or becomes Ready.
+        work_index::index_manifests(works.cache().peek_store());
         let clusters = cp.controllers().for_kind::<Cluster>()?;
         let recorder = ctx.events.recorder(CONTROLLER_NAME);
         let cancel = ctx.cancel.child_token();
