@@ -55,9 +55,9 @@ test-tools: ## Install the pinned helm and kubectl the chart tests use (from the
 	hack/install-helm.sh >/dev/null
 
 .PHONY: test
-test: test-binaries test-tools ## Run every test in the workspace against real API servers (builds what is missing first), two test binaries at a time (TEST_JOBS=1 for one), the files marked `test-runner: alone` by themselves first.
+test: test-binaries test-tools ## Run every test in the workspace against real API servers (builds what is missing first), three test binaries at a time (TEST_JOBS=1 for one), the files marked `test-runner: alone` by themselves first.
 	$(CARGO) build -q -p test-runner
-	$${CARGO_TARGET_DIR:-target}/debug/test-runner --jobs $${TEST_JOBS:-2}
+	$${CARGO_TARGET_DIR:-target}/debug/test-runner --jobs $${TEST_JOBS:-3}
 
 .PHONY: lint
 lint: ## cargo fmt --check and clippy with warnings denied.
