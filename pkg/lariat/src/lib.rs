@@ -52,8 +52,8 @@ pub use cache::{Cache, CacheFactory, CacheOptions, CacheScope, Store, SyncWait};
 pub use client::{ClientFactory, ClientOptions};
 pub use cluster::{Cluster, ClusterOptions, ClusterRegistry};
 pub use controller::{
-    ControllerFactory, ControllerOptions, HandlerResult, SharedController, WorkerOptions,
-    current_priority,
+    ControllerFactory, ControllerOptions, HandlerResult, SharedController, Synced, Wiring,
+    WorkerOptions, current_priority,
 };
 pub use error::{BoxError, Error, Result};
 pub use key::ObjectKey;
