@@ -19,7 +19,6 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::Secret;
 use karmada_apis::Cluster;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
-use karmada_controllers::common::handlers::{register, serve_when_synced};
 use karmada_controllers::{ControllerContext, StartFn};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -112,14 +111,13 @@ async fn run(ctx: ControllerContext, path: PathBuf, context: String) -> anyhow::
             .client_for_controller(CONTROLLER_NAME)?,
     };
     tracing::info!(kubeconfig = %path.display(), "starting the Cluster API cluster detector");
-    register(
-        &clusters,
-        NAME,
-        &ctx.cancel,
-        &detector,
-        |d: Detector, key, obj| async move { d.reconcile(key, obj).await },
-    );
-    let served = serve_when_synced(&clusters, &ctx, NAME).await;
+    let served = ctx
+        .wiring(NAME, &detector)
+        .handles(&clusters, NAME, |d: Detector, key, obj| async move {
+            d.reconcile(key, obj).await
+        })
+        .run()
+        .await;
     management.stop(Duration::from_secs(10)).await;
     served?;
     Ok(())

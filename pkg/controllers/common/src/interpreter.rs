@@ -116,13 +116,10 @@ pub fn check_customizations(
         },
         checked: Arc::new(std::sync::Mutex::new(std::collections::HashMap::new())),
     };
-    crate::handlers::register(
-        &controller,
-        "customization-check",
-        cancel,
-        &checker,
-        |checker: Checker, key, object| async move { checker.check(key, object).await },
-    );
+    controller.register_handler("customization-check", cancel.clone(), move |key, object| {
+        let checker = checker.clone();
+        async move { checker.check(key, object).await }
+    });
     Ok(())
 }
 

@@ -57,12 +57,18 @@ use crate::key::ObjectKey;
 type WaitFn =
     Box<dyn FnOnce(CancellationToken, Duration) -> BoxFuture<'static, Result<SyncWait>> + Send>;
 
+/// Registers one handler, removed when the token fires.
+type RegisterFn<T> = Box<dyn FnOnce(&T, &CancellationToken) + Send>;
+
+/// The callback told the controller is synced.
+type SyncedFn = Box<dyn FnOnce() + Send>;
+
 /// One start-up step, run in declaration order.
 enum Step<T> {
     /// Wait for a cache.
     Wait(WaitFn),
     /// Register a handler, removed when the token fires.
-    Register(Box<dyn FnOnce(&T, &CancellationToken) + Send>),
+    Register(RegisterFn<T>),
     /// Run a closure (typically: publish what the waits before it made complete).
     Then(Box<dyn FnOnce(&T) + Send>),
 }
@@ -76,7 +82,7 @@ pub struct Wiring<T> {
     timeout: Duration,
     steps: Vec<Step<T>>,
     handled: Vec<WaitFn>,
-    on_synced: Option<Box<dyn FnOnce() + Send>>,
+    report_to: Option<SyncedFn>,
     resync: Option<Resync<T>>,
 }
 
@@ -103,7 +109,7 @@ impl<T: Clone + Send + Sync + 'static> Wiring<T> {
             timeout,
             steps: Vec::new(),
             handled: Vec::new(),
-            on_synced: None,
+            report_to: None,
             resync: None,
         }
     }
@@ -188,7 +194,7 @@ impl<T: Clone + Send + Sync + 'static> Wiring<T> {
     /// Called once when the controller is synced (every declared cache complete), before it
     /// serves: where the process learns the controller is ready.
     pub fn on_synced(mut self, synced: impl FnOnce() + Send + 'static) -> Self {
-        self.on_synced = Some(Box::new(synced));
+        self.report_to = Some(Box::new(synced));
         self
     }
 
@@ -217,7 +223,7 @@ impl<T: Clone + Send + Sync + 'static> Wiring<T> {
             timeout,
             steps,
             handled,
-            on_synced,
+            report_to,
             resync,
         } = self;
         for step in steps {
@@ -240,7 +246,7 @@ impl<T: Clone + Send + Sync + 'static> Wiring<T> {
             what,
             this,
             cancel,
-            on_synced,
+            report_to,
             reported: false,
             resync,
         }))
@@ -262,7 +268,7 @@ pub struct Synced<T> {
     what: String,
     this: T,
     cancel: CancellationToken,
-    on_synced: Option<Box<dyn FnOnce() + Send>>,
+    report_to: Option<SyncedFn>,
     reported: bool,
     resync: Option<Resync<T>>,
 }
@@ -274,7 +280,7 @@ impl<T> Synced<T> {
             return;
         }
         self.reported = true;
-        if let Some(synced) = self.on_synced.take() {
+        if let Some(synced) = self.report_to.take() {
             synced();
         }
         tracing::info!("{} synced", self.what);

@@ -31,9 +31,7 @@ use karmada_apis::autoscaling::v1alpha1::{
     ExecutionHistory, FEDERATED_HPA_KIND, FailedExecution, SuccessfulExecution,
 };
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_when_synced, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -150,14 +148,20 @@ impl CronController {
     /// Registers the handler and runs until the context is cancelled; the executors stop with it.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
-            &inner.cron,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<CronFederatedHPA>>| async move { this.handle(k, o).await },
-        );
-        let served = serve_when_synced(&inner.cron, &inner.ctx, NAME).await;
+        let served =
+            inner
+                .ctx
+                .wiring(NAME, &self)
+                .cancelled_by(&inner.cancel)
+                .handles(
+                    &inner.cron,
+                    NAME,
+                    |this: Self, k, o: Option<Arc<CronFederatedHPA>>| async move {
+                        this.handle(k, o).await
+                    },
+                )
+                .run()
+                .await;
         inner.cancel.cancel();
         if let Ok(mut all) = inner.executors.lock() {
             for (_, executors) in all.drain() {

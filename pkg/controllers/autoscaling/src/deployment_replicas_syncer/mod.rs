@@ -25,13 +25,11 @@ use karmada_apis::names::binding_name;
 use karmada_apis::policy::v1alpha1::ReplicaSchedulingType;
 use karmada_apis::well_known::{RETAIN_REPLICAS_LABEL, RETAIN_REPLICAS_VALUE};
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register_typed, serve_until_cancelled, shared_controller, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde_json::json;
 
 /// The controller's `--controllers` name.
@@ -110,29 +108,17 @@ impl Syncer {
     /// Registers the handler and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner
-            .bindings
-            .wait_synced(&inner.ctx.cancel, timeout)
-            .await?
-        else {
-            return Ok(());
-        };
-        register_typed(
-            &inner.deployments,
-            NAME,
-            &inner.ctx.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Deployment>>| async move { this.handle(k, o).await },
-        );
-        let SyncWait::Synced = inner
-            .deployments
-            .wait_synced(&inner.ctx.cancel, timeout)
-            .await?
-        else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, &inner.ctx.cancel, NAME).await;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .waits_for(&inner.bindings)
+            .handles_typed(
+                &inner.deployments,
+                NAME,
+                |this: Self, k, o: Option<Arc<Deployment>>| async move { this.handle(k, o).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -45,13 +45,11 @@ use karmada_apis::autoscaling::v1alpha1::FederatedHPA;
 use karmada_apis::{Cluster, ResourceBinding};
 use karmada_controllers_common::context::HpaSettings;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::Client;
+use lariat::SharedController;
 use lariat::events::EventRecorder;
-use lariat::{SharedController, SyncWait};
 use tokio_util::sync::CancellationToken;
 
 use calculator::Calculator;
@@ -131,26 +129,19 @@ impl FederatedHpaController {
     /// Registers the handler and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for synced in [
-            inner.bindings.wait_synced(&inner.cancel, timeout).await?,
-            inner.clusters.wait_synced(&inner.cancel, timeout).await?,
-        ] {
-            let SyncWait::Synced = synced else {
-                return Ok(());
-            };
-        }
-        register(
-            &inner.hpas,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<FederatedHPA>>| async move { this.handle(k, o).await },
-        );
-        let SyncWait::Synced = inner.hpas.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, NAME).await;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .cancelled_by(&inner.cancel)
+            .waits_for(&inner.bindings)
+            .waits_for(&inner.clusters)
+            .handles(
+                &inner.hpas,
+                NAME,
+                |this: Self, k, o: Option<Arc<FederatedHPA>>| async move { this.handle(k, o).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 }

@@ -25,16 +25,14 @@ use karmada_apis::ResourceBinding;
 use karmada_apis::policy::v1alpha1::FederatedResourceQuota;
 use karmada_apis::well_known::BINDING_REASON_QUOTA_EXCEEDED;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::quota::resource_usage;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
@@ -119,6 +117,10 @@ impl EnforcementController {
     /// `FederatedQuotaEnforcement` gate it only reports ready (Karmada does not start it).
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
+        let wiring = inner
+            .ctx
+            .wiring("federatedResourceQuotaEnforcement", &self)
+            .cancelled_by(&inner.cancel);
         if !inner
             .ctx
             .settings
@@ -128,42 +130,34 @@ impl EnforcementController {
             tracing::info!(
                 "federatedResourceQuotaEnforcement idle: the FederatedQuotaEnforcement gate is off"
             );
-            serve_until_cancelled(
-                &inner.ctx.synced,
-                &inner.cancel,
-                "federatedResourceQuotaEnforcement",
-            )
-            .await;
+            wiring.run().await?;
             return Ok(());
         }
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.bindings.wait_synced(&inner.cancel, timeout).await? else {
+        // Its own serving: the first resync comes a period after the start, and none with a
+        // zero period (the wiring's resync starts at once).
+        let Some(mut synced) = wiring
+            .waits_for(&inner.bindings)
+            .handles(
+                &inner.quotas,
+                NAME,
+                |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
+                    this.handle(k, o).await
+                },
+            )
+            .handles(
+                &inner.bindings,
+                NAME,
+                |this: Self, k, _o: Option<Arc<ResourceBinding>>| async move {
+                    this.enqueue_namespace(k.namespace().unwrap_or_default());
+                    HandlerResult::Success
+                },
+            )
+            .sync()
+            .await?
+        else {
             return Ok(());
         };
-        register(
-            &inner.quotas,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
-                this.handle(k, o).await
-            },
-        );
-        register(
-            &inner.bindings,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, _o: Option<Arc<ResourceBinding>>| async move {
-                this.enqueue_namespace(k.namespace().unwrap_or_default());
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner.quotas.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        inner.ctx.synced.synced();
-        tracing::info!("federatedResourceQuotaEnforcement synced");
+        synced.report();
         self.resync_every(inner.ctx.settings.federated_resource_quota_sync_period)
             .await;
         tracing::info!("federatedResourceQuotaEnforcement stopped");

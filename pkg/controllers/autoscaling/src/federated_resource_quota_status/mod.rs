@@ -25,15 +25,13 @@ use karmada_apis::well_known::{
     FEDERATED_RESOURCE_QUOTA_NAME_LABEL, FEDERATED_RESOURCE_QUOTA_NAMESPACE_LABEL, WORK_APPLIED,
 };
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::quota::{FEDERATED_QUOTA_ENFORCEMENT, quota_works};
@@ -136,38 +134,28 @@ impl StatusController {
     /// Registers the handlers and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        register(
-            &inner.quotas,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
-                this.handle(k, o).await
-            },
-        );
-        register(
-            &inner.works,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Work>>| async move {
-                this.work_changed(&k, o.as_deref());
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner.quotas.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(
-            &inner.ctx.synced,
-            &inner.cancel,
-            "federatedResourceQuotaStatus",
-        )
-        .await;
+        inner
+            .ctx
+            .wiring("federatedResourceQuotaStatus", &self)
+            .cancelled_by(&inner.cancel)
+            .waits_for(&inner.works)
+            .handles(
+                &inner.quotas,
+                NAME,
+                |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
+                    this.handle(k, o).await
+                },
+            )
+            .handles(
+                &inner.works,
+                NAME,
+                |this: Self, k, o: Option<Arc<Work>>| async move {
+                    this.work_changed(&k, o.as_deref());
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -29,9 +29,7 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::quota::quota_works;
 use karmada_controllers_common::work::{WorkOutcome, WorkTarget, create_or_update_work};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
@@ -39,7 +37,7 @@ use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -130,53 +128,41 @@ impl SyncController {
     /// Registers the handlers and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for synced in [
-            inner.clusters.wait_synced(&inner.cancel, timeout).await?,
-            inner.works.wait_synced(&inner.cancel, timeout).await?,
-        ] {
-            let SyncWait::Synced = synced else {
-                return Ok(());
-            };
-        }
-        if let Ok(mut known) = inner.known_clusters.lock() {
-            known.extend(
-                inner
-                    .clusters
-                    .store()
-                    .keys()
-                    .iter()
-                    .map(|k| k.name().to_owned()),
-            );
-        }
-        register(
-            &inner.quotas,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
-                this.handle(k, o).await
-            },
-        );
-        register(
-            &inner.clusters,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Cluster>>| async move {
-                this.cluster_changed(&k, o.is_some());
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner.quotas.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(
-            &inner.ctx.synced,
-            &inner.cancel,
-            "federatedResourceQuotaSync",
-        )
-        .await;
+        inner
+            .ctx
+            .wiring("federatedResourceQuotaSync", &self)
+            .cancelled_by(&inner.cancel)
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.works)
+            .then(|this: &Self| {
+                if let Ok(mut known) = this.inner.known_clusters.lock() {
+                    known.extend(
+                        this.inner
+                            .clusters
+                            .store()
+                            .keys()
+                            .iter()
+                            .map(|k| k.name().to_owned()),
+                    );
+                }
+            })
+            .handles(
+                &inner.quotas,
+                NAME,
+                |this: Self, k, o: Option<Arc<FederatedResourceQuota>>| async move {
+                    this.handle(k, o).await
+                },
+            )
+            .handles(
+                &inner.clusters,
+                NAME,
+                |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                    this.cluster_changed(&k, o.is_some());
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

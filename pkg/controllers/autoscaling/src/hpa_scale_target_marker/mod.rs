@@ -20,9 +20,7 @@ use karmada_apis::well_known::{
     RETAIN_REPLICAS_LABEL, RETAIN_REPLICAS_VALUE,
 };
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register_typed, serve_when_synced, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -91,16 +89,18 @@ impl Marker {
     /// Registers the handler and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register_typed(
-            &inner.hpas,
-            NAME,
-            &inner.ctx.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<HorizontalPodAutoscaler>>| async move {
-                this.handle(k, o).await
-            },
-        );
-        serve_when_synced(&inner.hpas, &inner.ctx, NAME).await?;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .handles_typed(
+                &inner.hpas,
+                NAME,
+                |this: Self, k, o: Option<Arc<HorizontalPodAutoscaler>>| async move {
+                    this.handle(k, o).await
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -34,9 +34,7 @@ use x509_parser::cri_attributes::ParsedCriAttribute;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
-use karmada_controllers_common::handlers::{
-    register_typed, serve_when_synced, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
 
@@ -341,25 +339,27 @@ impl AgentCsrApprovingController {
     /// Registers the handler and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register_typed(
-            &inner.csrs,
-            NAME,
-            &inner.ctx.cancel,
-            &self,
-            |this: Self, k: ObjectKey, o: Option<Arc<CertificateSigningRequest>>| async move {
-                match o {
-                    None => HandlerResult::Success,
-                    Some(csr) => match this.handle(&csr).await {
-                        Ok(()) => HandlerResult::Success,
-                        Err(e) => {
-                            tracing::warn!(csr = %k, error = %e, "agent csr approving failed");
-                            HandlerResult::error(e)
-                        }
-                    },
-                }
-            },
-        );
-        serve_when_synced(&inner.csrs, &inner.ctx, "agent csr approving controller").await?;
+        inner
+            .ctx
+            .wiring("agent csr approving controller", &self)
+            .handles_typed(
+                &inner.csrs,
+                NAME,
+                |this: Self, k: ObjectKey, o: Option<Arc<CertificateSigningRequest>>| async move {
+                    match o {
+                        None => HandlerResult::Success,
+                        Some(csr) => match this.handle(&csr).await {
+                            Ok(()) => HandlerResult::Success,
+                            Err(e) => {
+                                tracing::warn!(csr = %k, error = %e, "agent csr approving failed");
+                                HandlerResult::error(e)
+                            }
+                        },
+                    }
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

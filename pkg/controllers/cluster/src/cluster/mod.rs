@@ -28,7 +28,6 @@ use lariat::{Cache, HandlerResult, ObjectKey};
 
 use karmada_apis::well_known::event_reasons;
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::handlers::{register, serve_when_synced};
 use karmada_controllers_common::members::MemberClusters;
 use karmada_controllers_common::{BoxError, ControllerContext, ControllerFuture, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
@@ -122,17 +121,15 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             crbs,
             sync_timeout: ctx.settings.cluster_cache_sync_timeout,
         });
-        register(
-            &clusters,
-            CONTROLLER_NAME,
-            &ctx.cancel,
-            &controller,
-            |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
-        );
-        let (served, ()) = tokio::join!(
-            serve_when_synced(&clusters, &ctx, "cluster controller"),
-            monitor
-        );
+        let served = ctx
+            .wiring("cluster controller", &controller)
+            .handles(
+                &clusters,
+                CONTROLLER_NAME,
+                |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
+            )
+            .run();
+        let (served, ()) = tokio::join!(served, monitor);
         served?;
         Ok::<(), BoxError>(())
     })

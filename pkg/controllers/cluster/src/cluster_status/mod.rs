@@ -45,7 +45,6 @@ use lariat::{CacheScope, HandlerResult, ObjectKey};
 
 use conditions::ConditionCache;
 use karmada_controllers_common::conditions::{new_condition, set_condition};
-use karmada_controllers_common::handlers::{register, serve_when_synced};
 use karmada_controllers_common::members::{ConnectError, MemberClusters};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{
@@ -249,14 +248,14 @@ pub fn start(ctx: ControllerContext) -> ControllerFuture {
             leases: lease::Renewers::new(client.clone(), &ctx.settings, &ctx.cancel),
         });
         metrics::cluster_metrics();
-        register(
-            &clusters,
-            CONTROLLER_NAME,
-            &ctx.cancel,
-            &controller,
-            |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
-        );
-        serve_when_synced(&clusters, &ctx, "cluster-status controller").await?;
+        ctx.wiring("cluster-status controller", &controller)
+            .handles(
+                &clusters,
+                CONTROLLER_NAME,
+                |c, key, obj: Option<Arc<Cluster>>| async move { c.reconcile(key, obj).await },
+            )
+            .run()
+            .await?;
         Ok::<(), BoxError>(())
     })
 }

@@ -24,12 +24,10 @@ use apimachinery::is_not_found;
 use karmada_apis::Cluster;
 use karmada_apis::remedy::v1alpha1::Remedy;
 use karmada_controllers_common::error::{FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_when_synced, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, Patch, PatchParams};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde_json::{Value, json};
 
 use actions::remedy_actions;
@@ -116,37 +114,26 @@ impl RemedyController {
     /// at start-up (registering it then replays every Cluster).
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
-        register(
-            &inner.remedies,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c, key, obj: Option<Arc<Remedy>>| async move {
-                c.remedy_changed(&key, obj.as_deref());
-                HandlerResult::Success
-            },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let synced = inner
-            .remedies
-            .wait_synced(cancel, timeout)
-            .await
-            .map_err(framework("waiting for the Remedy cache"))?;
-        if !matches!(synced, SyncWait::Synced) {
-            return Ok(());
-        }
-        inner.clusters_handled.store(true, Ordering::SeqCst);
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c, key, obj| async move { c.reconcile(key, obj).await },
-        );
-        serve_when_synced(&inner.clusters, &inner.ctx, NAME)
-            .await
-            .map_err(framework("waiting for the Cluster cache"))?;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .handles(
+                &inner.remedies,
+                CONTROLLER_NAME,
+                |c: Self, key, obj: Option<Arc<Remedy>>| async move {
+                    c.remedy_changed(&key, obj.as_deref());
+                    HandlerResult::Success
+                },
+            )
+            .waits_for(&inner.remedies)
+            .then(|c: &Self| c.inner.clusters_handled.store(true, Ordering::SeqCst))
+            .handles(
+                &inner.clusters,
+                CONTROLLER_NAME,
+                |c: Self, key, obj| async move { c.reconcile(key, obj).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

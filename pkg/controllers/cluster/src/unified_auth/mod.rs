@@ -24,17 +24,14 @@ use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{EXECUTION_CONTROLLER_FINALIZER, event_reasons};
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::error::FrameworkError;
-use karmada_controllers_common::handlers::{
-    register, register_typed, serve_until_cancelled, shared_controller, start_fn_of,
-    template_controller,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::work::{WorkError, WorkOutcome, WorkTarget, create_or_update_work};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
 use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde::Serialize;
 
 use rules::{Reach, impersonation_rules, impersonator_binding, impersonator_role, opens, reach};
@@ -133,46 +130,36 @@ impl UnifiedAuthController {
     /// Waits for the caches, registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for wait in [
-            inner.clusters.wait_synced(cancel, timeout).await?,
-            inner.roles.wait_synced(cancel, timeout).await?,
-            inner.bindings.wait_synced(cancel, timeout).await?,
-            inner.works.wait_synced(cancel, timeout).await?,
-        ] {
-            if !matches!(wait, SyncWait::Synced) {
-                return Ok(());
-            }
-        }
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key, obj| async move { c.reconcile(key, obj).await },
-        );
-        register_typed(
-            &inner.roles,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, _key, role: Option<Arc<ClusterRole>>| async move {
-                c.enqueue(role.map_or(Reach::All, |r| reach(&r)));
-                HandlerResult::Success
-            },
-        );
-        register_typed(
-            &inner.bindings,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, _key, binding: Option<Arc<ClusterRoleBinding>>| async move {
-                c.enqueue(binding.map_or(Reach::All, |b| c.binding_reach(&b)));
-                HandlerResult::Success
-            },
-        );
-        serve_until_cancelled(&inner.ctx.synced, cancel, "unifiedAuth").await;
+        inner
+            .ctx
+            .wiring("unifiedAuth", &self)
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.roles)
+            .waits_for(&inner.bindings)
+            .waits_for(&inner.works)
+            .handles(
+                &inner.clusters,
+                CONTROLLER_NAME,
+                |c: Self, key, obj| async move { c.reconcile(key, obj).await },
+            )
+            .handles_typed(
+                &inner.roles,
+                CONTROLLER_NAME,
+                |c: Self, _key, role: Option<Arc<ClusterRole>>| async move {
+                    c.enqueue(role.map_or(Reach::All, |r| reach(&r)));
+                    HandlerResult::Success
+                },
+            )
+            .handles_typed(
+                &inner.bindings,
+                CONTROLLER_NAME,
+                |c: Self, _key, binding: Option<Arc<ClusterRoleBinding>>| async move {
+                    c.enqueue(binding.map_or(Reach::All, |b| c.binding_reach(&b)));
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -56,9 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 use attached::{Candidate, Inherited};
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
@@ -211,17 +209,21 @@ impl DependenciesDistributor {
         let inner = &self.inner;
         // Attached bindings and requirers are looked up per namespace.
         inner.rb.cache().peek_store().index_by_namespace();
-        register(
-            &inner.rb,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
-                this.handle_binding(k, o.as_deref())
-            },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
+        // Its own serving: the queue's workers start once synced and are shut down at the end.
+        let Some(synced) = inner
+            .ctx
+            .wiring("dependencies distributor", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(
+                &inner.rb,
+                NAME,
+                |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                    this.handle_binding(k, o.as_deref())
+                },
+            )
+            .sync()
+            .await?
+        else {
             return Ok(());
         };
         let mut workers = JoinSet::new();
@@ -234,7 +236,7 @@ impl DependenciesDistributor {
             let this = self.clone();
             workers.spawn(async move { this.work().await });
         }
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "dependencies distributor").await;
+        synced.serve().await;
         inner.queue.shut_down();
         while workers.join_next().await.is_some() {}
         Ok(())
@@ -754,13 +756,12 @@ impl DependenciesDistributor {
                 .insert((api_version.to_owned(), kind.to_owned()));
         if first {
             let (av, k) = (api_version.to_owned(), kind.to_owned());
-            register(
-                &ctrl,
+            let this = self.clone();
+            ctrl.register_handler(
                 NAME,
-                &self.inner.cancel,
-                self,
-                move |this: Self, key, o: Option<Arc<DynamicObject>>| {
-                    let (av, k) = (av.clone(), k.clone());
+                self.inner.cancel.clone(),
+                move |key, o: Option<Arc<DynamicObject>>| {
+                    let (this, av, k) = (this.clone(), av.clone(), k.clone());
                     async move { this.handle_dependent(&av, &k, &key, o.as_deref()) }
                 },
             );

@@ -37,7 +37,7 @@ use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction
 use karmada_controllers_common::failover::{
     FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
 };
-use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
+use karmada_controllers_common::handlers::start_fn_of;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -322,21 +322,21 @@ impl ApplicationFailoverController {
     /// Registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        serve_bindings(
-            &inner.ctx,
-            &inner.cancel,
-            &self,
-            (&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .cancelled_by(&inner.cancel)
+            .handles(&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
                 c.reconcile::<ResourceBinding>(k, o).await
-            }),
-            (
+            })
+            .handles(
                 &inner.crbs,
                 CRB_CONTROLLER_NAME,
                 |c: Self, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
-            ),
-            NAME,
-        )
-        .await
+            )
+            .run()
+            .await?;
+        Ok(())
     }
 
     /// Karmada's `bindingFilter`: the failover behaviour of a binding this controller acts on.

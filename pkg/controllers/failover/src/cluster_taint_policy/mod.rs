@@ -14,11 +14,11 @@ use karmada_apis::Cluster;
 use karmada_apis::policy::v1alpha1::{ClusterTaintPolicy, MatchCondition, PolicyTaint};
 use karmada_apis::well_known::event_reasons;
 use kube::api::Api;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, start_fn_of};
+use karmada_controllers_common::handlers::start_fn_of;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
@@ -163,40 +163,30 @@ impl ClusterTaintPolicyController {
     /// Registers the handlers and serves until cancelled (idle without the `Failover` gate).
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
+        let wiring = inner
+            .ctx
+            .wiring("clustertaintpolicy", &self)
+            .cancelled_by(&inner.cancel);
         if !inner.enabled {
             tracing::info!(
                 "the Failover feature gate is off: ClusterTaintPolicies are not applied"
             );
-            serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "clustertaintpolicy").await;
-            return Ok(());
+            return Ok(wiring.run().await?);
         }
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c, key, obj| async move { c.reconcile(key, obj).await },
-        );
-        register(
-            &inner.policies,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c, _key, obj: Option<Arc<ClusterTaintPolicy>>| async move {
-                c.policy_changed(obj.as_deref());
-                HandlerResult::Success
-            },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for wait in [
-            inner.clusters.wait_synced(&inner.cancel, timeout).await?,
-            inner.policies.wait_synced(&inner.cancel, timeout).await?,
-        ] {
-            if !matches!(wait, SyncWait::Synced) {
-                return Ok(());
-            }
-        }
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "clustertaintpolicy").await;
+        wiring
+            .handles(&inner.clusters, CONTROLLER_NAME, |c, key, obj| async move {
+                c.reconcile(key, obj).await
+            })
+            .handles(
+                &inner.policies,
+                CONTROLLER_NAME,
+                |c, _key, obj: Option<Arc<ClusterTaintPolicy>>| async move {
+                    c.policy_changed(obj.as_deref());
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

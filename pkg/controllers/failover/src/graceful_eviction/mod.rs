@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction};
 use karmada_controllers_common::conditions::now;
-use karmada_controllers_common::handlers::{serve_bindings, start_fn_of};
+use karmada_controllers_common::handlers::start_fn_of;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -218,21 +218,21 @@ impl GracefulEvictionController {
     /// Registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        serve_bindings(
-            &inner.ctx,
-            &inner.cancel,
-            &self,
-            (&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
+        inner
+            .ctx
+            .wiring("gracefulEviction", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(&inner.rbs, RB_CONTROLLER_NAME, |c: Self, k, o| async move {
                 c.reconcile::<ResourceBinding>(k, o).await
-            }),
-            (
+            })
+            .handles(
                 &inner.crbs,
                 CRB_CONTROLLER_NAME,
                 |c: Self, k, o| async move { c.reconcile::<ClusterResourceBinding>(k, o).await },
-            ),
-            "gracefulEviction",
-        )
-        .await
+            )
+            .run()
+            .await?;
+        Ok(())
     }
 
     async fn reconcile<B: Kind>(&self, key: ObjectKey, obj: Option<Arc<B>>) -> HandlerResult<B> {

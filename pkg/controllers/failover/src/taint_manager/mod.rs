@@ -30,7 +30,7 @@ use karmada_apis::well_known::{
 use karmada_apis::work::v1alpha2::GracefulEvictionTask;
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding};
 use lariat::queue::RateLimiter;
-use lariat::{Cache, HandlerResult, ObjectKey, SharedController, SyncWait, WorkQueue};
+use lariat::{Cache, HandlerResult, ObjectKey, SharedController, WorkQueue};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -38,7 +38,6 @@ use karmada_controllers_common::binding::{BindingObject, record_cluster_eviction
 use karmada_controllers_common::failover::{
     FEATURE_STATEFUL_FAILOVER_INJECTION, StatePreservationError, preserved_state_for,
 };
-use karmada_controllers_common::handlers::register;
 use karmada_controllers_common::patch::patch_changes;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -335,18 +334,18 @@ impl TaintManager {
                     .await;
             });
         }
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c, key, obj| async move { c.reconcile(key, obj).await },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let synced = inner.clusters.wait_synced(&inner.cancel, timeout).await;
-        if matches!(synced, Ok(SyncWait::Synced)) {
-            inner.ctx.synced.synced();
-            tracing::info!("taint manager synced");
+        // Its own serving: the workers run, and are shut down, whether or not the cache syncs.
+        let mut synced = inner
+            .ctx
+            .wiring("taint manager", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(&inner.clusters, CONTROLLER_NAME, |c, key, obj| async move {
+                c.reconcile(key, obj).await
+            })
+            .sync()
+            .await;
+        if let Ok(Some(synced)) = &mut synced {
+            synced.report();
         }
         inner.cancel.cancelled().await;
         inner.rb_worker.queue.shut_down();

@@ -26,14 +26,12 @@ use karmada_apis::well_known::{
     ENDPOINT_SLICE_CONTROLLER_FINALIZER, SERVICE_NAME_LABEL, WORK_PERMANENT_ID_LABEL,
 };
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::patch::guarded_metadata_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use serde_json::Value;
 
 use derive::{Origin, derive_slice, slice_patch};
@@ -116,29 +114,18 @@ impl EndpointSliceController {
     /// Registers the Work handler, waits for the caches and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        // The slice cache must be complete before Works are compared with it.
-        if !matches!(
-            inner.slices.wait_synced(cancel, timeout).await?,
-            SyncWait::Synced
-        ) {
-            return Ok(());
-        }
-        register(
-            &inner.works,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key, work| async move { c.reconcile(key, work).await },
-        );
-        if !matches!(
-            inner.works.wait_synced(cancel, timeout).await?,
-            SyncWait::Synced
-        ) {
-            return Ok(());
-        }
-        serve_until_cancelled(&inner.ctx.synced, cancel, NAME).await;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            // The slice cache must be complete before Works are compared with it.
+            .waits_for(&inner.slices)
+            .handles(
+                &inner.works,
+                CONTROLLER_NAME,
+                |c: Self, key, work| async move { c.reconcile(key, work).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -32,9 +32,7 @@ use karmada_controllers_common::collected_slices::{
     slice_work_name,
 };
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, serve_with_resync, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::work_index;
@@ -154,35 +152,27 @@ impl CollectController {
     /// the members' handlers periodically until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
+        let wiring = inner
+            .ctx
+            .wiring("endpointslice-collect controller", &self)
+            .cancelled_by(&inner.cancel);
         if !karmada_controllers_common::multicluster_service::gate_enabled(
             &inner.ctx.settings,
             NAME,
         ) {
-            serve_until_cancelled(
-                &inner.ctx.synced,
-                &inner.cancel,
-                "endpointslice-collect controller",
-            )
-            .await;
+            wiring.run().await?;
             return Ok(());
         }
         work_index::index_manifests(&inner.works.store());
-        register(
-            &inner.works,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c: Self, key, work: Option<Arc<Work>>| async move { c.handle_work(&key, work).await },
-        );
-        serve_with_resync(
-            &inner.works,
-            &inner.ctx,
-            &inner.cancel,
-            "endpointslice-collect controller",
-            MEMBER_RESYNC_PERIOD,
-            || self.resync_members(),
-        )
-        .await?;
+        wiring
+            .handles(
+                &inner.works,
+                CONTROLLER_NAME,
+                |c: Self, key, work: Option<Arc<Work>>| async move { c.handle_work(&key, work).await },
+            )
+            .resync_every(MEMBER_RESYNC_PERIOD, Self::resync_members)
+            .run()
+            .await?;
         Ok(())
     }
 

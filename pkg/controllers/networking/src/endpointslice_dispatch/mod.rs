@@ -39,9 +39,7 @@ use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::collected_slices::ENDPOINT_SLICE_KIND;
 use karmada_controllers_common::conditions::new_condition;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::multicluster_service::{
     Fitness, clusters_or_all, fitness, set_mcs_condition,
@@ -54,7 +52,7 @@ use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 
 pub use slice::dispatched_slice;
@@ -170,75 +168,43 @@ impl DispatchController {
     /// cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
+        let wiring = inner.ctx.wiring("endpointslice-dispatch controller", &self);
         if !karmada_controllers_common::multicluster_service::gate_enabled(
             &inner.ctx.settings,
             NAME,
         ) {
-            serve_until_cancelled(
-                &inner.ctx.synced,
-                cancel,
-                "endpointslice-dispatch controller",
-            )
-            .await;
+            wiring.run().await?;
             return Ok(());
         }
         let works = inner.works.store();
         works.index_by_label(MULTI_CLUSTER_SERVICE_NAME_LABEL);
         work_index::index_manifests(&works);
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for synced in [
-            inner.clusters.wait_synced(cancel, timeout).await,
-            inner.mcses.wait_synced(cancel, timeout).await,
-        ] {
-            if !matches!(
-                synced.map_err(framework("waiting for caches"))?,
-                SyncWait::Synced
-            ) {
-                return Ok(());
-            }
-        }
-        register(
-            &inner.works,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key, work: Option<Arc<Work>>| async move { c.reconcile(&key, work).await },
-        );
-        register(
-            &inner.mcses,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key: ObjectKey, _mcs: Option<Arc<MultiClusterService>>| async move {
-                c.enqueue_collected(key.namespace().unwrap_or_default(), key.name());
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key: ObjectKey, cluster: Option<Arc<Cluster>>| async move {
-                c.cluster_changed(key.name(), cluster.is_some());
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner
-            .works
-            .wait_synced(cancel, timeout)
-            .await
-            .map_err(framework("waiting for the Work cache"))?
-        else {
-            return Ok(());
-        };
-        serve_until_cancelled(
-            &inner.ctx.synced,
-            cancel,
-            "endpointslice-dispatch controller",
-        )
-        .await;
+        wiring
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.mcses)
+            .handles(
+                &inner.works,
+                CONTROLLER_NAME,
+                |c: Self, key, work: Option<Arc<Work>>| async move { c.reconcile(&key, work).await },
+            )
+            .handles(
+                &inner.mcses,
+                CONTROLLER_NAME,
+                |c: Self, key: ObjectKey, _mcs: Option<Arc<MultiClusterService>>| async move {
+                    c.enqueue_collected(key.namespace().unwrap_or_default(), key.name());
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.clusters,
+                CONTROLLER_NAME,
+                |c: Self, key: ObjectKey, cluster: Option<Arc<Cluster>>| async move {
+                    c.cluster_changed(key.name(), cluster.is_some());
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -38,10 +38,7 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::conditions::new_condition;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, register_typed, serve_until_cancelled, shared_controller, start_fn_of,
-    template_controller,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::multicluster_service::{
     Fitness, clusters_or_all, fitness, set_mcs_condition,
 };
@@ -52,7 +49,7 @@ use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 
 /// The controller's `--controllers` name.
@@ -184,67 +181,44 @@ impl McsController {
     /// serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
+        let wiring = inner.ctx.wiring("multiclusterservice controller", &self);
         if !karmada_controllers_common::multicluster_service::gate_enabled(
             &inner.ctx.settings,
             NAME,
         ) {
-            serve_until_cancelled(&inner.ctx.synced, cancel, "multiclusterservice controller")
-                .await;
+            wiring.run().await?;
             return Ok(());
         }
         karmada_controllers_common::work_index::index_manifests(&inner.works.store());
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for synced in [
-            inner.clusters.wait_synced(cancel, timeout).await,
-            inner.works.wait_synced(cancel, timeout).await,
-            inner.services.wait_synced(cancel, timeout).await,
-        ] {
-            if !matches!(
-                synced.map_err(framework("waiting for caches"))?,
-                SyncWait::Synced
-            ) {
-                return Ok(());
-            }
-        }
-        register(
-            &inner.mcses,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key, obj: Option<Arc<MultiClusterService>>| async move {
-                c.reconcile(&key, obj).await
-            },
-        );
-        register_typed::<Service, _, _, _>(
-            &inner.services,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key: ObjectKey, svc: Option<Arc<Service>>| async move {
-                c.service_changed(&key, svc.as_deref());
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.clusters,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key: ObjectKey, cluster: Option<Arc<Cluster>>| async move {
-                c.cluster_changed(key.name(), cluster.is_some());
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner
-            .mcses
-            .wait_synced(cancel, timeout)
-            .await
-            .map_err(framework("waiting for the MultiClusterService cache"))?
-        else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, cancel, "multiclusterservice controller").await;
+        wiring
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.works)
+            .waits_for(&inner.services)
+            .handles(
+                &inner.mcses,
+                CONTROLLER_NAME,
+                |c: Self, key, obj: Option<Arc<MultiClusterService>>| async move {
+                    c.reconcile(&key, obj).await
+                },
+            )
+            .handles_typed::<Service, _, _>(
+                &inner.services,
+                CONTROLLER_NAME,
+                |c: Self, key: ObjectKey, svc: Option<Arc<Service>>| async move {
+                    c.service_changed(&key, svc.as_deref());
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.clusters,
+                CONTROLLER_NAME,
+                |c: Self, key: ObjectKey, cluster: Option<Arc<Cluster>>| async move {
+                    c.cluster_changed(key.name(), cluster.is_some());
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

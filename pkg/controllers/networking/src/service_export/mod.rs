@@ -36,9 +36,7 @@ use std::time::Duration;
 use karmada_apis::Work;
 use karmada_apis::well_known::SERVICE_NAME_LABEL;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_with_resync, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use karmada_interpreter::Interpreter;
@@ -172,22 +170,18 @@ impl ServiceExportController {
     /// watches until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
-            &inner.works,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |c: Self, key, work| async move { c.handle_work(key, work).await },
-        );
-        serve_with_resync(
-            &inner.works,
-            &inner.ctx,
-            &inner.cancel,
-            "serviceExport",
-            MEMBER_RESYNC_PERIOD,
-            || self.resync_members(),
-        )
-        .await?;
+        inner
+            .ctx
+            .wiring("serviceExport", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(
+                &inner.works,
+                CONTROLLER_NAME,
+                |c: Self, key, work| async move { c.handle_work(key, work).await },
+            )
+            .resync_every(MEMBER_RESYNC_PERIOD, Self::resync_members)
+            .run()
+            .await?;
         Ok(())
     }
 }

@@ -25,14 +25,12 @@ use karmada_apis::multicluster::v1alpha1::{ServiceImport, ServiceImportType};
 use karmada_apis::names::derived_service_name;
 use karmada_apis::well_known::{DERIVED_SERVICE_PREFIX, event_reasons};
 use karmada_controllers_common::error::{ApiError, FrameworkError};
-use karmada_controllers_common::handlers::{
-    register_typed, serve_until_cancelled, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use lariat::events::{EventRecorder, EventType, reference_of};
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 
 use derived::desired_service;
 
@@ -111,33 +109,26 @@ impl ServiceImportController {
     /// Registers the handlers, waits for the caches and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
-        register_typed(
-            &inner.imports,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key, import: Option<Arc<ServiceImport>>| async move {
-                c.reconcile(key, import).await
-            },
-        );
-        register_typed(
-            &inner.services,
-            CONTROLLER_NAME,
-            cancel,
-            &self,
-            |c: Self, key: ObjectKey, _svc: Option<Arc<Service>>| async move {
-                c.derived_service_changed(&key);
-                HandlerResult::Success
-            },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        for ctrl in [&inner.imports, &inner.services] {
-            if !matches!(ctrl.wait_synced(cancel, timeout).await?, SyncWait::Synced) {
-                return Ok(());
-            }
-        }
-        serve_until_cancelled(&inner.ctx.synced, cancel, NAME).await;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .handles_typed(
+                &inner.imports,
+                CONTROLLER_NAME,
+                |c: Self, key, import: Option<Arc<ServiceImport>>| async move {
+                    c.reconcile(key, import).await
+                },
+            )
+            .handles_typed(
+                &inner.services,
+                CONTROLLER_NAME,
+                |c: Self, key: ObjectKey, _svc: Option<Arc<Service>>| async move {
+                    c.derived_service_changed(&key);
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

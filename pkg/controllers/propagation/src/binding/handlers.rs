@@ -8,9 +8,9 @@ use karmada_apis::rollout::Rollout;
 use karmada_apis::work::v1alpha2::ResourceBindingSpec;
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use karmada_controllers_common::binding::BindingObject;
-use karmada_controllers_common::handlers::{register, shared_controller};
+use karmada_controllers_common::handlers::shared_controller;
 use kube::{Resource, ResourceExt};
-use lariat::{HandlerResult, ObjectKey, SyncWait};
+use lariat::{HandlerResult, ObjectKey, Wiring};
 
 use super::error::BindingError;
 use super::sync::Synced;
@@ -88,34 +88,37 @@ impl BindingController {
         tracing::debug!(policy_kind = kind, policy = %key, bindings = n, "override policy changed; requeued bindings");
     }
 
-    /// When the control plane serves Rollouts: waits for their cache and re-syncs a binding
+    /// When the control plane serves Rollouts, adds to `wiring`: a handler re-syncing a binding
     /// whenever its Rollout (same namespace and name) changes, since that may admit a cluster to
-    /// a new revision or roll one back.
-    pub(super) async fn watch_rollouts(&self) -> Result<(), karmada_controllers_common::BoxError> {
+    /// a new revision or roll one back, then a wait for their cache, after which the binding
+    /// handlers read them.
+    pub(super) async fn watch_rollouts(
+        &self,
+        wiring: Wiring<Self>,
+    ) -> Result<Wiring<Self>, karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         if !karmada_controllers_common::rollout::rollouts_served(&inner.client).await {
-            return Ok(());
+            return Ok(wiring);
         }
         let rollouts = shared_controller::<Rollout>(&inner.ctx.control_plane)?;
-        register(
-            &rollouts,
-            NAME,
-            &inner.cancel,
-            self,
-            |this: Self, k: ObjectKey, _o: Option<Arc<Rollout>>| async move {
-                this.inner
-                    .forced
-                    .lock()
-                    .insert(memo_key::<ResourceBinding>(&k));
-                this.inner.rb.enqueue_key(k);
-                HandlerResult::Success
-            },
-        );
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        if let SyncWait::Synced = rollouts.wait_synced(&inner.cancel, timeout).await? {
-            let _ = inner.rollouts.set(rollouts);
-        }
-        Ok(())
+        let listed = rollouts.clone();
+        Ok(wiring
+            .handles(
+                &rollouts,
+                NAME,
+                |this: Self, k: ObjectKey, _o: Option<Arc<Rollout>>| async move {
+                    this.inner
+                        .forced
+                        .lock()
+                        .insert(memo_key::<ResourceBinding>(&k));
+                    this.inner.rb.enqueue_key(k);
+                    HandlerResult::Success
+                },
+            )
+            .waits_for(&rollouts)
+            .then(move |this: &Self| {
+                let _ = this.inner.rollouts.set(listed);
+            }))
     }
 
     /// The Rollout of binding `b`, if any (only ResourceBindings have one).

@@ -57,15 +57,13 @@ use karmada_apis::{
     Cluster, ClusterOverridePolicy, ClusterResourceBinding, OverridePolicy, ResourceBinding, Work,
 };
 use karmada_interpreter::Interpreter;
-use lariat::{HandlerResult, SharedController, SyncWait};
+use lariat::{HandlerResult, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
 
@@ -173,68 +171,51 @@ impl BindingController {
     /// Registers the handlers and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         // Caches read while syncing: wait for them first so no Work is built from a partial view.
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.ops.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        self.watch_rollouts().await?;
-        register(
-            &inner.rb,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        register(
-            &inner.crb,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        register(
-            &inner.ops,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<OverridePolicy>>| async move {
-                let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                this.policy_changed("OverridePolicy", &k, selectors);
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.cops,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
-                let selectors = o.map(|p| p.spec.resource_selectors.clone());
-                this.policy_changed("ClusterOverridePolicy", &k, selectors);
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "binding controller").await;
+        let wiring = inner
+            .ctx
+            .wiring("binding controller", &self)
+            .cancelled_by(&inner.cancel)
+            .waits_for(&inner.works)
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.ops)
+            .waits_for(&inner.cops);
+        self.watch_rollouts(wiring)
+            .await?
+            .handles(
+                &inner.rb,
+                NAME,
+                |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                    this.handle_binding(k, o).await
+                },
+            )
+            .handles(
+                &inner.crb,
+                NAME,
+                |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                    this.handle_binding(k, o).await
+                },
+            )
+            .handles(
+                &inner.ops,
+                NAME,
+                |this: Self, k, o: Option<Arc<OverridePolicy>>| async move {
+                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                    this.policy_changed("OverridePolicy", &k, selectors);
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.cops,
+                NAME,
+                |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                    let selectors = o.map(|p| p.spec.resource_selectors.clone());
+                    this.policy_changed("ClusterOverridePolicy", &k, selectors);
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 }

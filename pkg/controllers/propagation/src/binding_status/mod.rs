@@ -37,16 +37,14 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{ClusterResourceBinding, ResourceBinding, ResourceBindingStatus, Work};
 use karmada_interpreter::Interpreter;
-use lariat::{ObjectKey, SharedController, Store, SyncWait};
+use lariat::{ObjectKey, SharedController, Store};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use handlers::Target;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::EventRecorder;
 
@@ -161,50 +159,35 @@ impl BindingStatusController {
             store.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
             store.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
         }
-        register(
-            &inner.works,
-            RB_CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o) },
-        );
         // Bindings are aggregated from the Work cache: their handlers start only once it has
         // synced, or a restart would write an empty aggregatedStatus (and FullyApplied=False) for
         // every binding before putting it back. Late registration replays every cached binding.
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        register(
-            &inner.rb,
-            RB_CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        register(
-            &inner.crb,
-            CRB_CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(
-            &inner.ctx.synced,
-            &inner.cancel,
-            "binding-status controller",
-        )
-        .await;
+        inner
+            .ctx
+            .wiring("binding-status controller", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(
+                &inner.works,
+                RB_CONTROLLER_NAME,
+                |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o) },
+            )
+            .waits_for(&inner.works)
+            .handles(
+                &inner.rb,
+                RB_CONTROLLER_NAME,
+                |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                    this.handle_binding(k, o).await
+                },
+            )
+            .handles(
+                &inner.crb,
+                CRB_CONTROLLER_NAME,
+                |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                    this.handle_binding(k, o).await
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 }

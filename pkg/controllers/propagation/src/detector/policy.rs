@@ -35,7 +35,6 @@ use super::{
 };
 use apimachinery::{is_not_found, split_api_version};
 use karmada_controllers_common::error::FrameworkError;
-use karmada_controllers_common::handlers::register;
 use lariat::events::EventType;
 
 /// The policy fields policy reconciliation needs, for both kinds.
@@ -62,25 +61,26 @@ impl PolicyView<'_> {
 }
 
 impl Detector {
-    /// Registers the PropagationPolicy and ClusterPropagationPolicy handlers.
+    /// Registers the PropagationPolicy and ClusterPropagationPolicy handlers. Not a wiring: the
+    /// detector reports synced after its first discovery, not when the policy caches are listed.
     pub(crate) fn register_policy_handlers(&self) {
         let inner = &self.inner;
-        register(
-            &inner.pp,
+        let this = self.clone();
+        inner.pp.register_handler(
             NAME,
-            &inner.cancel,
-            self,
-            |this: Self, k, o: Option<Arc<PropagationPolicy>>| async move {
-                this.handle_policy(k, o).await
+            inner.cancel.clone(),
+            move |k, o: Option<Arc<PropagationPolicy>>| {
+                let this = this.clone();
+                async move { this.handle_policy(k, o).await }
             },
         );
-        register(
-            &inner.cpp,
+        let this = self.clone();
+        inner.cpp.register_handler(
             NAME,
-            &inner.cancel,
-            self,
-            |this: Self, k, o: Option<Arc<ClusterPropagationPolicy>>| async move {
-                this.handle_policy(k, o).await
+            inner.cancel.clone(),
+            move |k, o: Option<Arc<ClusterPropagationPolicy>>| {
+                let this = this.clone();
+                async move { this.handle_policy(k, o).await }
             },
         );
     }

@@ -33,14 +33,12 @@ use karmada_apis::{Cluster, ClusterOverridePolicy, Work};
 use karmada_interpreter::Interpreter;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::error::FrameworkError;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, start_fn_of, template_controller,
-};
+use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::{ControllerContext, StartFn};
 
@@ -125,52 +123,43 @@ impl NamespaceController {
     /// Registers the handlers and runs until the context is cancelled.
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.cops.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.works.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        for c in inner.clusters.store().keys() {
-            inner.known_clusters.lock().insert(c.name().to_owned());
-        }
-        register(
-            &inner.namespaces,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<DynamicObject>>| async move {
-                this.handle_namespace(k, o).await
-            },
-        );
-        register(
-            &inner.clusters,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Cluster>>| async move {
-                this.cluster_changed(&k, o.is_some());
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.cops,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
-                this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
-                HandlerResult::Success
-            },
-        );
-        let SyncWait::Synced = inner.namespaces.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "namespace controller").await;
+        inner
+            .ctx
+            .wiring("namespace controller", &self)
+            .cancelled_by(&inner.cancel)
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.cops)
+            .waits_for(&inner.works)
+            .then(|this: &Self| {
+                for c in this.inner.clusters.store().keys() {
+                    this.inner.known_clusters.lock().insert(c.name().to_owned());
+                }
+            })
+            .handles(
+                &inner.namespaces,
+                NAME,
+                |this: Self, k, o: Option<Arc<DynamicObject>>| async move {
+                    this.handle_namespace(k, o).await
+                },
+            )
+            .handles(
+                &inner.clusters,
+                NAME,
+                |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                    this.cluster_changed(&k, o.is_some());
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.cops,
+                NAME,
+                |this: Self, k, o: Option<Arc<ClusterOverridePolicy>>| async move {
+                    this.cop_changed(&k, o.map(|p| p.spec.resource_selectors.clone()));
+                    HandlerResult::Success
+                },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

@@ -9,55 +9,48 @@ use karmada_apis::well_known::{
     RESOURCE_BINDING_NAME_ANNOTATION, RESOURCE_BINDING_NAMESPACE_ANNOTATION,
 };
 use karmada_apis::{ResourceBinding, Work};
-use karmada_controllers_common::handlers::register;
 use kube::ResourceExt;
-use lariat::{HandlerResult, ObjectKey};
+use lariat::{HandlerResult, ObjectKey, Wiring};
 
 use super::{NAME, RolloutController};
 
 impl RolloutController {
-    /// Registers the handlers that queue bindings.
-    pub(super) fn register_handlers(&self) {
+    /// Adds to `wiring` the handlers that queue bindings.
+    pub(super) fn handlers(&self, wiring: Wiring<Self>) -> Wiring<Self> {
         let inner = &self.inner;
-        let cancel = &inner.ctx.cancel;
-        register(
-            &inner.works,
-            NAME,
-            cancel,
-            self,
-            |this: Self, _k, o: Option<Arc<Work>>| async move {
-                if let Some(w) = o {
-                    let a = w.annotations();
-                    if let (Some(ns), Some(name)) = (
-                        a.get(RESOURCE_BINDING_NAMESPACE_ANNOTATION),
-                        a.get(RESOURCE_BINDING_NAME_ANNOTATION),
-                    ) {
-                        this.queue(ns, name);
+        wiring
+            .handles(
+                &inner.works,
+                NAME,
+                |this: Self, _k, o: Option<Arc<Work>>| async move {
+                    if let Some(w) = o {
+                        let a = w.annotations();
+                        if let (Some(ns), Some(name)) = (
+                            a.get(RESOURCE_BINDING_NAMESPACE_ANNOTATION),
+                            a.get(RESOURCE_BINDING_NAME_ANNOTATION),
+                        ) {
+                            this.queue(ns, name);
+                        }
                     }
-                }
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.rollouts,
-            NAME,
-            cancel,
-            self,
-            |this: Self, k: ObjectKey, _o: Option<Arc<Rollout>>| async move {
-                this.inner.rb.enqueue_key(k);
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.strategies,
-            NAME,
-            cancel,
-            self,
-            |this: Self, k: ObjectKey, _o: Option<Arc<RolloutStrategy>>| async move {
-                this.strategy_changed(k.namespace());
-                HandlerResult::Success
-            },
-        );
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.rollouts,
+                NAME,
+                |this: Self, k: ObjectKey, _o: Option<Arc<Rollout>>| async move {
+                    this.inner.rb.enqueue_key(k);
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.strategies,
+                NAME,
+                |this: Self, k: ObjectKey, _o: Option<Arc<RolloutStrategy>>| async move {
+                    this.strategy_changed(k.namespace());
+                    HandlerResult::Success
+                },
+            )
     }
 
     /// Queues the binding `namespace/name` when it has a Rollout (a Work of any other binding

@@ -39,10 +39,10 @@ use std::sync::Arc;
 use karmada_apis::rollout::{Rollout, RolloutStrategy};
 use karmada_apis::{Cluster, ResourceBinding, Work};
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{register, serve_until_cancelled, shared_controller};
+use karmada_controllers_common::handlers::shared_controller;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
+use lariat::SharedController;
 use lariat::events::EventRecorder;
-use lariat::{SharedController, SyncWait};
 
 pub use error::RolloutError;
 
@@ -94,30 +94,21 @@ impl RolloutController {
     /// Waits for the caches a sync reads, registers the handlers and serves until cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let cancel = &inner.ctx.cancel;
-        for synced in [
-            inner.works.wait_synced(cancel, timeout).await?,
-            inner.clusters.wait_synced(cancel, timeout).await?,
-            inner.strategies.wait_synced(cancel, timeout).await?,
-            inner.rollouts.wait_synced(cancel, timeout).await?,
-        ] {
-            let SyncWait::Synced = synced else {
-                return Ok(());
-            };
-        }
-        self.register_handlers();
-        register(
-            &inner.rb,
-            NAME,
-            cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move { this.handle(k, o).await },
-        );
-        let SyncWait::Synced = inner.rb.wait_synced(cancel, timeout).await? else {
-            return Ok(());
-        };
-        serve_until_cancelled(&inner.ctx.synced, cancel, "rollout controller").await;
+        let wiring = inner
+            .ctx
+            .wiring("rollout controller", &self)
+            .waits_for(&inner.works)
+            .waits_for(&inner.clusters)
+            .waits_for(&inner.strategies)
+            .waits_for(&inner.rollouts);
+        self.handlers(wiring)
+            .handles(
+                &inner.rb,
+                NAME,
+                |this: Self, k, o: Option<Arc<ResourceBinding>>| async move { this.handle(k, o).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 }

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use karmada_apis::policy::v1alpha1::FederatedResourceQuota;
 use karmada_apis::well_known::DEFAULT_SCHEDULER_NAME;
 use karmada_apis::{Cluster, ClusterResourceBinding, ResourceBinding};
-use lariat::{SharedController, SyncWait};
+use lariat::SharedController;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -57,9 +57,7 @@ use karmada_controllers_common::binding::{
 };
 use karmada_controllers_common::context::ScheduleOptions;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_until_cancelled, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::priority::FEATURE_SCHEDULER_PREEMPTION;
 use karmada_controllers_common::quota::FEDERATED_QUOTA_ENFORCEMENT;
 use karmada_controllers_common::{ControllerContext, StartFn};
@@ -214,47 +212,37 @@ impl Scheduler {
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
         // Clusters first, so bindings are scheduled against a synced cluster list.
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        register(
-            &inner.clusters,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Cluster>>| async move { this.handle_cluster(k, o).await },
-        );
-        register(
-            &inner.rb,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        register(
-            &inner.crb,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
-                this.handle_binding(k, o).await
-            },
-        );
-        let SyncWait::Synced = inner.rb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
-        let SyncWait::Synced = inner.crb.wait_synced(&inner.cancel, timeout).await? else {
-            return Ok(());
-        };
+        let mut wiring =
+            inner
+                .ctx
+                .wiring("scheduler", &self)
+                .cancelled_by(&inner.cancel)
+                .waits_for(&inner.clusters)
+                .handles(
+                    &inner.clusters,
+                    NAME,
+                    |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                        this.handle_cluster(k, o).await
+                    },
+                )
+                .handles(
+                    &inner.rb,
+                    NAME,
+                    |this: Self, k, o: Option<Arc<ResourceBinding>>| async move {
+                        this.handle_binding(k, o).await
+                    },
+                )
+                .handles(
+                    &inner.crb,
+                    NAME,
+                    |this: Self, k, o: Option<Arc<ClusterResourceBinding>>| async move {
+                        this.handle_binding(k, o).await
+                    },
+                );
         if let Some(quotas) = &inner.quotas {
-            let SyncWait::Synced = quotas.wait_synced(&inner.cancel, timeout).await? else {
-                return Ok(());
-            };
+            wiring = wiring.waits_for(quotas);
         }
-        serve_until_cancelled(&inner.ctx.synced, &inner.cancel, "scheduler").await;
+        wiring.run().await?;
         Ok(())
     }
 }

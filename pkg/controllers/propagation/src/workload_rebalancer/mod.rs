@@ -23,9 +23,7 @@ use karmada_apis::names::binding_name;
 use karmada_apis::{ClusterResourceBinding, ResourceBinding};
 use karmada_controllers_common::conditions::now;
 use karmada_controllers_common::error::framework;
-use karmada_controllers_common::handlers::{
-    register, serve_when_synced, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::{guarded_merge_patch, merge_diff};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
@@ -129,14 +127,16 @@ impl WorkloadRebalancerController {
     /// Registers the handler and serves until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        register(
-            &inner.rebalancers,
-            CONTROLLER_NAME,
-            &inner.ctx.cancel,
-            &self,
-            |c: Self, key, obj| async move { c.handle(key, obj).await },
-        );
-        serve_when_synced(&inner.rebalancers, &inner.ctx, NAME).await?;
+        inner
+            .ctx
+            .wiring(NAME, &self)
+            .handles(
+                &inner.rebalancers,
+                CONTROLLER_NAME,
+                |c: Self, key, obj| async move { c.handle(key, obj).await },
+            )
+            .run()
+            .await?;
         Ok(())
     }
 

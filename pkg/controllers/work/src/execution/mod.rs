@@ -90,12 +90,12 @@ use std::sync::{Arc, Weak};
 
 use karmada_apis::{Cluster, Work};
 use karmada_interpreter::Interpreter;
-use lariat::{HandlerResult, ObjectKey, SharedController, SyncWait};
+use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::drift_policy::DriftPolicies;
-use karmada_controllers_common::handlers::{register, start_fn_of};
+use karmada_controllers_common::handlers::start_fn_of;
 use karmada_controllers_common::work_index;
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
@@ -188,17 +188,25 @@ impl ExecutionController {
         Ok(ExecutionController { inner })
     }
 
-    /// Registers the handlers and runs until the context is cancelled.
+    /// Registers the handlers and runs until the context is cancelled. Unlike the other
+    /// controllers it serves in a loop of its own: it listens to member connections from before
+    /// the first Work is handled until it stops.
     pub async fn run(self) -> Result<(), karmada_controllers_common::BoxError> {
         let inner = &self.inner;
-        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
-        let SyncWait::Synced = inner.clusters.wait_synced(&inner.cancel, timeout).await? else {
+        let wiring = || {
+            inner
+                .ctx
+                .wiring("execution controller", &self)
+                .cancelled_by(&inner.cancel)
+        };
+        let Some(_clusters_listed) = wiring().waits_for(&inner.clusters).sync().await? else {
             return Ok(());
         };
         // Subscribed before the first Work is handled: a member connecting while the first list
         // comes in re-queues the Works that found it not connected yet, instead of leaving them
         // to their backoff.
         let mut events = inner.ctx.members.subscribe();
+        let timeout = inner.ctx.settings.cluster_cache_sync_timeout;
         let policies = DriftPolicies::start(&inner.ctx.control_plane, &inner.cancel, timeout).await;
         // A policy change may change what a Work's objects should get (repair, takeover): every
         // Work is looked at again, at low priority (an up-to-date object costs no request).
@@ -209,24 +217,21 @@ impl ExecutionController {
             }
         });
         let _ = inner.policies.set(policies);
-        register(
-            &inner.clusters,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Cluster>>| async move {
-                this.cluster_changed(&k, o.as_deref());
-                HandlerResult::Success
-            },
-        );
-        register(
-            &inner.works,
-            NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
-        );
-        let works_synced = inner.works.wait_synced(&inner.cancel, timeout);
+        let works_synced = wiring()
+            .handles(
+                &inner.clusters,
+                NAME,
+                |this: Self, k, o: Option<Arc<Cluster>>| async move {
+                    this.cluster_changed(&k, o.as_deref());
+                    HandlerResult::Success
+                },
+            )
+            .handles(
+                &inner.works,
+                NAME,
+                |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
+            )
+            .sync();
         tokio::pin!(works_synced);
         let synced = loop {
             tokio::select! {
@@ -236,11 +241,10 @@ impl ExecutionController {
                 },
             }
         };
-        let SyncWait::Synced = synced else {
+        let Some(mut synced) = synced else {
             return Ok(());
         };
-        inner.ctx.synced.synced();
-        tracing::info!("execution controller synced");
+        synced.report();
         loop {
             tokio::select! {
                 _ = inner.cancel.cancelled() => break,

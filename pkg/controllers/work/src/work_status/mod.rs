@@ -49,9 +49,7 @@ use tokio_util::sync::CancellationToken;
 use karmada_controllers_common::drift;
 use karmada_controllers_common::drift_policy::DriftPolicies;
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
-use karmada_controllers_common::handlers::{
-    register, serve_with_resync, shared_controller, start_fn_of,
-};
+use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::{identity_gvk, manifest_index, manifest_status};
 use karmada_controllers_common::work_index;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn, members};
@@ -233,22 +231,18 @@ impl WorkStatusController {
         )
         .await;
         let _ = inner.policies.set(policies);
-        register(
-            &inner.works,
-            CONTROLLER_NAME,
-            &inner.cancel,
-            &self,
-            |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
-        );
-        serve_with_resync(
-            &inner.works,
-            &inner.ctx,
-            &inner.cancel,
-            "work-status controller",
-            MEMBER_RESYNC_PERIOD,
-            || self.resync_members(),
-        )
-        .await?;
+        inner
+            .ctx
+            .wiring("work-status controller", &self)
+            .cancelled_by(&inner.cancel)
+            .handles(
+                &inner.works,
+                CONTROLLER_NAME,
+                |this: Self, k, o: Option<Arc<Work>>| async move { this.handle_work(k, o).await },
+            )
+            .resync_every(MEMBER_RESYNC_PERIOD, Self::resync_members)
+            .run()
+            .await?;
         Ok(())
     }
 
