@@ -61,9 +61,9 @@ pub const REASON_UPDATE_STATUS_FAILED: &str = "UpdateStatusFailed";
 /// A CronFederatedHPA controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum CronError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A rule cannot be scheduled.
     #[error("CronFederatedHPA({key}) rule({rule}): {message}")]
     Rule {
@@ -83,6 +83,8 @@ pub enum CronError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(CronError);
 
 /// One running rule.
 struct RuleExecutor {

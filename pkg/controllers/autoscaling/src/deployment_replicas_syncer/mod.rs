@@ -43,9 +43,9 @@ const WAIT_STATUS_INTERVAL: Duration = Duration::from_secs(1);
 /// A syncer failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncerError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Writing the Deployment failed.
     #[error("update replicas of Deployment {namespace}/{name}: {source}")]
     Update {
@@ -57,6 +57,8 @@ pub enum SyncerError {
         source: kube::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(SyncerError);
 
 /// What the predicate compares between two sightings of a Deployment.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -3,10 +3,12 @@
 /// A FederatedHPA controller failure (what the sync returns; Events carry the details).
 #[derive(Debug, thiserror::Error)]
 pub enum FhpaError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// One step of the sync failed; the message names the FederatedHPA's target and the cause.
     #[error("{0}")]
     Sync(String),
 }
+
+karmada_controllers_common::core_error_from!(FhpaError);

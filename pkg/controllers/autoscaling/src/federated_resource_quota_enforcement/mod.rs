@@ -51,9 +51,9 @@ pub const REASON_COLLECT_FAILED: &str = "CollectOverallStatusFailed";
 /// An enforcement-controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum EnforcementError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The status patch could not be built or written.
     #[error("update status of FederatedResourceQuota({key}): {message}")]
     Write {
@@ -63,6 +63,8 @@ pub enum EnforcementError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(EnforcementError);
 
 struct Inner {
     ctx: ControllerContext,

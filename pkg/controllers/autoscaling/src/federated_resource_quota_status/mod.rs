@@ -49,9 +49,9 @@ pub const REASON_AGGREGATE_FAILED: &str = "AggregateStatusFailed";
 /// A status-controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A Work's reflected status is not a ResourceQuota status.
     #[error("work {work}: status is not a ResourceQuota status: {source}")]
     Decode {
@@ -78,6 +78,8 @@ pub enum StatusError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(StatusError);
 
 struct Inner {
     ctx: ControllerContext,

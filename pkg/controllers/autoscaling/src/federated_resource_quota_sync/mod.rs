@@ -59,9 +59,9 @@ pub const REASON_INVALID_ASSIGNMENTS: &str = "InvalidStaticAssignments";
 /// A sync-controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Writing or deleting Works failed.
     #[error("sync works of FederatedResourceQuota({key}) failed: {message}")]
     Works {
@@ -71,6 +71,8 @@ pub enum SyncError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(SyncError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -35,9 +35,9 @@ pub const CONTROLLER_NAME: &str = "hpa-scale-target-marker";
 /// A marker failure.
 #[derive(Debug, thiserror::Error)]
 pub enum MarkerError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The scale target could not be read or labelled.
     #[error("scale ref resource {namespace}/{kind}/{name} of HPA: {message}")]
     Target {
@@ -51,6 +51,8 @@ pub enum MarkerError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(MarkerError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -301,12 +301,9 @@ pub struct AgentCsrApprovingController {
 /// An approving failure (retried with backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovingError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
-    /// The client for the controller could not be built.
-    #[error("{0}")]
-    Client(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// An API call failed.
     #[error("{action} for csr {name}: {source}")]
     Api {
@@ -318,6 +315,8 @@ pub enum ApprovingError {
         source: kube::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(ApprovingError);
 
 impl AgentCsrApprovingController {
     /// Builds the controller on the context's control plane.

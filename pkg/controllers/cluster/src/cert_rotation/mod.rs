@@ -33,7 +33,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::start_fn_of;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 
@@ -55,12 +55,9 @@ const ISSUE_POLL: Duration = Duration::from_secs(1);
 /// A certRotation failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum CertRotationError {
-    /// The framework could not provide a client.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The Secret holds no usable kubeconfig.
     #[error("Secret {secret}: {source}")]
     Kubeconfig {
@@ -90,6 +87,8 @@ pub enum CertRotationError {
         timeout: Duration,
     },
 }
+
+karmada_controllers_common::core_error_from!(CertRotationError);
 
 /// The controller. Cheap to clone.
 #[derive(Clone)]

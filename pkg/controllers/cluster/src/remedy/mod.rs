@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use apimachinery::is_not_found;
 use karmada_apis::Cluster;
 use karmada_apis::remedy::v1alpha1::Remedy;
-use karmada_controllers_common::error::{FrameworkError, framework};
+use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, Patch, PatchParams};
@@ -41,9 +41,9 @@ pub const CONTROLLER_NAME: &str = "remedy-controller";
 /// A remedy controller failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum RemedyError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Writing a Cluster's `status.remedyActions` failed.
     #[error("cluster {cluster}: patching status.remedyActions: {source}")]
     Patch {
@@ -54,6 +54,8 @@ pub enum RemedyError {
         source: kube::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(RemedyError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -23,7 +23,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use karmada_apis::names::{execution_space_name, work_name};
 use karmada_apis::well_known::{EXECUTION_CONTROLLER_FINALIZER, event_reasons};
 use karmada_apis::{Cluster, Work};
-use karmada_controllers_common::error::FrameworkError;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::work::{WorkError, WorkOutcome, WorkTarget, create_or_update_work};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
@@ -44,12 +43,9 @@ pub const CONTROLLER_NAME: &str = "unified-auth-controller";
 /// A unifiedAuth failure, naming the Cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum UnifiedAuthError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
-    /// A shared controller could not be set up.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Setup(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// An impersonation Work could not be written.
     #[error("cluster {cluster}: syncing impersonation config: {source}")]
     Sync {
@@ -71,6 +67,8 @@ pub enum UnifiedAuthError {
         source: serde_json::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(UnifiedAuthError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -80,12 +80,9 @@ pub mod reasons {
 /// What can go wrong distributing the dependencies of one binding.
 #[derive(Debug, thiserror::Error)]
 pub enum DistributorError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
-    /// The framework could not provide a controller, cache or mapping.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The interpreter could not read the template's dependencies.
     #[error("get dependencies of {0}")]
     Interpret(#[source] InterpretError),
@@ -127,6 +124,8 @@ pub enum DistributorError {
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Several(Vec<DistributorError>),
 }
+
+karmada_controllers_common::core_error_from!(DistributorError);
 
 impl DistributorError {
     fn several(mut errors: Vec<DistributorError>) -> Result<(), DistributorError> {

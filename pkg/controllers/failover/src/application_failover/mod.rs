@@ -56,9 +56,9 @@ pub const DEFAULT_TOLERATION_SECONDS: i32 = 300;
 /// A failed reconcile, naming the binding.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplicationFailoverError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The eviction task could not be built.
     #[error("{kind} {key}: evicting from cluster {cluster}: {reason}")]
     Task {
@@ -85,6 +85,8 @@ pub enum ApplicationFailoverError {
         source: Box<kube::Error>,
     },
 }
+
+karmada_controllers_common::core_error_from!(ApplicationFailoverError);
 
 /// Why an eviction task could not be built.
 #[derive(Debug, thiserror::Error)]

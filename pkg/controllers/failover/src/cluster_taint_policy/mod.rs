@@ -31,9 +31,9 @@ pub const CONTROLLER_NAME: &str = "cluster-taint-policy-controller";
 /// A failed reconcile, naming the Cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum TaintPolicyError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Writing the Cluster's taints failed.
     #[error("cluster {cluster}: patching taints: {source}")]
     Patch {
@@ -44,6 +44,8 @@ pub enum TaintPolicyError {
         source: kube::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(TaintPolicyError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -39,9 +39,9 @@ pub const CRB_CONTROLLER_NAME: &str = "cluster-resource-binding-graceful-evictio
 /// A failed reconcile, naming the binding.
 #[derive(Debug, thiserror::Error)]
 pub enum GracefulEvictionError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Writing the tasks failed.
     #[error("{kind} {key}: updating graceful eviction tasks: {source}")]
     Patch {
@@ -54,6 +54,8 @@ pub enum GracefulEvictionError {
         source: kube::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(GracefulEvictionError);
 
 /// What the assessment of a binding's tasks looks at.
 #[derive(Debug, Clone)]

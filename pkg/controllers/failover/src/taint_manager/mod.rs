@@ -57,9 +57,9 @@ const INDEX: &str = "taint-manager.spec.clusters";
 /// A failed eviction check, naming the binding and the cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum TaintManagerError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The binding has no (readable) applied placement.
     #[error("{kind} {key}: the applied placement can not be empty or invalid")]
     NoPlacement {
@@ -95,6 +95,8 @@ pub enum TaintManagerError {
         source: Box<kube::Error>,
     },
 }
+
+karmada_controllers_common::core_error_from!(TaintManagerError);
 
 /// One queued check: a binding on a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -25,7 +25,7 @@ use karmada_apis::names::cluster_name;
 use karmada_apis::well_known::{
     ENDPOINT_SLICE_CONTROLLER_FINALIZER, SERVICE_NAME_LABEL, WORK_PERMANENT_ID_LABEL,
 };
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::patch::guarded_metadata_patch;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
@@ -44,15 +44,9 @@ pub const CONTROLLER_NAME: &str = "endpointslice-controller";
 /// An endpointSlice failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointSliceError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// The framework failed while waiting for caches.
-    #[error(transparent)]
-    Lariat(#[from] lariat::Error),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The Work is not in an execution namespace.
     #[error("Work {work}: not in an execution namespace (karmada-es-<cluster>)")]
     NotExecutionSpace {
@@ -60,6 +54,8 @@ pub enum EndpointSliceError {
         work: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(EndpointSliceError);
 
 struct Inner {
     ctx: ControllerContext,

@@ -31,7 +31,7 @@ use karmada_controllers_common::collected_slices::{
     self, MULTI_CLUSTER_SERVICE, SERVICE_NAME_OF_SLICE_LABEL, is_managed_by_karmada,
     slice_work_name,
 };
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::work::WorkError;
@@ -55,12 +55,9 @@ pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
 /// An `endpointsliceCollect` failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A collected slice's Work could not be written.
     #[error("report EndpointSlice {key} of cluster {cluster}: {source}")]
     Report {
@@ -90,6 +87,8 @@ pub enum CollectError {
         cluster: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(CollectError);
 
 struct Inner {
     ctx: ControllerContext,

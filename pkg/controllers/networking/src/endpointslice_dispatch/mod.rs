@@ -38,7 +38,7 @@ use karmada_apis::well_known::{
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::collected_slices::ENDPOINT_SLICE_KIND;
 use karmada_controllers_common::conditions::new_condition;
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::manifest_gvk;
 use karmada_controllers_common::multicluster_service::{
@@ -67,12 +67,9 @@ pub const DISPATCHED_MESSAGE: &str = "EndpointSlice are dispatched successfully"
 /// An `endpointsliceDispatch` failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A dispatched Work could not be written.
     #[error(transparent)]
     Work(#[from] Box<WorkError>),
@@ -86,6 +83,8 @@ pub enum DispatchError {
         source: serde_json::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(DispatchError);
 
 struct Inner {
     ctx: ControllerContext,

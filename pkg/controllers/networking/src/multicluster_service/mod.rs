@@ -37,7 +37,7 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{Cluster, Work};
 use karmada_controllers_common::conditions::new_condition;
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of, template_controller};
 use karmada_controllers_common::multicluster_service::{
     Fitness, clusters_or_all, fitness, set_mcs_condition,
@@ -63,12 +63,9 @@ pub const SERVICE_APPLIED_MESSAGE: &str = "Service is propagated to target clust
 /// A `multiclusterservice` failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum McsError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A Work could not be written.
     #[error(transparent)]
     Work(#[from] Box<WorkError>),
@@ -105,6 +102,8 @@ pub enum McsError {
         source: serde_json::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(McsError);
 
 /// What makes a Cluster matter to this controller: its readiness and EndpointSlice support.
 type ClusterFingerprint = Fitness;

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use karmada_apis::Work;
 use karmada_apis::well_known::SERVICE_NAME_LABEL;
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::work::WorkError;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
@@ -59,15 +59,9 @@ const MEMBER_CACHE_RETRY: Duration = Duration::from_secs(1);
 /// A serviceExport failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceExportError {
-    /// The framework could not provide a controller, client or cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// The framework failed while waiting for caches.
-    #[error(transparent)]
-    Lariat(#[from] lariat::Error),
-    /// An API request failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A collected EndpointSlice could not be written into its Work.
     #[error("cluster {cluster}: collecting EndpointSlice {slice}: {source}")]
     Report {
@@ -100,6 +94,8 @@ pub enum ServiceExportError {
         first: Box<ServiceExportError>,
     },
 }
+
+karmada_controllers_common::core_error_from!(ServiceExportError);
 
 impl ServiceExportError {
     /// One error out of several (`None` when there were none).

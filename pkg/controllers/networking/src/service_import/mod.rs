@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::Service;
 use karmada_apis::multicluster::v1alpha1::{ServiceImport, ServiceImportType};
 use karmada_apis::names::derived_service_name;
 use karmada_apis::well_known::{DERIVED_SERVICE_PREFIX, event_reasons};
-use karmada_controllers_common::error::{ApiError, FrameworkError};
+use karmada_controllers_common::error::ApiError;
 use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -42,15 +42,9 @@ pub const CONTROLLER_NAME: &str = "service-import-controller";
 /// A serviceImport failure, naming the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceImportError {
-    /// The framework could not provide a controller, client or synced cache.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
-    /// The framework failed while waiting for caches.
-    #[error(transparent)]
-    Lariat(#[from] lariat::Error),
-    /// A request on the derived Service failed.
-    #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The derived Service could not be encoded (not expected).
     #[error("ServiceImport {key}: encoding the derived Service: {source}")]
     Encode {
@@ -61,6 +55,8 @@ pub enum ServiceImportError {
         source: serde_json::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(ServiceImportError);
 
 struct Inner {
     ctx: ControllerContext,

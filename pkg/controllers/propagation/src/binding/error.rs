@@ -1,16 +1,13 @@
 //! The controller's error, [`BindingError`], and the helpers that build it.
 
-use karmada_controllers_common::error::{ApiError, FrameworkError};
+use karmada_controllers_common::error::ApiError;
 
 /// A binding-controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum BindingError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
-    /// The framework could not provide a controller, cache or client.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The interpreter rejected the template.
     #[error("{kind} {key} for cluster {cluster}: {source}")]
     Interpret {
@@ -28,6 +25,8 @@ pub enum BindingError {
     #[error("{0}")]
     Clusters(String),
 }
+
+karmada_controllers_common::core_error_from!(BindingError);
 
 pub(super) fn api_err(
     action: &'static str,

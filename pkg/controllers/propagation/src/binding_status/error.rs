@@ -1,17 +1,13 @@
 //! The controller's error, [`BindingStatusError`]: every variant names the object and the cause.
 
 use karmada_apis::names;
-use karmada_controllers_common::error::{ApiError, FrameworkError};
 
 /// A binding-status failure; every variant names the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum BindingStatusError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
-    /// The framework could not provide a controller, cache or client.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A Work of the binding has no manifest for the binding's template.
     #[error("Work {work} of {binding}: no manifest for {template}")]
     NoManifest {
@@ -53,3 +49,5 @@ pub enum BindingStatusError {
         attempts: u32,
     },
 }
+
+karmada_controllers_common::core_error_from!(BindingStatusError);

@@ -1,16 +1,13 @@
 //! Errors of the detector; each names the object it is about and the cause.
 
-use karmada_controllers_common::error::{ApiError, FrameworkError};
+use karmada_controllers_common::error::{ApiError, CoreError};
 
 /// A detector failure.
 #[derive(Debug, thiserror::Error)]
 pub enum DetectorError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
-    /// The framework could not provide a controller, cache or client.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] CoreError),
     /// No policy matches the template (retried once; then it waits for a policy).
     #[error("no matched propagation policy for {kind} {key}")]
     NoMatchedPolicy {
@@ -90,6 +87,8 @@ pub enum DetectorError {
     Many(Vec<DetectorError>),
 }
 
+karmada_controllers_common::core_error_from!(DetectorError);
+
 impl DetectorError {
     /// An API error on `kind key`.
     pub fn api(
@@ -103,7 +102,7 @@ impl DetectorError {
 
     /// Whether this is a 409 Conflict from the API server.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, DetectorError::Api(e) if is_conflict(&e.source))
+        matches!(self, DetectorError::Core(CoreError::Api(e)) if is_conflict(&e.source))
     }
 }
 

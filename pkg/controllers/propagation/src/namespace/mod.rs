@@ -37,7 +37,6 @@ use lariat::{HandlerResult, ObjectKey, SharedController};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use karmada_controllers_common::error::FrameworkError;
 use karmada_controllers_common::handlers::{start_fn_of, template_controller};
 use karmada_controllers_common::work::{WorkTarget, create_or_update_work};
 use karmada_controllers_common::{ControllerContext, StartFn};
@@ -50,12 +49,9 @@ pub const CONTROLLER_NAME: &str = "namespace-sync-controller";
 /// A namespace-controller failure.
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
-    /// A shared controller could not be set up.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Setup(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Some clusters failed.
     #[error("sync namespace({namespace}) failed: {message}")]
     Sync {
@@ -65,6 +61,8 @@ pub enum NamespaceError {
         message: String,
     },
 }
+
+karmada_controllers_common::core_error_from!(NamespaceError);
 
 struct Inner {
     ctx: ControllerContext,

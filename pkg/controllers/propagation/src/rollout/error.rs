@@ -3,9 +3,9 @@
 /// A failed rollout sync.
 #[derive(Debug, thiserror::Error)]
 pub enum RolloutError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// An API call failed.
     #[error("{action} {what}: {source}")]
     Api {
@@ -27,6 +27,8 @@ pub enum RolloutError {
         source: serde_json::Error,
     },
 }
+
+karmada_controllers_common::core_error_from!(RolloutError);
 
 /// A mapper to [`RolloutError::Api`].
 pub(super) fn api_err(

@@ -1,14 +1,13 @@
 //! The controller's error, [`SchedulerError`].
 
-use karmada_controllers_common::error::{ApiError, FrameworkError};
 use karmada_scheduler::ScheduleError;
 
 /// A scheduler failure.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Scheduling failed in a way that is retried.
     #[error("schedule {kind} {key}: {source}")]
     Schedule {
@@ -23,14 +22,13 @@ pub enum SchedulerError {
     /// The scheduler estimator client could not be set up (its TLS files).
     #[error(transparent)]
     Estimator(#[from] super::estimator::EstimatorError),
-    /// The framework could not provide a controller, cache or client.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
 }
+
+karmada_controllers_common::core_error_from!(SchedulerError);
 
 impl SchedulerError {
     /// Whether the API server refused a write because the binding changed meanwhile (409).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, SchedulerError::Api(e) if apimachinery::is_conflict(&e.source))
+        matches!(self, SchedulerError::Core(core) if core.is_conflict())
     }
 }

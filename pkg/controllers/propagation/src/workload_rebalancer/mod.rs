@@ -43,9 +43,9 @@ pub const CONTROLLER_NAME: &str = "workload-rebalancer";
 /// A failed reconcile, naming the WorkloadRebalancer.
 #[derive(Debug, thiserror::Error)]
 pub enum RebalancerError {
-    /// The framework failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Framework(#[from] karmada_controllers_common::error::FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// Some workloads could not be triggered yet; they are retried.
     #[error("WorkloadRebalancer {rebalancer}: {count} workload(s) not rescheduled yet: {first}")]
     Pending {
@@ -78,6 +78,8 @@ pub enum RebalancerError {
     #[error("WorkloadRebalancer {0}: ttlSecondsAfterFinished is set but status.finishTime is not")]
     NoFinishTime(String),
 }
+
+karmada_controllers_common::core_error_from!(RebalancerError);
 
 struct Inner {
     ctx: ControllerContext,

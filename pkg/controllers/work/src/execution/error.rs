@@ -15,9 +15,9 @@ pub enum ApplyError {
     /// A request to the member failed before an answer.
     #[error("{0}")]
     Transport(kube::Error),
-    /// The member's REST mapping or caches failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// The object exists in the member and is not managed by Karmada.
     #[error(
         "resource(kind={kind}, {namespace}/{name}) already exists in the cluster {cluster} and the {CONFLICT_RESOLUTION_ANNOTATION} strategy value is empty, Karmada will not manage this resource"
@@ -73,6 +73,8 @@ pub enum ApplyError {
     Conflicts(String),
 }
 
+karmada_controllers_common::core_error_from!(ApplyError);
+
 impl From<kube::Error> for ApplyError {
     fn from(e: kube::Error) -> Self {
         match e {
@@ -117,10 +119,12 @@ pub enum ExecutionError {
         #[source]
         source: kube::Error,
     },
-    /// The framework failed.
-    #[error("{0}")]
-    Framework(#[from] lariat::Error),
+    /// The framework or an API request failed (the failures every controller shares).
+    #[error(transparent)]
+    Core(#[from] karmada_controllers_common::error::CoreError),
 }
+
+karmada_controllers_common::core_error_from!(ExecutionError);
 
 #[cfg(test)]
 mod tests {

@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use karmada_controllers_common::drift;
 use karmada_controllers_common::drift_policy::DriftPolicies;
-use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
+use karmada_controllers_common::error::{ApiError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::manifest::{identity_gvk, manifest_index, manifest_status};
 use karmada_controllers_common::work_index;
@@ -70,12 +70,9 @@ pub const MEMBER_RESYNC_PERIOD: Duration = Duration::from_secs(15);
 /// A work-status failure; every variant names the object and the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkStatusError {
-    /// An API request failed.
+    /// The framework or an API request failed (the failures every controller shares).
     #[error(transparent)]
-    Api(#[from] ApiError),
-    /// The framework could not provide a controller, cache or client.
-    #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Core(#[from] karmada_controllers_common::error::CoreError),
     /// A member object's Work has no manifest for it.
     #[error("Work {work}: no manifest for {kind} {key} of cluster {cluster}")]
     NoManifest {
@@ -110,6 +107,8 @@ pub enum WorkStatusError {
         attempts: u32,
     },
 }
+
+karmada_controllers_common::core_error_from!(WorkStatusError);
 
 /// Whether the Work's `Applied` condition is True (Karmada's `IsResourceApplied`).
 pub fn is_applied(work: &Work) -> bool {
