@@ -3,6 +3,8 @@
 //! Rancher Lasso's ideas on top of kube-rs: one watch per (cluster, kind) shared by all controllers,
 //! caches that start only when used, handler registration, a deduping rate-limited work queue,
 //! per-GroupKind worker counts, and a multi-cluster registry with per-cluster cancellation.
+//! A controller declares its start-up once with a [`Wiring`]: the caches it waits for, the
+//! handlers it registers, then one `run` that waits, reports synced and serves until cancelled.
 //!
 //! ```no_run
 //! # async fn demo(host: kube::Config, member: kube::Config) -> lariat::Result<()> {
