@@ -4,8 +4,8 @@
 //! guarded merge patches for objects we do not own, reading templates through the cache, the Work
 //! writer and the propagation metrics (binding and namespace write Works, execution counts member
 //! writes), reading Works' manifests;
-//! also the errors every controller can meet
-//! and its start-up steps (shared controllers, handlers, serving); the resource [`interpreter`] with
+//! also the errors every controller can meet ([`error::CoreError`]) and its start-up, declared with
+//! [`ControllerContext::wiring`] ([`handlers`]); the resource [`interpreter`] with
 //! the ResourceInterpreterCustomizations in front of the native rules.
 
 pub mod binding;
