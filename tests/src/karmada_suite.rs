@@ -8,7 +8,8 @@
 //!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen controllers,
 //!   joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
 //!   `karmada-agent` (Pull: ours for karmada-rs, Karmada's for the baseline), and writes the
-//!   kubeconfig the suite expects (contexts `karmada-apiserver` and `karmada-host`).
+//!   kubeconfig the suite expects (contexts `karmada-apiserver` and `karmada-host`). Pods whose
+//!   image is in the registry `fake` stay unready (`ErrImagePull`), as the failover specs expect.
 //! - [`run_suite`] runs the Ginkgo binary (`hack/build-test-binaries.sh karmada-e2e` builds it) with
 //!   the suite's environment variables and writes its JSON report.
 //! - [`Summary::from_report`] turns a Ginkgo JSON report into per-file counts and the failures, and
@@ -58,6 +59,51 @@ const AGENT_FLAGS: &[&str] = &[
     "--cluster-status-update-frequency=10s",
 ];
 
+/// A kwok Stage standing in for a container runtime's failed image pull: a pod with a container
+/// whose image is in the registry `fake` (the suite's failover specs use `fake/nginx:1.19.0`, or
+/// override the registry to `fake`, to make a workload unhealthy) stays Pending and unready with
+/// `ErrImagePull`, as on Karmada's kind members, instead of becoming Ready like every other kwok
+/// pod. Its weight puts it before kwok's `pod-ready`; its status has no timestamps, so applying it
+/// again changes nothing.
+const IMAGE_PULL_FAILED_STAGE: &str = r#"apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-failed
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.spec.containers.[] | select(.image | startswith("fake/")) | .name'
+      operator: 'Exists'
+  weight: 1
+  next:
+    statusTemplate: |
+      phase: Pending
+      conditions:
+      - status: "False"
+        type: Ready
+        reason: ContainersNotReady
+      - status: "False"
+        type: ContainersReady
+        reason: ContainersNotReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ErrImagePull
+            message: "image cannot be pulled (kwok stage of the e2e harness)"
+      {{ end }}
+"#;
+
 /// The members: the first two joined in Push mode, the last served by an agent (Pull).
 const PUSH_MEMBERS: [&str; 2] = ["member1", "member2"];
 const PULL_MEMBER: &str = "member3";
@@ -94,6 +140,8 @@ impl Environment {
             // As Karmada's own setup: Clusters served by karmada-aggregated-apiserver (which stamps
             // taints' timeAdded and serves clusters/proxy), not by a CRD.
             aggregated_apiserver: true,
+            // Images of the registry `fake` fail to pull, as on a real member.
+            kwok_extra_stages: vec![IMAGE_PULL_FAILED_STAGE.to_owned()],
             dir: Some(dir.join("env")),
             ..Default::default()
         })

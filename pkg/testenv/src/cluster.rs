@@ -477,7 +477,8 @@ impl ApiServer {
     /// Runs kwok against it, managing the nodes annotated `kwok.x-k8s.io/node=fake`. With `metrics`, kwok
     /// also emulates resource usage and serves it as each node's kubelet `/metrics/resource`, and the nodes
     /// point at it (InternalIP 127.0.0.1, kubelet port = kwok's), so metrics-server can scrape them.
-    pub(crate) fn start_kwok(&self, metrics: bool) -> Result<(), Error> {
+    /// `extra_stages` (Stage YAML) are written beside this cluster's files and applied too.
+    pub(crate) fn start_kwok(&self, metrics: bool, extra_stages: &[String]) -> Result<(), Error> {
         let port = process::free_port()?;
         let mut args = vec![
             format!("--kubeconfig={}", self.kubeconfig_path.display()),
@@ -497,6 +498,11 @@ impl ApiServer {
             configs.extend(binaries::kwok_metrics()?);
         } else {
             args.push("--node-ip=10.0.0.1".to_string());
+        }
+        for (i, stage) in extra_stages.iter().enumerate() {
+            let path = self.dir.join(format!("kwok-extra-stage-{i}.yaml"));
+            std::fs::write(&path, stage).map_err(|e| Error::io(&path, e))?;
+            configs.push(path);
         }
         for config in configs {
             args.push(format!("--config={}", config.display()));

@@ -76,6 +76,9 @@ pub struct EnvOptions {
     /// aggregated server keeps Clusters under its own prefix of the shared etcd, and
     /// [`Self::install_crds`] leaves the Cluster CRD out.
     pub aggregated_apiserver: bool,
+    /// kwok Stage configs (YAML documents) every full member's kwok applies beside kwok's own
+    /// (`kwok-stages`), e.g. a stage that keeps some pods from becoming Ready.
+    pub kwok_extra_stages: Vec<String>,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
 }
@@ -92,6 +95,7 @@ impl Default for EnvOptions {
             member_audit_logs: false,
             metrics_server: false,
             aggregated_apiserver: false,
+            kwok_extra_stages: Vec::new(),
             dir: None,
         }
     }
@@ -197,7 +201,7 @@ impl TestEnv {
         for m in members.iter_mut().take(options.full_members) {
             m.start_controller_manager(MEMBER_CONTROLLERS)?;
             m.start_scheduler()?;
-            m.start_kwok(metrics_server)?;
+            m.start_kwok(metrics_server, &options.kwok_extra_stages)?;
         }
         let mut waits = Vec::new();
         if options.host_controller_manager {

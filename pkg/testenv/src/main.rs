@@ -81,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
         member_audit_logs: false,
         metrics_server,
         aggregated_apiserver,
+        kwok_extra_stages: Vec::new(),
         dir,
     };
     let started = std::time::Instant::now();
