@@ -68,6 +68,10 @@ pub struct Assessment<'a> {
     pub observed_status: &'a [AggregatedStatusItem],
     /// Whether the scheduler observed the binding's current generation.
     pub has_scheduled: bool,
+    /// The time the tasks' timeouts are checked against, to the millisecond (Karmada's
+    /// `metav1.Now()`). Not the stamp given to new tasks, which is whole seconds: compared with
+    /// that, a task is not yet past its deadline when its requeue fires, and is then not requeued.
+    pub now: Timestamp,
 }
 
 fn elapsed_past(created: &Time, timeout: Duration, now: Timestamp) -> bool {
@@ -88,7 +92,7 @@ fn all_healthy(opt: &Assessment<'_>) -> bool {
 }
 
 /// Karmada's `assessEvictionTasks`: the tasks to keep (new ones stamped with `stamp`) and the
-/// clusters whose tasks are dropped.
+/// clusters whose tasks are dropped (timeouts checked against `opt.now`).
 pub fn assess(
     tasks: &[GracefulEvictionTask],
     stamp: &Time,
@@ -96,7 +100,7 @@ pub fn assess(
 ) -> (Vec<GracefulEvictionTask>, Vec<String>) {
     let mut kept = Vec::new();
     let mut evicted = Vec::new();
-    let now = stamp.0;
+    let now = opt.now;
     for task in tasks {
         let Some(created) = &task.creation_timestamp else {
             kept.push(GracefulEvictionTask {
@@ -260,6 +264,7 @@ impl GracefulEvictionController {
                     .unwrap_or_default(),
                 has_scheduled: status.map(|s| s.scheduler_observed_generation)
                     == binding.meta().generation,
+                now: Timestamp::now(),
             },
         );
         let retry = |tasks: &[GracefulEvictionTask]| next_retry(tasks, timeout, Timestamp::now());

@@ -39,6 +39,7 @@ fn new_tasks_are_stamped_then_wait_for_health_or_timeout() {
         schedule_result: &targets,
         observed_status: observed,
         has_scheduled: true,
+        now: Timestamp::from_millisecond(2000).unwrap(),
     };
     let (kept, evicted) = assess(&[task("a", None)], &at(1000), opt(&unhealthy));
     assert_eq!(kept[0].creation_timestamp, Some(at(1000)));
@@ -48,7 +49,14 @@ fn new_tasks_are_stamped_then_wait_for_health_or_timeout() {
     let healthy = [status("b", ResourceHealth::Healthy)];
     let (kept, evicted) = assess(&kept, &at(2000), opt(&healthy));
     assert_eq!((kept.len(), evicted), (0, vec!["a".to_owned()]));
-    let late = assess(&[task("a", Some(1000))], &at(602_000), opt(&unhealthy));
+    let late = assess(
+        &[task("a", Some(1000))],
+        &at(602_000),
+        Assessment {
+            now: Timestamp::from_millisecond(602_000).unwrap(),
+            ..opt(&unhealthy)
+        },
+    );
     assert_eq!(late.1, vec!["a".to_owned()]);
 }
 
@@ -59,6 +67,7 @@ fn suppress_deletion_and_grace_period() {
         schedule_result: &[],
         observed_status: &[],
         has_scheduled: false,
+        now: Timestamp::from_millisecond(20_000).unwrap(),
     };
     let keep = GracefulEvictionTask {
         suppress_deletion: Some(true),
@@ -85,4 +94,32 @@ fn suppress_deletion_and_grace_period() {
         ),
         Some(Duration::from_secs(40))
     );
+}
+
+/// The requeue fires at the deadline to the millisecond, while new tasks are stamped in whole
+/// seconds: the deadline is checked against the precise time, or the task stays (and, past its
+/// deadline, is not requeued again) until something else changes the binding.
+#[test]
+fn a_grace_period_ends_at_its_requeue_not_a_second_later() {
+    let graced = GracefulEvictionTask {
+        grace_period_seconds: Some(10),
+        ..task("a", Some(34_000))
+    };
+    let due = next_retry(
+        std::slice::from_ref(&graced),
+        Duration::from_secs(600),
+        Timestamp::from_millisecond(34_725).unwrap(),
+    );
+    assert_eq!(due, Some(Duration::from_millis(9_275)));
+    // The requeue at 44.0xx s; the stamp a new task would get is 44 s.
+    let opt = Assessment {
+        timeout: Duration::from_secs(600),
+        schedule_result: &[],
+        observed_status: &[],
+        has_scheduled: false,
+        now: Timestamp::from_millisecond(44_012).unwrap(),
+    };
+    let (kept, evicted) = assess(&[graced], &at(44_000), opt);
+    assert!(kept.is_empty());
+    assert_eq!(evicted, ["a"]);
 }
