@@ -198,6 +198,38 @@ async fn wait_for(
     .await
 }
 
+/// Waits until the scheduler's cache has `cluster` full: a probe binding of one replica comes out
+/// `Unschedulable`. The summary write and a binding created after it reach the scheduler on two
+/// watches, in either order; without this, a binding created right after the write can be placed
+/// on room the scheduler has not yet seen taken. A probe placed on that room is deleted and tried
+/// again.
+async fn scheduler_sees_full(kcm: &Kcm, bindings: &Api<ResourceBinding>, ns: &str, cluster: &str) {
+    for attempt in 0..PROBES {
+        let name = format!("probe-{attempt}");
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding(ns, &name, cluster, 1, None),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("create ResourceBinding {name}: {e}"));
+        let rb = wait_for(kcm, bindings, &name, "scheduled", |p| p.1.is_some()).await;
+        bindings
+            .delete(&name, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("delete ResourceBinding {name}: {e}"));
+        if placement(&rb).1.as_deref() == Some("Unschedulable") {
+            return;
+        }
+    }
+    panic!(
+        "the scheduler still placed a probe on {cluster} after {PROBES} tries: its cache never saw the cluster full"
+    );
+}
+
+/// Probes [`scheduler_sees_full`] tries before it gives up.
+const PROBES: usize = 20;
+
 /// How long a placement must stay as it is to show nothing preempted it.
 const QUIET: Duration = Duration::from_secs(3);
 
@@ -244,6 +276,7 @@ async fn a_higher_priority_binding_preempts_a_lower_one_when_its_class_allows() 
     create(binding(&ns, "low", &cluster, 4, None)).await;
     wait_for(&kcm, &bindings, "low", "placed", |p| p.0 == on(4)).await;
     set_summary(&client, &cluster, 4, 4).await;
+    scheduler_sees_full(&kcm, &bindings, &ns, &cluster).await;
     create(binding(&ns, "high", &cluster, 2, Some(1000))).await;
     wait_for(&kcm, &bindings, "high", "Unschedulable", |p| {
         p.1.as_deref() == Some("Unschedulable")
