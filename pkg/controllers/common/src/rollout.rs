@@ -116,17 +116,41 @@ pub fn with_content(template: &Value, content: &Value) -> Value {
     Value::Object(out)
 }
 
+/// How long start-up keeps asking discovery whether Rollouts are served before it gives up.
+const DISCOVERY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Whether the control plane serves the Rollout kind (the CRDs of `apps.karmada-rs.io` are
 /// installed): without them there is no rollout to gate on, and nothing watches them.
-pub async fn rollouts_served(client: &kube::Client) -> bool {
-    match lariat::client::resource_served(client, karmada_apis::rollout::API_VERSION, "rollouts")
-        .await
-    {
-        Ok(served) => served,
-        Err(e) => {
-            tracing::info!(error = %e, "{} not served: staged rollouts are off", karmada_apis::rollout::API_VERSION);
-            false
-        }
+///
+/// Both the binding controller (which gates) and the rollout controller (which admits) ask this
+/// once at start-up, so a transient discovery failure must not read as "not served": that would
+/// leave the rollout controller admitting clusters stage by stage while the binding controller
+/// renders the new revision everywhere. Only a definite answer (the group/version or the resource
+/// is unknown) counts; other errors are retried for up to a minute, then returned.
+pub async fn rollouts_served(client: &kube::Client) -> Result<bool, kube::Error> {
+    let api_version = karmada_apis::rollout::API_VERSION;
+    let deadline = tokio::time::Instant::now() + DISCOVERY_PATIENCE;
+    let mut backoff = lariat::backoff::Backoff::new(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(5),
+    );
+    loop {
+        let error = match lariat::client::resource_served(client, api_version, "rollouts").await {
+            Ok(true) => return Ok(true),
+            Ok(false) => None,
+            Err(e) if apimachinery::is_not_found(&e) => Some(e),
+            Err(e) => {
+                let delay = backoff.next_delay();
+                if tokio::time::Instant::now() + delay > deadline {
+                    return Err(e);
+                }
+                tracing::warn!(error = %e, ?delay, "discovery of {api_version} failed; asking again");
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+        };
+        tracing::info!(error = ?error.map(|e| e.to_string()), "{api_version} rollouts not served: staged rollouts are off");
+        return Ok(false);
     }
 }
 

@@ -97,7 +97,10 @@ impl BindingController {
         wiring: Wiring<Self>,
     ) -> Result<Wiring<Self>, karmada_controllers_common::BoxError> {
         let inner = &self.inner;
-        if !karmada_controllers_common::rollout::rollouts_served(&inner.client).await {
+        if !karmada_controllers_common::rollout::rollouts_served(&inner.client)
+            .await
+            .map_err(|e| format!("binding controller: discovery of rollouts: {e}"))?
+        {
             return Ok(wiring);
         }
         let rollouts = shared_controller::<Rollout>(&inner.ctx.control_plane)?;

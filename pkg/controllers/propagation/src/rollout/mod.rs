@@ -125,7 +125,10 @@ pub fn alongside(binding: StartFn) -> StartFn {
                 .clients()
                 .client_for_controller(CONTROLLER_NAME)
                 .map_err(framework("rollout client"))?;
-            if !karmada_controllers_common::rollout::rollouts_served(&client).await {
+            if !karmada_controllers_common::rollout::rollouts_served(&client)
+                .await
+                .map_err(|e| format!("rollout controller: discovery of rollouts: {e}"))?
+            {
                 return binding.await;
             }
             let (synced, _) = karmada_controllers_common::SyncReporter::new();
