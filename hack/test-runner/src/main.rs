@@ -11,9 +11,9 @@
 //! so three at a time on 2 cores finish sooner (CONTRIBUTING.md, Testing, has the numbers). A test file whose
 //! assertions depend on timing (a lease hand-over within seconds, a burst within 2× another one
 //! measured earlier in the same file) says so with a comment line `// test-runner: alone` (and why) among
-//! its first lines; such files run one at a time on a lane of their own, at normal CPU priority,
-//! while the other files run beside them at a low priority (nice 10): whenever a timed file wants
-//! the CPU it gets most of it, and the rest of the suite uses what it leaves. (Before, the timed
+//! its first lines; such files run one at a time on a lane of their own, while the other files run
+//! beside them in a CPU group of a low weight ([`cpu_lanes`]): whenever a timed file wants the CPU it
+//! gets most of it, and the rest of the suite uses what it leaves. (Before, the timed
 //! files ran first with nothing beside them: seven minutes of a mostly idle machine.) A test binary
 //! made of modules (`tests/<folder>/main.rs`, as karmada-e2e's `integration`: one link instead of one
 //! per file) runs as one job per module, each in its own process, as if each file were its own binary.
@@ -38,6 +38,10 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use cpu_lanes::{CpuLanes, Lane};
+
+mod cpu_lanes;
+
 /// One thing to run: a test binary, or the workspace's doc-tests.
 struct Job {
     /// What `cargo test` takes to run only this: `-p karmada-e2e --test failover`.
@@ -51,7 +55,7 @@ struct Job {
     /// Environment variables set for it (on top of the runner's own).
     env: Vec<(String, PathBuf)>,
     /// Whether its timing must not suffer from other jobs (its source says `test-runner: alone`):
-    /// it runs on the timed lane, one at a time, at normal priority, beside the niced others.
+    /// it runs on the timed lane, one at a time, with the CPU first ([`cpu_lanes`]).
     alone: bool,
     /// The target's source file, when it is a folder's `main.rs` whose modules run as jobs of
     /// their own ([`split_by_module`]).
@@ -76,15 +80,9 @@ struct Options {
     jobs: usize,
     timeout: Duration,
     libtest_args: Vec<String>,
-    /// The jobs' CPU priority (`nice`): [`NICE_BESIDE_TIMED`] for the jobs that run beside the
-    /// timed lane, 0 for the timed lane itself.
-    nice: i32,
+    /// The lane the jobs run on (see [`cpu_lanes`]).
+    lane: Lane,
 }
-
-/// The niceness of the jobs that run beside the timed files: a timed file's processes (API servers,
-/// controller-managers) get about nine tenths of a contended core. Not 19: a timed file's bursts
-/// would then all but stop the others (one fiftieth of a core each), past their own timeouts.
-const NICE_BESIDE_TIMED: i32 = 10;
 
 fn main() -> ExitCode {
     match run() {
@@ -105,7 +103,7 @@ fn parse_options() -> Result<Options, String> {
             .unwrap_or(3),
         timeout: Duration::from_secs(1200),
         libtest_args: Vec::new(),
-        nice: 0,
+        lane: Lane::Timed,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -169,12 +167,21 @@ fn run() -> Result<bool, String> {
     // of their own, beside the rest `--jobs` at once at a low CPU priority. With `--jobs 1`,
     // everything one at a time.
     let (alone, shared): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.alone);
+    // Made only when lanes run side by side; removed when the runner returns.
+    let lanes = if options.jobs == 1 {
+        CpuLanes::Nice {
+            why: "one job at a time".to_owned(),
+        }
+    } else {
+        CpuLanes::new()
+    };
     println!(
         "test-runner: the doc-tests, then {} timed test binaries one at a time beside {} test \
-         binaries {} at a time at nice {NICE_BESIDE_TIMED} (logs in {})",
+         binaries {} at a time; {} (logs in {})",
         alone.len(),
         shared.len(),
         options.jobs,
+        lanes.describe(),
         logs.display()
     );
 
@@ -183,18 +190,18 @@ fn run() -> Result<bool, String> {
         jobs: 1,
         ..options.clone()
     };
-    let mut outcomes = run_jobs(vec![doc], &one, &logs);
+    let mut outcomes = run_jobs(vec![doc], &one, &lanes, &logs);
     if options.jobs == 1 {
-        outcomes.extend(run_jobs(alone, &one, &logs));
-        outcomes.extend(run_jobs(shared, &one, &logs));
+        outcomes.extend(run_jobs(alone, &one, &lanes, &logs));
+        outcomes.extend(run_jobs(shared, &one, &lanes, &logs));
     } else {
         let beside = Options {
-            nice: NICE_BESIDE_TIMED,
+            lane: Lane::Beside,
             ..options.clone()
         };
         let (timed, rest) = std::thread::scope(|scope| {
-            let timed = scope.spawn(|| run_jobs(alone, &one, &logs));
-            let rest = run_jobs(shared, &beside, &logs);
+            let timed = scope.spawn(|| run_jobs(alone, &one, &lanes, &logs));
+            let rest = run_jobs(shared, &beside, &lanes, &logs);
             (timed.join(), rest)
         });
         outcomes.extend(timed.map_err(|_| "the timed lane's thread panicked".to_owned())?);
@@ -212,6 +219,7 @@ fn run() -> Result<bool, String> {
         );
         print_tail(&o.log, 300);
     }
+    print_costliest(&outcomes);
     // The tails above end with the processes' logs that failing tests dump; the panics that say
     // what failed come last, where CI's truncated excerpt still shows them.
     for o in &failed {
@@ -219,7 +227,6 @@ fn run() -> Result<bool, String> {
             println!("\n----- panic in cargo test {}:\n{panic}", o.label);
         }
     }
-    print_costliest(&outcomes);
     println!(
         "\ntest-runner: {} jobs in {:.0}s ({:.0} CPU-s), {} failed",
         outcomes.len(),
@@ -495,7 +502,7 @@ fn package_name(id: &str) -> Option<String> {
 }
 
 /// Runs `jobs` on `options.jobs` threads; each outcome is printed as it ends.
-fn run_jobs(jobs: Vec<Job>, options: &Options, logs: &Path) -> Vec<Outcome> {
+fn run_jobs(jobs: Vec<Job>, options: &Options, lanes: &CpuLanes, logs: &Path) -> Vec<Outcome> {
     let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
@@ -509,7 +516,7 @@ fn run_jobs(jobs: Vec<Job>, options: &Options, logs: &Path) -> Vec<Outcome> {
                         .unwrap_or_else(PoisonError::into_inner)
                         .pop_front();
                     let Some(job) = next else { break };
-                    let outcome = run_job(&job, options, logs);
+                    let outcome = run_job(&job, options, lanes, logs);
                     println!(
                         "{} {:>6.1}s {:>6.1} CPU-s  cargo test {}  ({})",
                         if outcome.ok { "ok    " } else { "FAILED" },
@@ -530,10 +537,10 @@ fn run_jobs(jobs: Vec<Job>, options: &Options, logs: &Path) -> Vec<Outcome> {
     std::mem::take(&mut *outcomes.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-fn run_job(job: &Job, options: &Options, logs: &Path) -> Outcome {
+fn run_job(job: &Job, options: &Options, lanes: &CpuLanes, logs: &Path) -> Outcome {
     let log = logs.join(format!("{}.log", job.log_name));
     let started = Instant::now();
-    let result = spawn_logged(job, &log, options.nice)
+    let result = spawn_logged(job, &log, lanes, options.lane)
         .and_then(|child| wait_with_timeout(child, options.timeout));
     let elapsed = started.elapsed();
     let cpu = match &result {
@@ -561,27 +568,14 @@ fn run_job(job: &Job, options: &Options, logs: &Path) -> Outcome {
     }
 }
 
-/// Starts `job` with its output in `log`, at CPU priority `nice` (inherited by every process the
-/// test starts).
-fn spawn_logged(job: &Job, log: &Path, nice: i32) -> Result<Child, String> {
+/// Starts `job` with its output in `log`, on `lane` (as is every process the test starts).
+fn spawn_logged(job: &Job, log: &Path, lanes: &CpuLanes, lane: Lane) -> Result<Child, String> {
     let out = File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
     let err = out
         .try_clone()
         .map_err(|e| format!("open {}: {e}", log.display()))?;
     let mut command = Command::new(&job.program);
-    if nice != 0 {
-        // SAFETY: the closure runs in the forked child before exec and only makes one
-        // async-signal-safe system call.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-                if libc::setpriority(libc::PRIO_PROCESS, 0, nice) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-    }
+    let _group = lanes.place(&mut command, lane)?;
     command
         .args(&job.args)
         .current_dir(&job.dir)
