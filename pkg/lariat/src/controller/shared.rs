@@ -168,7 +168,8 @@ impl<K: CacheObject> SharedController<K> {
     /// Orders this kind's queue by `rank` of each key's object, read from the cache when the key
     /// is added: keys of a higher rank are handed to every handler first (a deleted object ranks
     /// 0). For priorities users give their objects, such as a scheduling priority; set it
-    /// before the watch starts so the first list is ranked too. One ranker per kind: returns
+    /// before the watch starts so the first list is ranked too: the workers of a ranked queue
+    /// start once the first list is in it. One ranker per kind: returns
     /// false, changing nothing, if one was set before.
     pub fn set_ranker(&self, rank: impl Fn(&K) -> i32 + Send + Sync + 'static) -> bool {
         let store = self.inner.cache.store();
@@ -329,14 +330,30 @@ impl<K: CacheObject> SharedController<K> {
             workers = self.inner.workers,
             "starting workers"
         );
+        // A ranked queue's workers wait for the cache's initial list (as client-go's controllers
+        // wait for their informers): then every listed key is in the queue before the first is
+        // taken, and the highest-ranked of them all goes first, not whichever was listed first.
+        // Other queues start at once: keys enqueued directly are handled even while the watch
+        // cannot list.
         let tracker = self.inner.ctx.tracker();
+        let initial_list = self
+            .inner
+            .queue
+            .is_ranked()
+            .then(|| self.inner.cache.store());
         for _ in 0..self.inner.workers {
             let this = self.clone();
             let abort = self.inner.token.clone();
+            let initial_list = initial_list.clone();
             tracker.spawn(async move {
                 tokio::select! {
                     _ = abort.cancelled() => {}
-                    _ = this.worker() => {}
+                    () = async {
+                        if let Some(store) = initial_list {
+                            store.wait_synced().await;
+                        }
+                        this.worker().await;
+                    } => {}
                 }
             });
         }

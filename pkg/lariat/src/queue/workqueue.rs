@@ -312,6 +312,11 @@ impl<T: QueueItem> WorkQueue<T> {
         self.inner.ranker.set(ranker).is_ok()
     }
 
+    /// Whether a ranker orders this queue.
+    pub fn is_ranked(&self) -> bool {
+        self.inner.ranker.get().is_some()
+    }
+
     /// The rank of `item` (0 without a ranker).
     fn rank(&self, item: &T) -> i32 {
         self.inner.ranker.get().map_or(0, |rank| rank(item))
