@@ -37,6 +37,10 @@ pub use error::Error;
 
 use process::ManagedProcess;
 
+/// API servers started at once. Each spends a few CPU-seconds starting and they share one etcd:
+/// fifty-one started together on 2 cores kept the host from being ready within 90 s, so larger
+/// environments start in waves, each ready before the next (smaller ones start as before).
+const START_WAVE: usize = 8;
 /// kube-controller-manager's controllers on the host: Karmada's list for its control plane (no workload
 /// controllers, so nothing but karmada-rs writes a template's status), plus `serviceaccount` so every
 /// namespace gets its `default` ServiceAccount as in a real cluster.
@@ -183,15 +187,15 @@ impl TestEnv {
             }
             servers.push(member);
         }
-        for s in &servers {
-            s.spawn()?;
+        for wave in servers.chunks(START_WAVE) {
+            for s in wave {
+                s.spawn()?;
+            }
+            futures::future::try_join_all(
+                wave.iter().map(|s| s.wait_ready(Duration::from_secs(90))),
+            )
+            .await?;
         }
-        futures::future::try_join_all(
-            servers
-                .iter()
-                .map(|s| s.wait_ready(Duration::from_secs(90))),
-        )
-        .await?;
 
         let mut members = servers.split_off(1);
         let host = servers.remove(0);
