@@ -41,6 +41,7 @@ use process::ManagedProcess;
 /// fifty-one started together on 2 cores kept the host from being ready within 90 s, so larger
 /// environments start in waves, each ready before the next (smaller ones start as before).
 const START_WAVE: usize = 8;
+
 /// kube-controller-manager's controllers on the host: Karmada's list for its control plane (no workload
 /// controllers, so nothing but karmada-rs writes a template's status), plus `serviceaccount` so every
 /// namespace gets its `default` ServiceAccount as in a real cluster.
