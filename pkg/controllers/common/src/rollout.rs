@@ -135,10 +135,14 @@ pub async fn rollouts_served(client: &kube::Client) -> Result<bool, kube::Error>
         std::time::Duration::from_secs(5),
     );
     loop {
-        let error = match lariat::client::resource_served(client, api_version, "rollouts").await {
+        match lariat::client::resource_served(client, api_version, "rollouts").await {
             Ok(true) => return Ok(true),
-            Ok(false) => None,
-            Err(e) if apimachinery::is_not_found(&e) => Some(e),
+            Ok(false) => {
+                tracing::info!("{api_version} serves no rollouts: staged rollouts are off");
+            }
+            Err(e) if apimachinery::is_not_found(&e) => {
+                tracing::info!(error = %e, "{api_version} not served: staged rollouts are off");
+            }
             Err(e) => {
                 let delay = backoff.next_delay();
                 if tokio::time::Instant::now() + delay > deadline {
@@ -148,8 +152,7 @@ pub async fn rollouts_served(client: &kube::Client) -> Result<bool, kube::Error>
                 tokio::time::sleep(delay).await;
                 continue;
             }
-        };
-        tracing::info!(error = ?error.map(|e| e.to_string()), "{api_version} rollouts not served: staged rollouts are off");
+        }
         return Ok(false);
     }
 }
