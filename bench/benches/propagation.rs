@@ -61,6 +61,9 @@ struct Args {
     /// Skip the burst with Clusters served by Karmada's aggregated API server.
     #[arg(long)]
     no_aggregated: bool,
+    /// Skip the main run (its burst, restart and steady rate): only the other runs asked for.
+    #[arg(long)]
+    no_main_run: bool,
     /// Deployments of the failover run (0: none).
     #[arg(long)]
     failover_templates: Option<usize>,
@@ -138,6 +141,7 @@ fn main() -> anyhow::Result<()> {
     config.customization &= !args.no_customization;
     config.pull &= !args.no_pull;
     config.aggregated &= !args.no_aggregated;
+    config.main_run &= !args.no_main_run;
     if let Some(n) = args.failover_templates {
         config.failover_templates = n;
     }

@@ -56,6 +56,9 @@ struct Plan {
 pub struct BenchConfig {
     /// Members in the main runs.
     pub members: usize,
+    /// The main run: a burst at the raised QPS on `members` members, then the restart and the
+    /// steady rate. Off, only the other runs asked for (so a test can measure them apart).
+    pub main_run: bool,
     /// Deployments per burst.
     pub deployments: usize,
     /// ConfigMaps per burst.
@@ -113,6 +116,7 @@ impl BenchConfig {
     pub fn full() -> Self {
         BenchConfig {
             members: 3,
+            main_run: true,
             deployments: 1000,
             configmaps: 1000,
             namespaces: 10,
@@ -140,6 +144,7 @@ impl BenchConfig {
     pub fn smoke() -> Self {
         BenchConfig {
             members: 2,
+            main_run: true,
             deployments: 10,
             configmaps: 10,
             namespaces: 2,
@@ -194,11 +199,14 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         failover: false,
         aggregated: false,
     };
-    let mut plans = vec![Plan {
-        restart: true,
-        steady: true,
-        ..plan(Qps::Raised, config.members, full)
-    }];
+    let mut plans = Vec::new();
+    if config.main_run {
+        plans.push(Plan {
+            restart: true,
+            steady: true,
+            ..plan(Qps::Raised, config.members, full)
+        });
+    }
     if config.karmada_default_qps {
         let n = config.default_qps_templates;
         plans.push(plan(

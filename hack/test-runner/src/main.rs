@@ -52,6 +52,12 @@ struct Job {
     args: Vec<String>,
     /// Working directory (the package folder, as `cargo test` uses).
     dir: PathBuf,
+    /// Whether it is a test binary, which `cargo test` runs with `CARGO_MANIFEST_DIR` set to `dir`.
+    /// Not the doc-tests: they are cargo itself, and a cargo that sees `CARGO_MANIFEST_DIR` in its
+    /// environment reruns the build scripts that watch it (ring's) and rebuilds everything above
+    /// them (rustls, kube, the whole workspace), twice: once there and once in the next build
+    /// without it.
+    test_binary: bool,
     /// Environment variables set for it (on top of the runner's own).
     env: Vec<(String, PathBuf)>,
     /// Whether its timing must not suffer from other jobs (its source says `test-runner: alone`):
@@ -151,6 +157,7 @@ fn run() -> Result<bool, String> {
             .chain(options.libtest_args.iter().cloned())
             .collect(),
         dir: root.clone(),
+        test_binary: false,
         env: Vec::new(),
         alone: true,
         modules_of: None,
@@ -356,8 +363,10 @@ fn build_test_binaries(libtest_args: &[String], bin_dir: &Path) -> Result<Vec<Jo
 /// One job per top-level module of a test binary made of modules (a `tests/<folder>/main.rs`, such
 /// as karmada-e2e's `integration`), each running only its own tests (`--exact` and their names, as
 /// `--list` gives them with the caller's libtest arguments): the modules run in processes of their
-/// own, as separate binaries would, and a module file's leading comments can say
-/// `test-runner: alone`. Tests outside any module form one more job.
+/// own, as separate binaries would. A module file's leading comments can say `test-runner: alone`,
+/// or `test-runner: one job per test` when its tests share nothing and one of them is long enough
+/// to hold a lane by itself (each then runs in a process of its own, beside the others instead of
+/// behind them). Tests outside any module form one more job.
 fn split_by_module(job: &Job, main: &Path, libtest_args: &[String]) -> Result<Vec<Job>, String> {
     let out = Command::new(&job.program)
         .args(libtest_args)
@@ -374,26 +383,34 @@ fn split_by_module(job: &Job, main: &Path, libtest_args: &[String]) -> Result<Ve
         ));
     }
     let folder = main.parent().unwrap_or_else(|| Path::new("."));
-    Ok(tests_by_module(&String::from_utf8_lossy(&out.stdout))
-        .into_iter()
-        .map(|(module, names)| {
-            let source = [format!("{module}.rs"), format!("{module}/mod.rs")]
-                .iter()
-                .map(|f| folder.join(f))
-                .find(|f| !module.is_empty() && f.is_file());
-            let alone = job.alone
-                || source
-                    .and_then(|f| std::fs::read_to_string(f).ok())
-                    .is_some_and(|text| says_alone(&text));
-            let (label, log_name) = if module.is_empty() {
-                (job.label.clone(), job.log_name.clone())
-            } else {
-                (
+    let mut jobs = Vec::new();
+    for (module, names) in tests_by_module(&String::from_utf8_lossy(&out.stdout)) {
+        let source = [format!("{module}.rs"), format!("{module}/mod.rs")]
+            .iter()
+            .map(|f| folder.join(f))
+            .find(|f| !module.is_empty() && f.is_file())
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .unwrap_or_default();
+        let alone = job.alone || says(&source, "alone");
+        let per_test = says(&source, "one job per test");
+        let groups = if per_test {
+            names.into_iter().map(|name| vec![name]).collect()
+        } else {
+            vec![names]
+        };
+        for names in groups {
+            let (label, log_name) = match names.as_slice() {
+                _ if module.is_empty() => (job.label.clone(), job.log_name.clone()),
+                [one] if per_test => (
+                    format!("{} {one}", job.label),
+                    format!("{}.{}", job.log_name, one.replace("::", ".")),
+                ),
+                _ => (
                     format!("{} {module}::", job.label),
                     format!("{}.{module}", job.log_name),
-                )
+                ),
             };
-            Job {
+            jobs.push(Job {
                 label,
                 log_name,
                 program: job.program.clone(),
@@ -404,12 +421,14 @@ fn split_by_module(job: &Job, main: &Path, libtest_args: &[String]) -> Result<Ve
                     .chain(names)
                     .collect(),
                 dir: job.dir.clone(),
+                test_binary: true,
                 env: job.env.clone(),
                 alone,
                 modules_of: None,
-            }
-        })
-        .collect())
+            });
+        }
+    }
+    Ok(jobs)
 }
 
 /// The tests of libtest's `--list --format terse` output, grouped by their first path segment
@@ -459,7 +478,7 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
     let alone = source
         .as_ref()
         .and_then(|src| std::fs::read_to_string(src).ok())
-        .is_some_and(|text| says_alone(&text));
+        .is_some_and(|text| says(&text, "alone"));
     let modules_of = source.filter(|src| kind == "test" && src.ends_with("main.rs"));
     let label = match kind {
         "lib" | "rlib" | "proc-macro" => format!("-p {package} --lib"),
@@ -475,20 +494,22 @@ fn job_of(msg: &serde_json::Value, libtest_args: &[String]) -> Option<Job> {
         program,
         args: libtest_args.to_vec(),
         dir,
+        test_binary: true,
         env: Vec::new(),
         alone,
         modules_of,
     })
 }
 
-/// Whether one of a test file's leading comment lines is `// test-runner: alone` (and why): a plain
-/// comment line that starts so, not a doc comment that mentions the marker.
-fn says_alone(source: &str) -> bool {
+/// Whether one of a test file's leading comment lines is `// test-runner: <marker>` (and why): a
+/// plain comment line that starts so, not a doc comment that mentions the marker.
+fn says(source: &str, marker: &str) -> bool {
+    let line = format!("// test-runner: {marker}");
     source
         .lines()
         .map(str::trim_start)
         .take_while(|l| l.starts_with("//") || l.is_empty())
-        .any(|l| l.starts_with("// test-runner: alone"))
+        .any(|l| l.starts_with(&line))
 }
 
 /// The package name in a cargo package id: `path+file:///w/tests#karmada-e2e@0.1.0` or
@@ -576,10 +597,12 @@ fn spawn_logged(job: &Job, log: &Path, lanes: &CpuLanes, lane: Lane) -> Result<C
         .map_err(|e| format!("open {}: {e}", log.display()))?;
     let mut command = Command::new(&job.program);
     let _group = lanes.place(&mut command, lane)?;
+    if job.test_binary {
+        command.env("CARGO_MANIFEST_DIR", &job.dir);
+    }
     command
         .args(&job.args)
         .current_dir(&job.dir)
-        .env("CARGO_MANIFEST_DIR", &job.dir)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
@@ -772,16 +795,21 @@ mod tests {
 
     #[test]
     fn a_file_runs_alone_when_its_leading_comments_say_so() {
-        assert!(says_alone(
+        let alone = |source| says(source, "alone");
+        assert!(alone(
             "//! Leases.\n\n// test-runner: alone (lease timing)\nuse std::time;\n"
         ));
-        assert!(!says_alone(
+        assert!(!alone(
             "//! Leases.\nuse std::time;\n// test-runner: alone\n"
         ));
-        assert!(!says_alone("//! Propagation.\nuse std::time;\n"));
+        assert!(!alone("//! Propagation.\nuse std::time;\n"));
         // A doc comment that only names the marker (a folder's main.rs explaining it) is not it.
-        assert!(!says_alone(
+        assert!(!alone(
             "//! Modules whose comments say `// test-runner: alone` run alone.\nmod a;\n"
+        ));
+        assert!(says(
+            "//! Benchmarks.\n// test-runner: one job per test (each is long)\n",
+            "one job per test"
         ));
     }
 

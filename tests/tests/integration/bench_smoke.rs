@@ -3,123 +3,147 @@
 //! checked for being real measurements of the work asked for (not for meeting targets: those are
 //! reported by `make bench`, see docs/benchmarks.md).
 
+// test-runner: one job per test (each starts its own environments; the scenarios together
+// took ~460 s as one job, longer than any other file)
+
+use karmada_bench::report::{Report, Run};
 use karmada_bench::{BenchConfig, run};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(
-    clippy::too_many_lines,
-    reason = "one scenario, read top to bottom: its steps share the objects it creates"
-)]
-async fn every_scenario_runs_and_reports_what_it_measured() {
-    let config = BenchConfig::smoke();
-    let report = run(&config, |step| eprintln!("bench: {step}"))
+/// The smoke size with no run at all: each test below turns on the runs it checks.
+fn nothing() -> BenchConfig {
+    BenchConfig {
+        main_run: false,
+        karmada_default_qps: false,
+        customization: false,
+        pull: false,
+        scale_out: Vec::new(),
+        failover_templates: 0,
+        floor: false,
+        ..BenchConfig::smoke()
+    }
+}
+
+/// Runs `config`, prints its report and checks that the markdown has each of `headings` and the
+/// runs are labelled `labels`, in order.
+async fn smoke(config: &BenchConfig, labels: &[&str], headings: &[&str]) -> Report {
+    let report = run(config, |step| eprintln!("bench: {step}"))
         .await
         .unwrap_or_else(|e| panic!("benchmark failed: {e:#}"));
-    eprintln!("{}", report.markdown());
-    let templates = config.deployments + config.configmaps;
+    let md = report.markdown();
+    eprintln!("{md}");
+    let got: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(got, labels);
+    for heading in headings {
+        assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(labels.len()));
+    report
+}
 
-    // Main run (QPS 1000, 2 members), Karmada's default QPS, the Lua customization, Pull mode,
-    // scale-out to 1 member, failover.
-    let labels: Vec<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
+/// A burst run measured what it was asked: one arrival per template and member, every member
+/// object written by the controller-manager (in Pull mode by the agents, the controller-manager
+/// never contacting a member), every template's binding and Event on the host, and the process
+/// numbers; the Deployments reported Healthy only where the Lua customization's health rule ran
+/// (the API-server-only members never roll them out).
+fn assert_burst(config: &BenchConfig, run: &Run) {
+    let b = run.burst.as_ref().expect("a burst run has a burst");
+    let templates = if run.label.starts_with("Karmada default QPS") {
+        config.default_qps_templates
+    } else {
+        config.deployments + config.configmaps
+    };
+    assert_eq!(b.templates, templates, "{}", run.label);
     assert_eq!(
-        labels,
-        [
-            "QPS 1000, 2 members",
-            "Karmada default QPS, 2 members",
-            "QPS 1000, 2 members, Lua customization",
-            "QPS 1000, 2 members, Pull (agents)",
-            "QPS 1000, 1 member",
-            "QPS 1000, 2 members, failover",
-        ]
+        b.arrival.count,
+        templates * run.members,
+        "{}: one arrival per template and member",
+        run.label
     );
-    let (failover_run, runs) = report.runs.split_last().unwrap();
-    for run in runs {
-        let b = run
-            .burst
-            .as_ref()
-            .expect("every run but failover has a burst");
-        let templates = if run.label.starts_with("Karmada default QPS") {
-            config.default_qps_templates
-        } else {
-            templates
-        };
-        assert_eq!(b.templates, templates, "{}", run.label);
-        assert_eq!(
-            b.arrival.count,
-            templates * run.members,
-            "{}: one arrival per template and member",
+    assert!(
+        b.converged_seconds > 0.0 && b.settled_seconds >= b.create_seconds,
+        "{}: {b:?}",
+        run.label
+    );
+    if run.pull {
+        let agents = b.agents.expect("a Pull run measures its agents");
+        assert_eq!(agents.count, run.members, "{}", run.label);
+        assert!(
+            agents.cpu_seconds > 0.0 && agents.peak_rss_mib > 0.0,
+            "{}: {agents:?}",
             run.label
         );
         assert!(
-            b.converged_seconds > 0.0 && b.settled_seconds >= b.create_seconds,
-            "{}: {b:?}",
-            run.label
+            b.requests
+                .get("members")
+                .is_none_or(|m| m.values().sum::<u64>() == 0),
+            "{}: the controller-manager contacted a Pull member: {:?}",
+            run.label,
+            b.requests
         );
-        // Every member object was created by the controller-manager (in Pull mode by the agents, and
-        // the controller-manager never contacted a member), and every binding and Work on the host.
-        if run.pull {
-            let agents = b.agents.expect("a Pull run measures its agents");
-            assert_eq!(agents.count, run.members, "{}", run.label);
-            assert!(
-                agents.cpu_seconds > 0.0 && agents.peak_rss_mib > 0.0,
-                "{}: {agents:?}",
-                run.label
-            );
-            assert!(
-                b.requests
-                    .get("members")
-                    .is_none_or(|m| m.values().sum::<u64>() == 0),
-                "{}: the controller-manager contacted a Pull member: {:?}",
-                run.label,
-                b.requests
-            );
-        } else {
-            assert!(b.agents.is_none(), "{}", run.label);
-            assert!(
-                b.member_writes >= (templates * run.members) as u64,
-                "{}: {b:?}",
-                run.label
-            );
-        }
+    } else {
+        assert!(b.agents.is_none(), "{}", run.label);
         assert!(
-            b.host_writes >= (templates * (1 + run.members)) as u64,
-            "{}: {b:?}",
-            run.label
-        );
-        // The host API server saw every template created, one binding per template, and at least the
-        // detector's ApplyPolicySucceed Event per template.
-        let by_resource = |r: &str| b.host_writes_by_resource.get(r).copied().unwrap_or(0);
-        assert!(
-            by_resource("deployments") + by_resource("configmaps") >= templates as u64
-                && by_resource("resourcebindings") >= templates as u64
-                && by_resource("events") >= templates as u64,
-            "{}: {b:?}",
-            run.label
-        );
-        assert!(
-            b.cpu_seconds > 0.0 && b.peak_rss_mib >= b.rss_mib && b.rss_mib > 0.0,
+            b.member_writes >= (templates * run.members) as u64,
             "{}: {b:?}",
             run.label
         );
     }
+    assert!(
+        b.host_writes >= (templates * (1 + run.members)) as u64,
+        "{}: {b:?}",
+        run.label
+    );
+    // The host API server saw every template created, one binding per template, and at least the
+    // detector's ApplyPolicySucceed Event per template.
+    let by_resource = |r: &str| b.host_writes_by_resource.get(r).copied().unwrap_or(0);
+    assert!(
+        by_resource("deployments") + by_resource("configmaps") >= templates as u64
+            && by_resource("resourcebindings") >= templates as u64
+            && by_resource("events") >= templates as u64,
+        "{}: {b:?}",
+        run.label
+    );
+    assert!(
+        b.cpu_seconds > 0.0 && b.peak_rss_mib >= b.rss_mib && b.rss_mib > 0.0,
+        "{}: {b:?}",
+        run.label
+    );
+    let healthy = if run.customization {
+        config.deployments
+    } else {
+        0
+    };
+    assert_eq!(
+        run.healthy_deployment_bindings, healthy,
+        "{}: Deployment bindings reported Healthy",
+        run.label
+    );
+    assert!(run.failover.is_none(), "{}", run.label);
+}
 
-    // The customization's scripts ran: its health rule (unlike the native one) calls the Deployments
-    // the API-server-only members never roll out healthy.
-    for run in &report.runs {
-        let expected = if run.customization {
-            config.deployments
-        } else {
-            0
-        };
-        assert_eq!(
-            run.healthy_deployment_bindings, expected,
-            "{}: Deployment bindings reported Healthy",
-            run.label
-        );
-    }
-    assert!(report.runs[2].customization);
-
+/// The main run (burst, restart, steady rate) and the minimal-writes floor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_run_and_the_floor_report_what_they_measured() {
+    let config = BenchConfig {
+        main_run: true,
+        floor: true,
+        ..nothing()
+    };
+    let report = smoke(
+        &config,
+        &["QPS 1000, 2 members"],
+        &[
+            "#### Burst",
+            "#### Restart",
+            "#### Steady rate",
+            "#### Minimal-writes floor",
+        ],
+    )
+    .await;
     let main = &report.runs[0];
+    assert_burst(&config, main);
+    let templates = config.deployments + config.configmaps;
     let restart = main.restart.as_ref().expect("the main run restarts");
     assert_eq!(restart.templates, templates);
     assert_eq!(
@@ -149,10 +173,85 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         restart.requests
     );
 
-    // Failover: every Deployment evicted from the lost member2 (its task stays: the API-server-only
-    // member1 never reports the replacement healthy) and whole on member1, in that order.
-    assert!(failover_run.burst.is_none());
-    let f = failover_run
+    let s = main
+        .steady
+        .as_ref()
+        .expect("the main run measures the steady rate");
+    let expected = (config.steady_rate * config.steady_seconds) as usize;
+    assert_eq!(s.templates, expected);
+    assert_eq!(s.latency.count, expected * main.members);
+    assert!(s.latency.p50_ms > 0.0 && s.latency.max_ms >= s.latency.p99_ms);
+
+    let floor = report.floor.as_ref().expect("floor measured");
+    assert_eq!(floor.templates, templates);
+    assert_eq!(floor.writes, templates * (2 + 2 * config.members));
+    assert!(floor.seconds > 0.0);
+}
+
+/// A burst at Karmada's default client QPS, and one with a Lua ResourceInterpreterCustomization
+/// for Deployments installed (its health rule, unlike the native one, calls them Healthy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_qps_and_customization_runs_report_what_they_measured() {
+    let config = BenchConfig {
+        karmada_default_qps: true,
+        customization: true,
+        ..nothing()
+    };
+    let report = smoke(
+        &config,
+        &[
+            "Karmada default QPS, 2 members",
+            "QPS 1000, 2 members, Lua customization",
+        ],
+        &["#### Burst"],
+    )
+    .await;
+    for run in &report.runs {
+        assert_burst(&config, run);
+        assert!(run.restart.is_none() && run.steady.is_none(), "{run:?}");
+    }
+    assert!(report.runs[1].customization);
+    assert!(report.floor.is_none());
+}
+
+/// A burst with every member in Pull mode (each served by its own karmada-agent), and one scaled
+/// out to a single member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pull_and_scale_out_runs_report_what_they_measured() {
+    let config = BenchConfig {
+        pull: true,
+        scale_out: vec![1],
+        ..nothing()
+    };
+    let report = smoke(
+        &config,
+        &["QPS 1000, 2 members, Pull (agents)", "QPS 1000, 1 member"],
+        &["Pull mode (each member served by its own karmada-agent"],
+    )
+    .await;
+    for run in &report.runs {
+        assert_burst(&config, run);
+    }
+    assert!(report.runs[0].pull && !report.runs[1].pull);
+}
+
+/// Failover: every Deployment evicted from the lost member2 (its task stays: the API-server-only
+/// member1 never reports the replacement healthy) and whole on member1, in that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failover_run_reports_what_it_measured() {
+    let config = BenchConfig {
+        failover_templates: BenchConfig::smoke().failover_templates,
+        ..nothing()
+    };
+    let report = smoke(
+        &config,
+        &["QPS 1000, 2 members, failover"],
+        &["#### Failover"],
+    )
+    .await;
+    let run = &report.runs[0];
+    assert!(run.burst.is_none() && run.steady.is_none());
+    let f = run
         .failover
         .as_ref()
         .expect("the failover run measures failover");
@@ -171,36 +270,6 @@ async fn every_scenario_runs_and_reports_what_it_measured() {
         f.member_writes >= f.templates as u64 && f.host_writes > 0 && f.cpu_seconds > 0.0,
         "{f:?}"
     );
-
-    // Only the main run measures the steady rate.
-    assert!(report.runs[1..].iter().all(|r| r.steady.is_none()));
-    let s = main
-        .steady
-        .as_ref()
-        .expect("the main run measures the steady rate");
-    let expected = (config.steady_rate * config.steady_seconds) as usize;
-    assert_eq!(s.templates, expected);
-    assert_eq!(s.latency.count, expected * main.members);
-    assert!(s.latency.p50_ms > 0.0 && s.latency.max_ms >= s.latency.p99_ms);
-
-    let floor = report.floor.as_ref().expect("floor measured");
-    assert_eq!(floor.templates, templates);
-    assert_eq!(floor.writes, templates * (2 + 2 * config.members));
-    assert!(floor.seconds > 0.0);
-
-    let md = report.markdown();
-    for heading in [
-        "#### Burst",
-        "#### Restart",
-        "#### Steady rate",
-        "#### Minimal-writes floor",
-        "Pull mode (each member served by its own karmada-agent",
-        "#### Failover",
-    ] {
-        assert!(md.contains(heading), "markdown lacks {heading}:\n{md}");
-    }
-    let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["runs"].as_array().map(Vec::len), Some(6));
 }
 
 /// The scheduling benchmark at smoke size, karmada-rs only (Karmada's scheduler needs `make

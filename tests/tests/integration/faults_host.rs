@@ -6,6 +6,8 @@
 //! with its latest content, no member object was recreated (UIDs unchanged) or lost, no binding
 //! or Work is duplicated, and the time to recover (printed, and recorded in
 //! `docs/reliability.md`).
+// test-runner: one job per test (each scenario starts its own environment; one after the other
+// they took ~430 s as one job)
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
