@@ -5,6 +5,8 @@
 
 // test-runner: one job per test (each starts its own environments; the scenarios together
 // took ~460 s as one job, longer than any other file)
+// Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use karmada_bench::report::{Report, Run};
 use karmada_bench::{BenchConfig, run};

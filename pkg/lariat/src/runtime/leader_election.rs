@@ -17,6 +17,8 @@
 //!   standby may have taken over.
 //! - **Release**: [`Leadership::release`] (after the controllers stopped) clears `holderIdentity` and sets
 //!   `leaseDurationSeconds` to 1, so a standby takes over on its next try instead of waiting out the lease.
+//!   If the Lease moved on meanwhile (a renewal the stop cut short still reached the server), it is
+//!   read again and released only while it is still ours.
 //!
 //! The namespace is never created: like client-go / controller-runtime, a missing namespace is logged on
 //! every try and the elector keeps trying (an installer creates it).
@@ -567,34 +569,60 @@ impl LeaderElector {
     }
 
     /// Gives the lease up if we hold it: empty holder, duration 1 s, so a standby takes it at once.
+    ///
+    /// A renewal that the stop cut short may still have reached the server after we last saw the
+    /// lease: its write moved the resourceVersion on and our release conflicts. Then the lease is
+    /// read again and released if it is still ours (client-go reads before it releases; we skip
+    /// the read when nothing raced, the common case).
     async fn release(&mut self) -> Result<(), ElectionError> {
         // Nothing of ours may be written once a standby can take over.
         self.fence.close();
         if !self.is_leader() {
             return Ok(());
         }
-        let Some(lease) = self.lease.clone() else {
+        let Some(mut lease) = self.lease.clone() else {
             return Ok(());
         };
-        let previous = Record::of(&lease);
-        let now = Timestamp::now();
-        let mut released = lease;
-        released.spec = Some(LeaseSpec {
-            holder_identity: Some(String::new()),
-            lease_duration_seconds: Some(1),
-            acquire_time: Some(MicroTime(now)),
-            renew_time: Some(MicroTime(now)),
-            lease_transitions: Some(previous.transitions),
-            ..LeaseSpec::default()
-        });
         let name = self.config.lease_name.clone();
         let api = self.api.clone();
-        let written = self
-            .call(
-                "releasing",
-                api.replace(&name, &PostParams::default(), &released),
-            )
-            .await?;
+        let mut reread = false;
+        let written = loop {
+            let previous = Record::of(&lease);
+            let now = Timestamp::now();
+            let mut released = lease;
+            released.spec = Some(LeaseSpec {
+                holder_identity: Some(String::new()),
+                lease_duration_seconds: Some(1),
+                acquire_time: Some(MicroTime(now)),
+                renew_time: Some(MicroTime(now)),
+                lease_transitions: Some(previous.transitions),
+                ..LeaseSpec::default()
+            });
+            match self
+                .call(
+                    "releasing",
+                    api.replace(&name, &PostParams::default(), &released),
+                )
+                .await
+            {
+                Ok(written) => break written,
+                Err(ElectionError::Api {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.is_conflict() && !reread => {
+                    reread = true;
+                    let Some(current) = self.call("getting", api.get_opt(&name)).await? else {
+                        return Ok(());
+                    };
+                    if Record::of(&current).holder != self.config.identity {
+                        self.observe(current);
+                        return Ok(());
+                    }
+                    lease = current;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         self.observe(written);
         set_master_status(&name, 0);
         tracing::info!(
