@@ -55,9 +55,9 @@ test-tools: ## Install the pinned helm and kubectl the chart tests use (from the
 	hack/install-helm.sh >/dev/null
 
 .PHONY: test
-test: test-binaries test-tools ## Run every test in the workspace against real API servers (builds what is missing first), three test binaries at a time in a low-weight cpu cgroup (TEST_JOBS=1 for one), beside them the files marked `test-runner: alone` one at a time with the CPU first.
+test: test-binaries test-tools ## Run every test in the workspace against real API servers (builds what is missing first), four test binaries at a time in a low-weight cpu cgroup (TEST_JOBS=1 for one), beside them the files marked `test-runner: alone` one at a time with the CPU first.
 	$(CARGO) build -q -p test-runner
-	$${CARGO_TARGET_DIR:-target}/debug/test-runner --jobs $${TEST_JOBS:-3}
+	$${CARGO_TARGET_DIR:-target}/debug/test-runner --jobs $${TEST_JOBS:-4}
 
 .PHONY: lint
 lint: ## cargo fmt --check and clippy with warnings denied.

@@ -6,9 +6,9 @@
 //! failed targets, not their output; this runner ends with the failures' log tails and the command
 //! that reruns each, and stops a binary that runs past `--timeout` instead of hanging CI. Each binary
 //! runs exactly as under `cargo test` (its package folder as working directory, `CARGO_MANIFEST_DIR`
-//! set, libtest's own arguments). `--jobs N` runs N binaries at once (`make test` runs 3): most of an
+//! set, libtest's own arguments). `--jobs N` runs N binaries at once (`make test` runs 4): most of an
 //! integration test's time is spent waiting for controllers, API servers and leases, not computing,
-//! so three at a time on 2 cores finish sooner (CONTRIBUTING.md, Testing, has the numbers). A test file whose
+//! so four at a time on 2 cores finish sooner (CONTRIBUTING.md, Testing, has the numbers). A test file whose
 //! assertions depend on timing (a lease hand-over within seconds, a burst within 2× another one
 //! measured earlier in the same file) says so with a comment line `// test-runner: alone` (and why) among
 //! its first lines; such files run one at a time on a lane of their own, while the other files run
@@ -106,7 +106,7 @@ fn parse_options() -> Result<Options, String> {
         jobs: std::env::var("TEST_JOBS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(3),
+            .unwrap_or(4),
         timeout: Duration::from_secs(1200),
         libtest_args: Vec::new(),
         lane: Lane::Timed,
