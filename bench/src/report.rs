@@ -11,7 +11,7 @@ use super::floor::FloorResult;
 use super::observer::{ObjectKey, Sightings};
 use super::process::RequestCounts;
 use super::scenarios::{BurstResult, RestartResult, SteadyResult};
-use super::session::{Impl, Qps};
+use super::session::{Impl, MemberLoad, Qps};
 
 /// Nearest-rank percentiles of a set of durations, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -372,6 +372,32 @@ impl Report {
                     r.label,
                     requests_cell(&b.requests, "host"),
                     requests_cell(&b.requests, "members"),
+                );
+            }
+            let _ = writeln!(
+                o,
+                "\nWhat the controllers held open on each member's API server when settled (the \
+                 benchmark's own watches left out), lowest–highest over the members:\n"
+            );
+            let _ = writeln!(
+                o,
+                "| run | watches per member | TCP connections per member |\n|---|---|---|"
+            );
+            for (r, b) in &bursts {
+                let range = |f: fn(&MemberLoad) -> u64| {
+                    let values = b.member_load.values().map(f);
+                    match (values.clone().min(), values.max()) {
+                        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+                        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+                        _ => "–".to_owned(),
+                    }
+                };
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} |",
+                    r.label,
+                    range(|l| l.watches),
+                    range(|l| l.connections as u64)
                 );
             }
             writes_by_resource_table(&mut o, &bursts);

@@ -12,7 +12,7 @@ use super::process::{
     request_delta, total, writes,
 };
 use super::report::{Changes, Percentiles, change_counts};
-use super::session::{ServerCpu, Session};
+use super::session::{MemberLoad, ServerCpu, Session};
 use super::workload::{Created, Kind, Template, create, create_all, create_at_rate, templates};
 
 /// What a burst cost and how long it took.
@@ -57,6 +57,8 @@ pub struct BurstResult {
     pub rss_mib: f64,
     /// In Pull mode, what the agents used.
     pub agents: Option<AgentsUsage>,
+    /// What the controllers held open on each member's API server when settled, by member.
+    pub member_load: BTreeMap<String, MemberLoad>,
 }
 
 /// What the `karmada-agent`s of a Pull-mode session used during a burst, all together.
@@ -96,6 +98,7 @@ pub async fn burst(
     let conv = wait_arrivals(s, &created, t0, timeout, true).await?;
     let settled = wait_settled(s, timeout).await?;
     let settled_seconds = settled.duration_since(t0).as_secs_f64();
+    let member_load = s.member_load().await?;
     let requests = request_delta(&before, &request_counts(&s.metrics()?));
     let host_after = s.host_apiserver_metrics().await?;
     let by_resource = count_delta(&by_resource_before, &host_writes_by_resource(&host_after));
@@ -131,6 +134,7 @@ pub async fn burst(
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
         agents,
+        member_load,
     })
 }
 

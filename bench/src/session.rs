@@ -18,7 +18,7 @@ pub use karmada_e2e::karmada_go::Impl;
 
 use super::karmada_go::KarmadaGo;
 use super::observer::Observer;
-use super::process::{ProcessSample, Sample, parse_metrics};
+use super::process::{ProcessSample, Sample, connections_to, parse_metrics};
 use super::workload::{create_namespace, policy};
 use karmada_e2e::controller_manager::Kcm;
 
@@ -101,6 +101,20 @@ impl ServerCpu {
     }
 }
 
+/// Watches the benchmark's own [`Observer`] keeps open on each member (its Deployments and
+/// ConfigMaps).
+pub const OBSERVER_WATCHES_PER_MEMBER: u64 = 2;
+
+/// What the controllers hold open on one member's API server.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct MemberLoad {
+    /// Watches open on it (`apiserver_longrunning_requests{verb="WATCH"}`), the benchmark's own
+    /// left out.
+    pub watches: u64,
+    /// Established TCP connections to it from the controllers' processes.
+    pub connections: usize,
+}
+
 /// A running environment.
 pub struct Session {
     /// Member names, `member1` first.
@@ -123,6 +137,8 @@ pub struct Session {
     extra_args: Vec<String>,
     /// Watches on host and members.
     pub observer: Observer,
+    /// Each member API server's open watches before anyone connected (its own informers'), by name.
+    member_watch_baseline: BTreeMap<String, u64>,
     env: TestEnv,
 }
 
@@ -194,6 +210,11 @@ impl Session {
             member_clients.push((m.name().to_string(), m.client().await));
         }
         let member_names: Vec<String> = member_clients.iter().map(|(n, _)| n.clone()).collect();
+        // The API servers' own loopback informers watch too: counted before anyone else connects.
+        let mut member_watch_baseline = BTreeMap::new();
+        for (name, client) in &member_clients {
+            member_watch_baseline.insert(name.clone(), open_watches(name, client).await?);
+        }
         let namespaces: Vec<String> = (0..namespaces).map(|i| format!("bench-{i}")).collect();
         let mut kcm = None;
         let mut karmada = None;
@@ -260,6 +281,7 @@ impl Session {
             qps: qps.unwrap_or(Qps::Raised),
             extra_args,
             observer,
+            member_watch_baseline,
             env,
         })
     }
@@ -380,6 +402,46 @@ impl Session {
                 .host()
                 .component_pid("karmada-aggregated-apiserver")),
         }
+    }
+
+    /// The processes that may talk to the members: ours (the controller-manager and, in Pull mode,
+    /// the agents) or Karmada's three.
+    fn controller_pids(&self) -> anyhow::Result<Vec<u32>> {
+        if self.running == Some(Impl::Karmada) {
+            return Ok(self.karmada()?.pids());
+        }
+        let mut pids = vec![self.kcm()?.pid()];
+        pids.extend(self.agents.iter().map(Kcm::pid));
+        Ok(pids)
+    }
+
+    /// Each member API server's load now, by member name: the watches open on it (less those it
+    /// held before anyone connected, and the [`OBSERVER_WATCHES_PER_MEMBER`] of the benchmark's
+    /// own [`Observer`]) and the TCP connections the controllers hold to it.
+    pub async fn member_load(&self) -> anyhow::Result<BTreeMap<String, MemberLoad>> {
+        let pids = self.controller_pids()?;
+        let ports: Vec<u16> = self
+            .env
+            .members()
+            .iter()
+            .map(testenv::ApiServer::port)
+            .collect();
+        let connections = connections_to(&pids, &ports);
+        let mut out = BTreeMap::new();
+        for ((name, client), port) in self.members.iter().zip(&ports) {
+            let baseline = self.member_watch_baseline.get(name).copied().unwrap_or(0);
+            let watches = open_watches(name, client)
+                .await?
+                .saturating_sub(baseline + OBSERVER_WATCHES_PER_MEMBER);
+            out.insert(
+                name.clone(),
+                MemberLoad {
+                    watches,
+                    connections: connections.get(port).copied().unwrap_or(0),
+                },
+            );
+        }
+        Ok(out)
     }
 
     /// The controller-manager's metrics now (Karmada's: of its three processes together).
@@ -509,6 +571,27 @@ async fn start_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> anyhow::Re
     let kcm = spawn_kcm(env, qps, extra_args);
     wait_ready(&kcm, Duration::from_secs(120)).await?;
     Ok(kcm)
+}
+
+/// The watches open on the API server behind `client` now (`apiserver_longrunning_requests`
+/// with `verb="WATCH"`, summed over resources).
+async fn open_watches(name: &str, client: &Client) -> anyhow::Result<u64> {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("build the /metrics request")?;
+    let text = client
+        .request_text(request)
+        .await
+        .with_context(|| format!("scrape {name}'s API server /metrics"))?;
+    let watches: f64 = parse_metrics(&text)
+        .iter()
+        .filter(|s| {
+            s.name == "apiserver_longrunning_requests"
+                && s.labels.get("verb").map(String::as_str) == Some("WATCH")
+        })
+        .map(|s| s.value)
+        .sum();
+    Ok(watches as u64)
 }
 
 /// Waits until namespace `ns` exists in `member` (through `client`); an error after `timeout`.

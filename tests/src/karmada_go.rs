@@ -172,6 +172,11 @@ impl KarmadaGo {
         .collect()
     }
 
+    /// The process ids of the running processes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes().iter().map(|(_, p)| p.pid()).collect()
+    }
+
     /// CPU and memory of the running processes together (peak RSS: the sum of each one's peak).
     pub fn sample(&self) -> anyhow::Result<ProcessSample> {
         let mut sum = ProcessSample::default();

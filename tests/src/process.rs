@@ -47,6 +47,48 @@ impl ProcessSample {
     }
 }
 
+/// Established TCP connections from the processes `pids` to each local port of `ports` (summed
+/// over the processes; 0 for a port none reaches): the sockets among their file descriptors
+/// (`/proc/<pid>/fd`) whose remote end, in `/proc/<pid>/net/tcp` and `tcp6`, is that port. A process
+/// that is gone counts nothing.
+pub fn connections_to(pids: &[u32], ports: &[u16]) -> BTreeMap<u16, usize> {
+    let mut out: BTreeMap<u16, usize> = ports.iter().map(|&p| (p, 0)).collect();
+    for &pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let sockets: std::collections::BTreeSet<String> = fds
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .filter_map(|target| {
+                let t = target.to_str()?;
+                Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+            })
+            .collect();
+        for table in ["tcp", "tcp6"] {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+                continue;
+            };
+            for line in text.lines().skip(1) {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                // sl, local, remote, state ("01": established), …, inode (field 9).
+                let (Some(remote), Some(&"01"), Some(inode)) = (f.get(2), f.get(3), f.get(9))
+                else {
+                    continue;
+                };
+                let port = remote
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+                if let Some(n) = port.and_then(|p| out.get_mut(&p))
+                    && sockets.contains(*inode)
+                {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// One sample line of the Prometheus text format: name, labels, value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
@@ -243,6 +285,23 @@ pub fn total(samples: &[Sample], name: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_this_process_connections_to_a_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (port, unused) = (
+            listener.local_addr().unwrap().port(),
+            other.local_addr().unwrap().port(),
+        );
+        let _a = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _b = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        // The accepted ends' remote port is the client's, not the listener's: not counted.
+        let _accepted = (listener.accept().unwrap(), listener.accept().unwrap());
+        let counted = connections_to(&[std::process::id()], &[port, unused]);
+        assert_eq!(counted, BTreeMap::from([(port, 2), (unused, 0)]));
+        assert_eq!(connections_to(&[u32::MAX], &[port])[&port], 0);
+    }
 
     #[test]
     fn parses_labels_values_and_counts_requests() {

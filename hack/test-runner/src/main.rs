@@ -27,7 +27,8 @@
 //!
 //! Usage: `target/debug/test-runner [--jobs N] [--timeout SECONDS] [-- <libtest args>]`.
 //! Each binary's output goes to `target/test-logs/<name>.log`; the durations of the last run go to
-//! `target/test-durations.tsv` and order the next run, longest first.
+//! `target/test-durations.tsv` and order the next run, longest first (in a fresh checkout, the
+//! committed `hack/test-runner/durations.tsv` does).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -41,6 +42,10 @@ use std::time::{Duration, Instant};
 use cpu_lanes::{CpuLanes, Lane};
 
 mod cpu_lanes;
+
+/// Durations that order the jobs of a checkout that has not run them yet (`target/` empty): a copy of
+/// a warm run's `target/test-durations.tsv`, refreshed when files are added or change length much.
+const SEED_DURATIONS: &str = "hack/test-runner/durations.tsv";
 
 /// One thing to run: a test binary, or the workspace's doc-tests.
 struct Job {
@@ -164,7 +169,13 @@ fn run() -> Result<bool, String> {
     };
 
     let durations_file = target.join("test-durations.tsv");
-    let known = read_durations(&durations_file).unwrap_or_default();
+    // A fresh checkout (CI's) has no durations of its own: the committed ones of a warm run order
+    // it, or the longest jobs may start last and the machine idles for minutes at the end.
+    let mut known = read_durations(&durations_file)
+        .or_else(|| read_durations(&root.join(SEED_DURATIONS)))
+        .unwrap_or_default();
+    // Only jobs that still exist (a file split into one job per test leaves its old label behind).
+    known.retain(|label, _| label == &doc.label || jobs.iter().any(|j| &j.label == label));
     // Longest first; never-measured jobs count as long, so a new slow file does not start last.
     jobs.sort_by(|a, b| {
         let d = |j: &Job| known.get(&j.label).copied().unwrap_or(f64::MAX);

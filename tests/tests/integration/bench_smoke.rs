@@ -46,7 +46,8 @@ async fn smoke(config: &BenchConfig, labels: &[&str], headings: &[&str]) -> Repo
 /// A burst run measured what it was asked: one arrival per template and member, every member
 /// object written by the controller-manager (in Pull mode by the agents, the controller-manager
 /// never contacting a member), every template's binding and Event on the host, and the process
-/// numbers; the Deployments reported Healthy only where the Lua customization's health rule ran
+/// numbers, the watches and connections the controllers hold on each member; the Deployments
+/// reported Healthy only where the Lua customization's health rule ran
 /// (the API-server-only members never roll them out).
 fn assert_burst(config: &BenchConfig, run: &Run) {
     let b = run.burst.as_ref().expect("a burst run has a burst");
@@ -122,6 +123,15 @@ fn assert_burst(config: &BenchConfig, run: &Run) {
         run.label
     );
     assert!(run.failover.is_none(), "{}", run.label);
+    // The controllers (in Pull mode the agents) watch and hold a connection to every member.
+    assert_eq!(b.member_load.len(), run.members, "{}", run.label);
+    for (member, load) in &b.member_load {
+        assert!(
+            load.watches > 0 && load.connections > 0,
+            "{}: {member}: {load:?}",
+            run.label
+        );
+    }
 }
 
 /// The main run (burst, restart, steady rate) and the minimal-writes floor.
