@@ -109,7 +109,9 @@ pub struct Machine {
     pub memory_gib: f64,
     /// The commit measured (`git rev-parse --short HEAD`), when known.
     pub commit: String,
-    /// Whether the controller-manager was an optimised build.
+    /// Whether the controller-manager was an optimised build: one the harness built has the
+    /// harness's profile; one `KARMADA_CONTROLLER_MANAGER_BIN` names counts as optimised when it
+    /// lies in a `release` folder (cargo's).
     pub release_build: bool,
 }
 
@@ -139,7 +141,14 @@ impl Machine {
                 .unwrap_or_default(),
             memory_gib: mem_kib / 1024.0 / 1024.0,
             commit,
-            release_build: !cfg!(debug_assertions),
+            release_build: std::env::var_os("KARMADA_CONTROLLER_MANAGER_BIN").map_or(
+                !cfg!(debug_assertions),
+                |bin| {
+                    std::path::Path::new(&bin)
+                        .components()
+                        .any(|c| c.as_os_str() == "release")
+                },
+            ),
         }
     }
 }
