@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use lariat::runtime::leader_election::{LeaderElectionConfig, LeaderElector, Leadership};
@@ -54,41 +54,37 @@ async fn move_on(leases: &Api<Lease>, spec: serde_json::Value) {
         .unwrap();
 }
 
-#[tokio::test]
-async fn a_lease_that_moved_on_is_released_if_still_ours() {
+/// Leads a Lease in a fresh namespace `ns` as `candidate-a`, lets `spec` move it on behind the
+/// elector's back, releases, and returns the Lease's spec afterwards.
+async fn release_after(ns: &str, spec: serde_json::Value) -> LeaseSpec {
     let client = env().host().client().await;
-    let ns = "le-release-ours";
     namespace(&client, ns).await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
     let leadership = lead(&client, ns, "candidate-a").await;
+    move_on(&leases, spec).await;
+    leadership.release().await.expect("release");
+    leases.get("lease").await.unwrap().spec.unwrap()
+}
+
+#[tokio::test]
+async fn a_lease_that_moved_on_is_released_if_still_ours() {
     // What a renewal that reached the server after the elector stopped watching would write.
-    move_on(
-        &leases,
+    let spec = release_after(
+        "le-release-ours",
         json!({ "renewTime": "2026-01-01T00:00:00.000000Z" }),
     )
     .await;
-
-    leadership.release().await.expect("release");
-    let spec = leases.get("lease").await.unwrap().spec.unwrap();
     assert_eq!(spec.holder_identity.as_deref(), Some(""), "{spec:?}");
     assert_eq!(spec.lease_duration_seconds, Some(1), "{spec:?}");
 }
 
 #[tokio::test]
 async fn a_lease_another_candidate_took_is_left_alone() {
-    let client = env().host().client().await;
-    let ns = "le-release-theirs";
-    namespace(&client, ns).await;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
-    let leadership = lead(&client, ns, "candidate-a").await;
-    move_on(
-        &leases,
+    let spec = release_after(
+        "le-release-theirs",
         json!({ "holderIdentity": "candidate-b", "leaseDurationSeconds": 600 }),
     )
     .await;
-
-    leadership.release().await.expect("release");
-    let spec = leases.get("lease").await.unwrap().spec.unwrap();
     assert_eq!(
         (spec.holder_identity.as_deref(), spec.lease_duration_seconds),
         (Some("candidate-b"), Some(600)),
