@@ -471,15 +471,7 @@ impl Session {
 
     /// The host API server's metrics now.
     pub async fn host_apiserver_metrics(&self) -> anyhow::Result<Vec<Sample>> {
-        let request = http::Request::get("/metrics")
-            .body(Vec::new())
-            .context("build the /metrics request")?;
-        let text = self
-            .host
-            .request_text(request)
-            .await
-            .context("scrape the host API server's /metrics")?;
-        Ok(parse_metrics(&text))
+        apiserver_metrics("the host", &self.host).await
     }
 
     /// Stops the controller-manager with SIGTERM (it must exit within 30 s) and starts a new one with
@@ -573,17 +565,23 @@ async fn start_kcm(env: &TestEnv, qps: Qps, extra_args: &[String]) -> anyhow::Re
     Ok(kcm)
 }
 
-/// The watches open on the API server behind `client` now (`apiserver_longrunning_requests`
-/// with `verb="WATCH"`, summed over resources).
-async fn open_watches(name: &str, client: &Client) -> anyhow::Result<u64> {
+/// The metrics of the API server behind `client` (`name` says whose, in errors) now.
+async fn apiserver_metrics(name: &str, client: &Client) -> anyhow::Result<Vec<Sample>> {
     let request = http::Request::get("/metrics")
         .body(Vec::new())
         .context("build the /metrics request")?;
     let text = client
         .request_text(request)
         .await
-        .with_context(|| format!("scrape {name}'s API server /metrics"))?;
-    let watches: f64 = parse_metrics(&text)
+        .with_context(|| format!("scrape {name} API server's /metrics"))?;
+    Ok(parse_metrics(&text))
+}
+
+/// The watches open on the API server behind `client` now (`apiserver_longrunning_requests`
+/// with `verb="WATCH"`, summed over resources).
+async fn open_watches(name: &str, client: &Client) -> anyhow::Result<u64> {
+    let watches: f64 = apiserver_metrics(name, client)
+        .await?
         .iter()
         .filter(|s| {
             s.name == "apiserver_longrunning_requests"
