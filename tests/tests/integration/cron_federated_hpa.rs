@@ -319,10 +319,19 @@ async fn a_rule_fires_at_its_minute_and_bad_rules_are_refused_or_reported() {
         (bounds[0] - 0.001).abs() < 1e-12 && (bounds[11] - 2.048).abs() < 1e-9,
         "{bounds:?}"
     );
-    assert!(
-        histogram_count("cronfederatedhpa_rule_process_duration_seconds", &success) >= 1,
-        "the rule's run was not observed"
-    );
+    // The run is observed after its history entry is written: wait for it rather than race it.
+    eventually(
+        "the rule's run in cronfederatedhpa_rule_process_duration_seconds",
+        || async {
+            let runs = histogram_count("cronfederatedhpa_rule_process_duration_seconds", &success);
+            if runs >= 1 {
+                Ok(())
+            } else {
+                Err(format!("{runs} runs observed"))
+            }
+        },
+    )
+    .await;
     controllers.stop().await;
 }
 
