@@ -86,6 +86,10 @@ struct Args {
     /// Whose controllers to measure.
     #[arg(long = "impl", value_enum, default_value = "both")]
     implementation: Which,
+    /// Write a heap profile of our controller-manager after each Push burst into this folder
+    /// (`go tool pprof -top <file>` reads it).
+    #[arg(long)]
+    heap_profiles: Option<PathBuf>,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
     out: PathBuf,
@@ -156,6 +160,7 @@ fn main() -> anyhow::Result<()> {
     }
     config.cold_start_restart = args.cold_start_restart;
     config.only_cold_start = args.only_cold_start;
+    config.heap_profiles = args.heap_profiles;
     if (config.only_cold_start || config.cold_start_restart) && config.cold_start == 0 {
         anyhow::bail!("--only-cold-start and --cold-start-restart need --cold-start N (N > 0)");
     }

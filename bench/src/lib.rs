@@ -24,9 +24,10 @@ pub mod scheduling;
 pub mod session;
 pub mod workload;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde::Serialize;
 
 use report::{Machine, Report, Run};
@@ -107,6 +108,9 @@ pub struct BenchConfig {
     pub cold_start_restart: bool,
     /// Run the cold start alone: none of the burst runs, no floor.
     pub only_cold_start: bool,
+    /// Where to write a heap profile of our controller-manager after each Push burst (it runs with
+    /// `--enable-pprof`; `go tool pprof` reads the files); `None`: no profiling.
+    pub heap_profiles: Option<PathBuf>,
 }
 
 impl BenchConfig {
@@ -137,6 +141,7 @@ impl BenchConfig {
             cold_start: 0,
             cold_start_restart: false,
             only_cold_start: false,
+            heap_profiles: None,
         }
     }
 
@@ -166,6 +171,7 @@ impl BenchConfig {
             cold_start: 0,
             cold_start_restart: false,
             only_cold_start: false,
+            heap_profiles: None,
         }
     }
 
@@ -275,13 +281,26 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             mode: if p.pull { Mode::Pull } else { Mode::Push },
             aggregated_apiserver: p.aggregated,
         };
-        let extra_args = if p.failover { failover::KCM_ARGS } else { &[] };
+        let mut extra_args: Vec<String> = if p.failover { failover::KCM_ARGS } else { &[] }
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let profiling_port = config
+            .heap_profiles
+            .as_ref()
+            .filter(|_| imp == Impl::Rust && !p.pull && !p.failover)
+            .map(|_| karmada_e2e::controller_manager::free_port());
+        if let Some(port) = profiling_port {
+            extra_args.push("--enable-pprof".to_owned());
+            extra_args.push(format!("--profiling-bind-address=127.0.0.1:{port}"));
+        }
+        let extra_args: Vec<&str> = extra_args.iter().map(String::as_str).collect();
         let mut s = Session::start_laid_out(
             imp,
             members,
             config.namespaces,
             Some(qps),
-            extra_args,
+            &extra_args,
             layout,
         )
         .await?;
@@ -302,6 +321,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
                 aggregated: false,
                 healthy_deployment_bindings: 0,
                 burst: None,
+                heap_profile: None,
                 restart: None,
                 steady: None,
                 failover: Some(result),
@@ -332,6 +352,15 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             timeout,
         )
         .await?;
+        let heap_profile = match (&config.heap_profiles, profiling_port) {
+            (Some(dir), Some(port)) => {
+                let path = dir.join(format!("{}.pb.gz", file_name(&label)));
+                write_heap_profile(port, &path).await?;
+                progress(&format!("{label}: heap profile in {}", path.display()));
+                Some(path)
+            }
+            _ => None,
+        };
         let healthy_deployment_bindings =
             workload::healthy_deployment_bindings(&s.host, &s.namespaces).await?;
         let restart = if p.restart {
@@ -368,6 +397,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             aggregated: p.aggregated,
             healthy_deployment_bindings,
             burst: Some(burst),
+            heap_profile,
             restart,
             steady,
             failover: None,
@@ -405,6 +435,43 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         floor,
         wall_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `label` as a file name: lowercase ASCII letters and digits, other runs of characters as one `-`.
+fn file_name(label: &str) -> String {
+    let mut name = String::new();
+    for c in label.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c.to_ascii_lowercase());
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    name.trim_end_matches('-').to_owned()
+}
+
+/// Fetches the live heap profile the controller-manager serves on `port` (gzipped pprof) into
+/// `path`.
+async fn write_heap_profile(port: u16, path: &Path) -> anyhow::Result<()> {
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        karmada_e2e::controller_manager::http_get_bytes(
+            port,
+            "/debug/pprof/heap",
+            Duration::from_secs(120),
+        )
+    })
+    .await?
+    .with_context(|| format!("no heap profile from 127.0.0.1:{port} within 120 s"))?;
+    if status != 200 {
+        bail!(
+            "heap profile from 127.0.0.1:{port}: HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
 }
 
 /// The cold start of `config.cold_start` workloads for `imp` on a fresh environment, and with

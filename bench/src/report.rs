@@ -176,6 +176,9 @@ pub struct Run {
     pub healthy_deployment_bindings: usize,
     /// The burst.
     pub burst: Option<BurstResult>,
+    /// Our controller-manager's heap profile right after the burst, when asked for
+    /// ([`super::BenchConfig::heap_profiles`]).
+    pub heap_profile: Option<std::path::PathBuf>,
     /// The restart after the burst.
     pub restart: Option<RestartResult>,
     /// The steady rate after that.

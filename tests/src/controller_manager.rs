@@ -538,8 +538,27 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 
 /// [`http_get`] at any address (a pod's address in [`crate::pod_run`]).
 pub fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    let (status, body) = http_get_raw(addr, path, Duration::from_secs(5))?;
+    Some((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// A GET on loopback whose body may be binary and slow to come (a profile): status and body, or
+/// `None` when there is no answer within `timeout`.
+pub fn http_get_bytes(port: u16, path: &str, timeout: Duration) -> Option<(u16, Vec<u8>)> {
+    http_get_raw(
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        path,
+        timeout,
+    )
+}
+
+fn http_get_raw(
+    addr: std::net::SocketAddr,
+    path: &str,
+    timeout: Duration,
+) -> Option<(u16, Vec<u8>)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
@@ -547,31 +566,31 @@ pub fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Option<(u16, Strin
     .ok()?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n")?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
     let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    let body = if chunked {
+    let body = &raw[split + 4..];
+    let body = if head.contains("transfer-encoding: chunked") {
         dechunk(body)
     } else {
-        body.to_string()
+        body.to_vec()
     };
     Some((status, body))
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
+fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = s.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&s[..line_end]);
         let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
             break;
         };
+        let rest = &s[line_end + 2..];
         if n == 0 || rest.len() < n {
             break;
         }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
+        out.extend_from_slice(&rest[..n]);
+        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
     }
     out
 }

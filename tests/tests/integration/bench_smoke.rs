@@ -137,9 +137,11 @@ fn assert_burst(config: &BenchConfig, run: &Run) {
 /// The main run (burst, restart, steady rate) and the minimal-writes floor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_run_and_the_floor_report_what_they_measured() {
+    let profiles = tempfile::tempdir().unwrap();
     let config = BenchConfig {
         main_run: true,
         floor: true,
+        heap_profiles: Some(profiles.path().to_path_buf()),
         ..nothing()
     };
     let report = smoke(
@@ -155,6 +157,22 @@ async fn the_main_run_and_the_floor_report_what_they_measured() {
     .await;
     let main = &report.runs[0];
     assert_burst(&config, main);
+    let profile = main
+        .heap_profile
+        .as_ref()
+        .expect("a heap profile after the burst");
+    assert!(
+        profile.starts_with(profiles.path()),
+        "{}",
+        profile.display()
+    );
+    let bytes = std::fs::read(profile).unwrap();
+    assert!(
+        bytes.len() > 100 && bytes.starts_with(&[0x1f, 0x8b]),
+        "{}: not a gzipped profile ({} bytes)",
+        profile.display(),
+        bytes.len()
+    );
     let templates = config.deployments + config.configmaps;
     let restart = main.restart.as_ref().expect("the main run restarts");
     assert_eq!(restart.templates, templates);

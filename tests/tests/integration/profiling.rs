@@ -7,8 +7,6 @@
     reason = "a test harness file: its helpers panic on a broken fixture"
 )]
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -47,33 +45,8 @@ fn pprof_top(source: &str, tmp: &Path) -> String {
 
 /// A GET whose body may be binary and slow to come (a profile): status and body.
 fn get_bytes(port: u16, path: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the profiling server");
-    s.set_read_timeout(Some(Duration::from_secs(120)))
-        .expect("set a read timeout");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send the request");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read the response");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("an HTTP response head");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    assert!(
-        !head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked"),
-        "{head}"
-    );
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    (status, raw[split + 4..].to_vec())
+    http_get_bytes(port, path, Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("no answer to GET {path} on port {port}"))
 }
 
 /// The first lines of a `-top` listing, for the log.
