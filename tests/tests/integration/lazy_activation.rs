@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use karmada_apis::well_known::PROPAGATION_POLICY_PERMANENT_ID_LABEL;
 use karmada_apis::{PropagationPolicy, ResourceBinding};
 use karmada_e2e::in_process::{self, Controllers, Harness, create_namespace, serial};
 use karmada_e2e::quiet::{Watched, assert_holds_for};
@@ -72,10 +73,18 @@ async fn create_lazy_policy(client: &Client, ns: &str, cluster: &str) {
             "placement": {"clusterAffinity": {"clusterNames": [cluster]}}}
     }))
     .unwrap();
-    Api::<PropagationPolicy>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &p)
-        .await
-        .unwrap();
+    let pps = Api::<PropagationPolicy>::namespaced(client.clone(), ns);
+    pps.create(&PostParams::default(), &p).await.unwrap();
+    // The detector labels a policy it has seen with its permanent id. A template it reconciles
+    // before that is claimed by no policy and, once the policy comes, counts as older than it (the
+    // Lazy policy leaves its binding alone): Karmada's detector does the same, so wait for it.
+    eventually("the detector to see PropagationPolicy lazy", || async {
+        let p = pps.get("lazy").await.unwrap();
+        p.labels()
+            .contains_key(PROPAGATION_POLICY_PERMANENT_ID_LABEL)
+            .then_some(())
+    })
+    .await;
 }
 
 async fn patch<K>(api: &Api<K>, name: &str, patch: Value)
