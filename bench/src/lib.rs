@@ -356,6 +356,19 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             (Some(dir), Some(port)) => {
                 let path = dir.join(format!("{}.pb.gz", file_name(&label)));
                 write_heap_profile(port, &path).await?;
+                // What the caches hold beside it (`lariat_cached_objects` by cluster and kind).
+                let counts = path.with_extension("").with_extension("cached-objects.txt");
+                let metrics = s
+                    .kcm
+                    .as_ref()
+                    .and_then(karmada_e2e::controller_manager::Kcm::metrics)
+                    .unwrap_or_default();
+                let cached: Vec<&str> = metrics
+                    .lines()
+                    .filter(|l| l.starts_with("lariat_cached_objects{"))
+                    .collect();
+                std::fs::write(&counts, cached.join("\n"))
+                    .with_context(|| format!("write {}", counts.display()))?;
                 progress(&format!("{label}: heap profile in {}", path.display()));
                 Some(path)
             }
