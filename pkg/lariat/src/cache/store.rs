@@ -7,8 +7,14 @@
 //! node per JSON object, about ten times the size of the same object as JSON text; a cache of
 //! thousands of them is most of a controller's memory. Packed stores trade a decode per read (tens
 //! of microseconds for a typical object) for that memory.
+//!
+//! The packed text is LZ4-compressed against a dictionary: the first object the store packed. Objects
+//! of one kind repeat each other's keys, labels and defaults, so most of an object compresses to
+//! references into a sibling (a Work of a Deployment: about a fifth of its text). LZ4 because a
+//! decode is on every read: it decompresses at memory speed, a small fraction of the JSON decode
+//! after it. The dictionary never changes once set, so every slot decodes against the same bytes.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ahash::{AHashMap, AHashSet};
 use kube::Resource;
@@ -142,7 +148,12 @@ struct Inner<K> {
     sync: watch::Sender<SyncState>,
     gauge: Option<IntGauge>,
     packing: Option<Packing<K>>,
+    /// What packed objects are compressed against (see the module docs); set by the first pack.
+    dictionary: OnceLock<Box<[u8]>>,
 }
+
+/// LZ4 looks back at most 64 KiB: a longer dictionary's head would never be referenced.
+const MAX_DICTIONARY: usize = 64 * 1024;
 
 struct State<K> {
     objects: AHashMap<ObjectKey, Slot<K>>,
@@ -227,6 +238,7 @@ impl<K: Resource> Store<K> {
                 sync,
                 gauge,
                 packing,
+                dictionary: OnceLock::new(),
             }),
         }
     }
@@ -248,13 +260,36 @@ impl<K: Resource> Store<K> {
     /// Decodes packed bytes (see [`load`](Self::load)).
     fn decode(&self, key: &ObjectKey, bytes: &[u8]) -> Option<Arc<K>> {
         let p = self.inner.packing.as_ref()?;
-        match (p.unpack)(bytes) {
+        let unpacked = self
+            .inner
+            .dictionary
+            .get()
+            .ok_or_else(|| "no dictionary".to_owned())
+            .and_then(|dict| {
+                lz4_flex::block::decompress_size_prepended_with_dict(bytes, dict)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|text| (p.unpack)(&text));
+        match unpacked {
             Ok(o) => Some(Arc::new(o)),
             Err(error) => {
                 tracing::error!(object = %key, %error, "cached object does not decode; treating it as absent");
                 None
             }
         }
+    }
+
+    /// Compresses packed text against the store's dictionary (this text when it is the first).
+    fn compress(&self, text: &[u8]) -> Arc<[u8]> {
+        let dictionary = self
+            .inner
+            .dictionary
+            .get_or_init(|| text[text.len().saturating_sub(MAX_DICTIONARY)..].into());
+        // Copied into an allocation of its exact length: the encoder's buffer is sized for the
+        // worst case.
+        Arc::from(lz4_flex::block::compress_prepend_size_with_dict(
+            text, dictionary,
+        ))
     }
 
     /// Decodes what readers took out under the lock, after it was released.
@@ -407,7 +442,7 @@ impl<K: Resource> Store<K> {
             .inner
             .packing
             .and_then(|p| (p.pack)(&obj))
-            .map(Arc::from);
+            .map(|text| self.compress(&text));
         let resource_version = obj.meta().resource_version.clone();
         let mut st = self.inner.state.write();
         if let Some(relist) = st.relist.as_mut() {
@@ -635,6 +670,45 @@ mod tests {
         assert!(s.delete(&ObjectKey::new(Some("b"), "y")));
         assert!(s.list_by_label("app", "db").is_empty());
         assert!(s.index_values(NAMESPACE_INDEX).is_empty());
+    }
+
+    #[test]
+    fn packed_siblings_compress_against_the_first_and_read_back_whole() {
+        let s = packed();
+        let sibling = |i: usize| {
+            let mut c = cm("ns", &format!("config-{i}"), &i.to_string(), Some("web"));
+            c.data = Some(
+                (0..20)
+                    .map(|k| {
+                        (
+                            format!("setting-{k}"),
+                            format!("a shared default value {k}"),
+                        )
+                    })
+                    .chain([("own".to_owned(), format!("value of {i}"))])
+                    .collect(),
+            );
+            c
+        };
+        for i in 0..50 {
+            s.apply(sibling(i));
+        }
+        for i in 0..50 {
+            let key = ObjectKey::new(Some("ns"), &format!("config-{i}"));
+            assert_eq!(*s.get(&key).unwrap(), sibling(i));
+        }
+        let text = serde_json::to_vec(&sibling(49)).unwrap().len();
+        let state = s.inner.state.read();
+        let Some(Slot::Packed { bytes, .. }) =
+            state.objects.get(&ObjectKey::new(Some("ns"), "config-49"))
+        else {
+            panic!("not packed");
+        };
+        assert!(
+            bytes.len() * 5 < text,
+            "{} bytes packed for {text} bytes of text",
+            bytes.len()
+        );
     }
 
     #[test]
