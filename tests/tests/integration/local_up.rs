@@ -3,6 +3,9 @@
 //! ready, the demo runs its real commands and exits 0 only when everything propagated (and 1 when
 //! something did not: checked with the controller-manager stopped), and afterwards no process of the
 //! environment is left.
+// test-runner: alone. The controller-manager local-up starts leads with Karmada's lease timings (a
+// 10 s renew deadline): beside the timed lane, at a ninth of a contended machine, its host API
+// server once answered nothing for longer than that and the controller-manager exited, as it must.
 // Test helpers outside #[test] functions may unwrap too (clippy.toml covers only the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
