@@ -10,7 +10,8 @@
 //!
 //! The packed text is LZ4-compressed against a dictionary: the first object the store packed. Objects
 //! of one kind repeat each other's keys, labels and defaults, so most of an object compresses to
-//! references into a sibling (a Work of a Deployment: about a fifth of its text). LZ4 because a
+//! references into a sibling (the propagation benchmark's Works and member objects at 1,000
+//! templates × 10 members: 55.7 MB of text, 16 MB compressed). LZ4 because a
 //! decode is on every read: it decompresses at memory speed, a small fraction of the JSON decode
 //! after it. The dictionary never changes once set, so every slot decodes against the same bytes.
 
