@@ -109,7 +109,8 @@ pub struct BenchConfig {
     /// Run the cold start alone: none of the burst runs, no floor.
     pub only_cold_start: bool,
     /// Where to write a heap profile of our controller-manager after each Push burst (it runs with
-    /// `--enable-pprof`; `go tool pprof` reads the files); `None`: no profiling.
+    /// `--enable-pprof`; `go tool pprof` reads the files), with its `lariat_cached_objects` series
+    /// beside each; `None`: no profiling.
     pub heap_profiles: Option<PathBuf>,
 }
 
@@ -354,10 +355,11 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         .await?;
         let heap_profile = match (&config.heap_profiles, profiling_port) {
             (Some(dir), Some(port)) => {
-                let path = dir.join(format!("{}.pb.gz", file_name(&label)));
+                let name = file_name(&label);
+                let path = dir.join(format!("{name}.pb.gz"));
                 write_heap_profile(port, &path).await?;
                 // What the caches hold beside it (`lariat_cached_objects` by cluster and kind).
-                let counts = path.with_extension("").with_extension("cached-objects.txt");
+                let counts = dir.join(format!("{name}.cached-objects.txt"));
                 let metrics = s
                     .kcm
                     .as_ref()

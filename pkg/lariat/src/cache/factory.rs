@@ -34,12 +34,12 @@ pub struct CacheOptions {
     pub strip_last_applied: bool,
     /// List page size (default 500; `None` lists everything at once).
     pub page_size: Option<u32>,
-    /// Keep unstructured objects (`DynamicObject` caches) packed as JSON text, decoded on each
-    /// read (default true): about a tenth of the memory, for a decode per read. See
+    /// Keep unstructured objects (`DynamicObject` caches) packed as compressed JSON text, decoded
+    /// on each read (default true): a small fraction of the memory, for a decode per read. See
     /// [`Packing`](super::store::Packing).
     pub pack_dynamic_objects: bool,
     /// Typed kinds (`"Kind.group"`, see [`CacheOptions::pack`]) whose stores are kept packed
-    /// as JSON text too: worth it for a kind held by the thousand whose objects are read one at a
+    /// too: worth it for a kind held by the thousand whose objects are read one at a
     /// time or through indexes, not listed whole on every pass.
     pub packed_kinds: BTreeSet<String>,
 }

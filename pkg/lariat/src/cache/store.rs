@@ -53,7 +53,8 @@ pub fn label_index_name(label: &str) -> String {
     format!("label:{label}")
 }
 
-/// How a packed store turns objects into bytes and back (see the module docs).
+/// How a packed store turns objects into bytes and back; the store compresses what `pack` makes
+/// (see the module docs).
 pub struct Packing<K> {
     /// Encodes an object; `None` keeps it unpacked (e.g. it cannot be encoded).
     pub pack: fn(&K) -> Option<Box<[u8]>>,
