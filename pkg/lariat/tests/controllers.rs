@@ -767,6 +767,46 @@ async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the
     c.stop(Duration::from_secs(10)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranked_queue_hears_of_every_object_its_cache_listed_before_it_subscribed() {
+    let ns = "it-ranked-early";
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
+    cms.create(&PostParams::default(), &cm(ns, "high", "100"))
+        .await
+        .unwrap();
+    // Ranked by the number in the data: "high" first.
+    assert!(ctrl.set_ranker(|o: &ConfigMap| {
+        o.data
+            .as_ref()
+            .and_then(|d| d.get("v"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }));
+    assert!(
+        !ctrl.cache().is_started(),
+        "setting a ranker started the watch before any queue subscribed to it"
+    );
+    // Another user of the cache starts the watch before the queue subscribes (the way a
+    // controller reading the store does): what it lists before the handler comes is replayed.
+    let store = ctrl.cache().store();
+    let (order, gate) = record_order(&ctrl, "ranked");
+    gate.notify_one();
+    eventually("every key handled", Duration::from_secs(30), || {
+        let order = order.clone();
+        async move { order.lock().len() >= 21 }
+    })
+    .await;
+    assert!(store.has_synced());
+    let order = order.lock().clone();
+    let names: HashSet<&str> = order.iter().map(String::as_str).collect();
+    assert_eq!(
+        names.len(),
+        21,
+        "an object never reached the handler: {order:?}"
+    );
+    c.stop(Duration::from_secs(10)).await;
+}
+
 /// 20 ConfigMaps `old00`…`old19` in `ns`, then (a second later, so they are older than its cache)
 /// a started cluster named `ns` with one worker per controller and its ConfigMap controller for `ns`.
 async fn old_configmaps_then_one_worker(

@@ -172,7 +172,9 @@ impl<K: CacheObject> SharedController<K> {
     /// start once the first list is in it. One ranker per kind: returns
     /// false, changing nothing, if one was set before.
     pub fn set_ranker(&self, rank: impl Fn(&K) -> i32 + Send + Sync + 'static) -> bool {
-        let store = self.inner.cache.store();
+        // The store without starting the watch: a watch started before the queue subscribes
+        // lists objects no queue hears of.
+        let store = self.inner.cache.peek_store().clone();
         self.inner.queue.set_ranker(Arc::new(move |k: &ObjectKey| {
             store.get(k).map_or(0, |o| rank(&o))
         }))
@@ -235,13 +237,10 @@ impl<K: CacheObject> SharedController<K> {
             handler = name,
             "handler registered"
         );
-        self.ensure_initialized();
-        if self.inner.cache.has_synced() {
+        if !self.ensure_initialized() && self.inner.cache.has_synced() {
             // A replay for the new handler: live changes of other keys, and objects created since
             // the cache was made, go first.
-            for (k, priority) in self.inner.cache.replay_keys() {
-                self.inner.queue.add_with_priority(k, priority);
-            }
+            self.replay();
         }
         let this = self.clone();
         let stop = self.inner.token.clone();
@@ -289,12 +288,23 @@ impl<K: CacheObject> SharedController<K> {
         self.inner.queue.add_with_priority(key, priority);
     }
 
+    /// Queues every key the store holds, each at its replay priority, all at once: a worker
+    /// already running takes the highest-ranked of them, not the first in the store's order.
+    fn replay(&self) {
+        self.inner
+            .queue
+            .add_all_with_priority(self.inner.cache.replay_keys());
+    }
+
     /// Subscribes the queue to the cache and starts the watch (once). Starts workers if the
-    /// factory was already started.
-    fn ensure_initialized(&self) {
+    /// factory was already started. True when this call subscribed to a cache someone else had
+    /// started, and so replayed what it held: objects stored before the subscription were
+    /// announced to no queue.
+    fn ensure_initialized(&self) -> bool {
         if self.inner.initialized.swap(true, Ordering::AcqRel) {
-            return;
+            return false;
         }
+        let started_before = self.inner.cache.is_started();
         let queue = self.inner.queue.clone();
         self.inner
             .cache
@@ -307,9 +317,13 @@ impl<K: CacheObject> SharedController<K> {
                 queue.add_with_priority(k.clone(), priority);
             }));
         self.inner.cache.start();
+        if started_before {
+            self.replay();
+        }
         if self.inner.start_requested.load(Ordering::Acquire) {
             self.spawn_workers();
         }
+        started_before
     }
 
     /// Starts the workers now if the controller is in use, or as soon as it is.

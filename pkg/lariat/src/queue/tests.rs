@@ -418,3 +418,20 @@ async fn delayed_and_requeued_keys_keep_their_rank() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(drain(&q), ["late", "first", "plain"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_worker_takes_the_best_of_keys_added_at_once() {
+    let (q, ranks) = ranked_queue();
+    ranks.lock().insert("top".into(), 9);
+    let worker = tokio::spawn({
+        let q = q.clone();
+        async move { q.get().await }
+    });
+    // The worker is parked in `get` before the keys come.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let keys = (0..2000).map(|i| (format!("k{i:04}"), Priority::Low));
+    q.add_all_with_priority(keys.chain([("top".to_owned(), Priority::Low)]));
+    // One key at a time, the parked worker would wake at the first and take it.
+    assert_eq!(worker.await.unwrap().as_deref(), Some("top"));
+    assert_eq!(q.len(), 2000);
+}

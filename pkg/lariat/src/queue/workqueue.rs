@@ -353,6 +353,37 @@ impl<T: QueueItem> WorkQueue<T> {
         }
     }
 
+    /// [`add_with_priority`](Self::add_with_priority) for many keys at once: no worker takes one
+    /// of them before all are queued, so the first handed out is the best of them all (a replay
+    /// onto a ranked queue whose workers already run).
+    pub fn add_all_with_priority(&self, items: impl IntoIterator<Item = (T, Priority)>) {
+        // Ranked before the lock is taken, as one key at a time would be.
+        let ranked: Vec<(T, Priority, i32)> = items
+            .into_iter()
+            .map(|(item, priority)| {
+                let rank = self.rank(&item);
+                (item, priority, rank)
+            })
+            .collect();
+        let woken = {
+            let mut st = self.inner.state.lock();
+            if st.shutting_down {
+                return;
+            }
+            let now = Instant::now();
+            let mut woken = 0;
+            for (item, priority, rank) in ranked {
+                if st.add(item, priority, rank, now, &self.inner.metrics) {
+                    woken += 1;
+                }
+            }
+            woken
+        };
+        for _ in 0..woken {
+            self.inner.available.notify_one();
+        }
+    }
+
     /// Adds `item` once `delay` has passed; an earlier pending time for the same key wins.
     pub fn add_after(&self, item: T, delay: Duration) {
         if delay.is_zero() {
