@@ -105,6 +105,9 @@ impl ServerCpu {
 /// ConfigMaps).
 pub const OBSERVER_WATCHES_PER_MEMBER: u64 = 2;
 
+/// How many times [`Session::metrics`] asks our controller-manager before the run fails.
+const SCRAPE_ATTEMPTS: u32 = 3;
+
 /// What the controllers hold open on one member's API server.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct MemberLoad {
@@ -449,10 +452,18 @@ impl Session {
         if self.running == Some(Impl::Karmada) {
             return self.karmada()?.metrics();
         }
-        let text = self
-            .kcm()?
-            .metrics()
-            .context("scrape the controller-manager's /metrics")?;
+        let kcm = self.kcm()?;
+        // Right after a burst a debug build on a loaded machine may take longer than one
+        // scrape's read timeout (5 s) to answer: it is asked again (a dead process fails each try at once).
+        let text = (0..SCRAPE_ATTEMPTS)
+            .find_map(|_| kcm.metrics())
+            .with_context(|| {
+                format!(
+                    "scrape the controller-manager's /metrics ({SCRAPE_ATTEMPTS} tries); its log \
+                     ends:\n{}",
+                    kcm.log_tail(20)
+                )
+            })?;
         Ok(parse_metrics(&text))
     }
 
