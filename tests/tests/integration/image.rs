@@ -138,6 +138,7 @@ fn image() -> &'static Image {
         let listing = run(Command::new("tar")
             .args(["--numeric-owner", "--utc", "-tvzf"])
             .arg(&layer));
+        write_launchers(&dir, &rootfs, &listing);
         Image {
             dir,
             archive,
@@ -149,12 +150,23 @@ fn image() -> &'static Image {
     })
 }
 
-/// A script that runs `bin` from the layer with the layer's own loader and libraries (never the
-/// machine's: `--inhibit-cache`, `--library-path` the layer's library folders), passing its arguments.
+/// The script that runs `bin` from the layer with the layer's own loader and libraries (never the
+/// machine's), passing its arguments; written once with the image (see [`write_launchers`]).
 fn in_layer(img: &Image, bin: &str) -> PathBuf {
+    launcher(&img.dir, bin)
+}
+
+fn launcher(dir: &Path, bin: &str) -> PathBuf {
+    dir.join(format!("run-{bin}"))
+}
+
+/// Writes a launcher for each of [`BINARIES`]: the layer's loader with `--inhibit-cache` and
+/// `--library-path` the layer's library folders. Written before any test runs one: a script
+/// rewritten while another test executes it fails that exec with ETXTBSY ("Text file busy").
+fn write_launchers(dir: &Path, rootfs: &Path, listing: &str) {
     let mut loader = None;
     let mut lib_dirs = BTreeSet::new();
-    for line in img.listing.lines() {
+    for line in listing.lines() {
         let path = line
             .split_whitespace()
             .last()
@@ -162,27 +174,27 @@ fn in_layer(img: &Image, bin: &str) -> PathBuf {
             .trim_start_matches("./");
         let name = path.rsplit('/').next().unwrap();
         if name.starts_with("ld-linux") {
-            loader = Some(img.rootfs.join(path));
+            loader = Some(rootfs.join(path));
         } else if name.contains(".so") {
-            lib_dirs.insert(img.rootfs.join(path).parent().unwrap().to_path_buf());
+            lib_dirs.insert(rootfs.join(path).parent().unwrap().to_path_buf());
         }
     }
-    let loader =
-        loader.unwrap_or_else(|| panic!("no ld-linux loader in the layer:\n{}", img.listing));
+    let loader = loader.unwrap_or_else(|| panic!("no ld-linux loader in the layer:\n{listing}"));
     let libs: Vec<String> = lib_dirs.iter().map(|d| d.display().to_string()).collect();
-    let script = img.dir.join(format!("run-{bin}"));
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nexec '{}' --inhibit-cache --library-path '{}' '{}' \"$@\"\n",
-            loader.display(),
-            libs.join(":"),
-            img.rootfs.join(bin).display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
+    for bin in BINARIES {
+        let script = launcher(dir, bin);
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nexec '{}' --inhibit-cache --library-path '{}' '{}' \"$@\"\n",
+                loader.display(),
+                libs.join(":"),
+                rootfs.join(bin).display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
 }
 
 #[test]
