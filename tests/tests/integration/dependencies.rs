@@ -418,6 +418,57 @@ async fn a_shared_config_map_stays_until_both_workloads_are_gone() {
     controllers.stop().await;
 }
 
+/// A workload its cache only listed (a cold start: no watch event has replaced it since, so it
+/// lacks `apiVersion` and `kind`, as every item of a list response of a built-in kind does) still
+/// has its dependencies read and distributed. Only the distributor runs: nothing else writes the
+/// Deployment, and the binding is written by the test as the detector would.
+#[tokio::test]
+async fn a_workload_its_cache_only_listed_gets_its_dependencies() {
+    let _serial = serial().lock().await;
+    let ns = "deps-listed";
+    let client = env().host().client().await;
+    clusters_ready(&client).await;
+    create_namespace(&client, ns, json!({})).await;
+    create::<ConfigMap>(
+        &client,
+        ns,
+        json!({"metadata": {"name": "listed-config"}, "data": {"k": "v"}}),
+    )
+    .await;
+    deployment(&client, ns, "listed", "listed-config", "", "").await;
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    let mut rb = in_process::resource_binding(
+        ns,
+        "listed-deployment",
+        ("apps/v1", "Deployment"),
+        json!({"propagateDeps": true, "clusters": [{"name": "member1"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}),
+    );
+    rb.spec.resource.name = "listed".into();
+    rbs.create(&PostParams::default(), &rb).await.unwrap();
+    let controllers = Harness::new(vec![(
+        karmada_controllers::dependencies_distributor::NAME,
+        karmada_controllers::dependencies_distributor::start_fn(),
+    )])
+    .settings(in_process::settings())
+    .host_options(fast(ClusterOptions::default()))
+    .start(env())
+    .await;
+    eventually(
+        "the ConfigMap's attached binding, required by the Deployment's",
+        || async {
+            let b = rbs.get_opt("listed-config-configmap").await.unwrap()?;
+            b.spec
+                .required_by
+                .iter()
+                .any(|s| s.name == "listed-deployment")
+                .then_some(())
+        },
+    )
+    .await;
+    controllers.stop().await;
+}
+
 /// The namespace `name` in `cluster`, unless it is gone or being deleted.
 async fn member_namespace(cluster: &str, name: &str) -> Option<Namespace> {
     Api::<Namespace>::all(member(cluster).await)

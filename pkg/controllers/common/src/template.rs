@@ -38,10 +38,30 @@ pub fn cached(
         return None;
     }
     let namespace = (!namespace.is_empty()).then_some(namespace);
-    let mut obj = Arc::unwrap_or_clone(cache.peek_store().get_named(namespace, name)?);
+    let obj = cache.peek_store().get_named(namespace, name)?;
+    Some(Arc::unwrap_or_clone(with_type_meta(
+        obj,
+        &ar.api_version,
+        &ar.kind,
+    )))
+}
+
+/// A cached object with its `apiVersion` and `kind`, set from its kind when it lacks them: the
+/// items of a list response of a built-in kind carry neither, so an object a cache only listed
+/// lacks them until a watch event replaces it, and the interpreters match on both (a Deployment
+/// without them has no dependencies, no replicas).
+pub fn with_type_meta(
+    obj: Arc<DynamicObject>,
+    api_version: &str,
+    kind: &str,
+) -> Arc<DynamicObject> {
+    if obj.types.is_some() {
+        return obj;
+    }
+    let mut obj = Arc::unwrap_or_clone(obj);
     obj.types = Some(TypeMeta {
-        api_version: ar.api_version.clone(),
-        kind: ar.kind.clone(),
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
     });
-    Some(obj)
+    Arc::new(obj)
 }

@@ -58,6 +58,7 @@ use attached::{Candidate, Inherited};
 use karmada_controllers_common::error::{ApiError, FrameworkError, framework};
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::patch::guarded_merge_patch;
+use karmada_controllers_common::template::with_type_meta;
 use karmada_controllers_common::{BoxError, ControllerContext, StartFn};
 use lariat::events::{EventRecorder, EventType, reference_of};
 
@@ -719,10 +720,12 @@ impl DependenciesDistributor {
         dependency: bool,
     ) -> Result<Option<Arc<DynamicObject>>> {
         let store = self.watch_kind(&r.api_version, &r.kind, dependency).await?;
-        Ok(store.get_named(
-            Some(r.namespace.as_str()).filter(|n| !n.is_empty()),
-            &r.name,
-        ))
+        Ok(store
+            .get_named(
+                Some(r.namespace.as_str()).filter(|n| !n.is_empty()),
+                &r.name,
+            )
+            .map(|o| with_type_meta(o, &r.api_version, &r.kind)))
     }
 
     /// The synced store of a kind; for a dependency kind, with the dependency handler registered
