@@ -696,8 +696,14 @@ impl DependenciesDistributor {
                 .await;
             }
             new.spec.conflict_resolution = inherited.conflict_resolution;
-            new.spec.preserve_resources_on_deletion =
-                Some(inherited.preserve_resources_on_deletion);
+            // Unset reads as false: writing an explicit false over it would rewrite every attached
+            // binding on each restart and change nothing.
+            if new.spec.preserve_resources_on_deletion.unwrap_or(false)
+                != inherited.preserve_resources_on_deletion
+            {
+                new.spec.preserve_resources_on_deletion =
+                    Some(inherited.preserve_resources_on_deletion);
+            }
         }
         let labels = new.metadata.labels.get_or_insert_with(BTreeMap::new);
         for (k, v) in desired.metadata.labels.iter().flatten() {
