@@ -490,6 +490,18 @@ async fn the_cold_start_runs_and_reports_what_it_measured() {
         member_changes, 0,
         "a restart must not write to members: {r:?}"
     );
+    // Nor rewrite the bindings that existed (it once wrote an explicit default into every
+    // attached binding).
+    let binding_changes: u32 = r
+        .changes
+        .iter()
+        .filter(|(k, _)| *k == "host/ResourceBinding")
+        .map(|(_, c)| c.total())
+        .sum();
+    assert_eq!(
+        binding_changes, 0,
+        "a restart must not rewrite existing bindings: {r:?}"
+    );
     // The new process created the fresh workload's 2 objects in each member.
     assert!(r.member_writes >= (2 * members) as u64, "{r:?}");
 
