@@ -472,14 +472,13 @@ async fn deployment_and_policy_produce_karmada_binding_then_weights_and_scaling_
     delete_clusters(&client, &["pd-basic-m1", "pd-basic-m2"]).await;
 }
 
-/// Creates a template claimed by a low-priority policy, then a high-priority policy with
-/// `preemption: Always`; returns the name of the policy that claims the template afterwards.
-/// `Some(())` once object `name` carries the annotation naming PropagationPolicy `policy`.
+/// `Some(())` once object `name` exists and carries the annotation naming PropagationPolicy
+/// `policy`.
 async fn claimed_by<K>(api: &Api<K>, name: &str, policy: &str) -> Option<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let o = api.get(name).await.unwrap();
+    let o = api.get_opt(name).await.unwrap()?;
     (o.annotations()
         .get("propagationpolicy.karmada.io/name")
         .map(String::as_str)
@@ -487,6 +486,8 @@ where
     .then_some(())
 }
 
+/// Creates a template claimed by a low-priority policy, then a high-priority policy with
+/// `preemption: Always`; returns the name of the policy that claims the template afterwards.
 async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
     create_namespace(client, ns, json!({})).await;
     let ctrl = start_controllers(gate).await;
@@ -581,6 +582,148 @@ async fn higher_priority_policy_takes_over_only_with_preemption_gate() {
         "high"
     );
     delete_clusters(&client, &["pd-pre-m1"]).await;
+}
+
+/// Creates (or replaces) a ClusterPropagationPolicy named `name` with `spec`.
+async fn cluster_policy(client: &Client, name: &str, spec: serde_json::Value) {
+    let api: Api<ClusterPropagationPolicy> = Api::all(client.clone());
+    let p: ClusterPropagationPolicy = serde_json::from_value(json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": name},
+        "spec": spec
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &p).await.unwrap();
+}
+
+/// `Some(())` once the template `name` is claimed by ClusterPropagationPolicy `policy`.
+async fn claimed_by_cluster_policy(api: &Api<Deployment>, name: &str, policy: &str) -> Option<()> {
+    let o = api.get(name).await.unwrap();
+    (o.annotations()
+        .get("clusterpropagationpolicy.karmada.io/name")
+        .map(String::as_str)
+        == Some(policy))
+    .then_some(())
+}
+
+/// Lowers a policy's `spec.priority` as a user would.
+async fn set_priority<K>(api: &Api<K>, name: &str, priority: i32)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"priority": priority}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// When the policy that claims a template lowers its priority, a preempting policy whose priority
+/// now lies above it takes the template (Karmada's `HandleDeprioritizedPropagationPolicy`), for
+/// both kinds; a preempting policy at or below the new priority does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario per policy kind, read top to bottom"
+)]
+async fn a_policy_that_lowers_its_priority_is_preempted_by_one_now_above_it() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-deprioritized";
+    create_namespace(&client, ns, json!({})).await;
+    member(&client, "pd-depri-m1", json!({}), true).await;
+    let ctrl = start_controllers(true).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let pps: Api<PropagationPolicy> = Api::namespaced(client.clone(), ns);
+    let cpps: Api<ClusterPropagationPolicy> = Api::all(client.clone());
+    let placement = json!({"clusterAffinity": {"clusterNames": ["pd-depri-m1"]}});
+    let spec = |name: &str, priority: i32| {
+        json!({
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": name}],
+            "priority": priority,
+            "preemption": "Always",
+            "placement": placement
+        })
+    };
+    // The policies exist, and are handled, before their template: none of them can be midway
+    // through a reconcile (that would see the lowered priority) when the priority falls.
+    policy(&client, ns, "high", spec("web", 10)).await;
+    policy(&client, ns, "mid", spec("web", 5)).await;
+    policy(&client, ns, "low", spec("web", 3)).await;
+    for name in ["pd-depri-high", "pd-depri-mid"] {
+        let _ = cpps.delete(name, &DeleteParams::default()).await;
+        eventually(&format!("old {name} gone"), || gone(&cpps, name)).await;
+    }
+    cluster_policy(&client, "pd-depri-high", spec("api", 10)).await;
+    cluster_policy(&client, "pd-depri-mid", spec("api", 5)).await;
+    for p in ["high", "mid", "low"] {
+        eventually(&format!("{p} processed"), || {
+            let pps = pps.clone();
+            async move {
+                let p = pps.get(p).await.unwrap();
+                p.labels()
+                    .contains_key("propagationpolicy.karmada.io/permanent-id")
+                    .then_some(())
+            }
+        })
+        .await;
+    }
+    for p in ["pd-depri-high", "pd-depri-mid"] {
+        eventually(&format!("{p} processed"), || {
+            let cpps = cpps.clone();
+            async move {
+                let p = cpps.get(p).await.unwrap();
+                p.labels()
+                    .contains_key("clusterpropagationpolicy.karmada.io/permanent-id")
+                    .then_some(())
+            }
+        })
+        .await;
+    }
+    deployment(&client, ns, "web", 1).await;
+    deployment(&client, ns, "api", 1).await;
+
+    // PropagationPolicies: "high" (10) claims web; once it falls to 4, "mid" (5) takes web and
+    // "low" (3) does not.
+    eventually("web claimed by high", || {
+        claimed_by(&deployments, "web", "high")
+    })
+    .await;
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually("web's binding made by high", || {
+        claimed_by(&rbs, "web-deployment", "high")
+    })
+    .await;
+    set_priority(&pps, "high", 4).await;
+    eventually("web claimed by mid", || {
+        claimed_by(&deployments, "web", "mid")
+    })
+    .await;
+    eventually("web's binding follows mid", || {
+        claimed_by(&rbs, "web-deployment", "mid")
+    })
+    .await;
+    wait_for_event(&client, ns, "web", "PreemptPolicySucceed").await;
+
+    // ClusterPropagationPolicies: the same with "api".
+    eventually("api claimed by pd-depri-high", || {
+        claimed_by_cluster_policy(&deployments, "api", "pd-depri-high")
+    })
+    .await;
+    set_priority(&cpps, "pd-depri-high", 4).await;
+    eventually("api claimed by pd-depri-mid", || {
+        claimed_by_cluster_policy(&deployments, "api", "pd-depri-mid")
+    })
+    .await;
+
+    for name in ["pd-depri-high", "pd-depri-mid"] {
+        cpps.delete(name, &DeleteParams::default()).await.unwrap();
+        eventually(&format!("{name} gone"), || gone(&cpps, name)).await;
+    }
+    ctrl.stop().await;
+    delete_clusters(&client, &["pd-depri-m1"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

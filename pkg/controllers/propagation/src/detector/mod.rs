@@ -109,6 +109,15 @@ pub(crate) struct WatchedKind {
     pub ctrl: SharedController<DynamicObject>,
 }
 
+/// What the detector remembers of a policy it reconciled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HandledPolicy {
+    /// `metadata.generation` reconciled.
+    pub generation: i64,
+    /// `spec.priority` (0 when unset) at that generation.
+    pub priority: i32,
+}
+
 /// Shared state of the detector.
 pub(crate) struct Inner {
     pub ctx: ControllerContext,
@@ -134,8 +143,9 @@ pub(crate) struct Inner {
     pub forced: Mutex<HashSet<TemplateRef>>,
     /// Which templates have a user change pending, for Lazy policies ([`lazy`]).
     pub lazy: lazy::LazyActivation,
-    /// Generation of each policy at its last successful reconcile (`pp/ns/name`, `cpp/name`).
-    pub policy_generations: Mutex<HashMap<String, i64>>,
+    /// Generation and priority of each policy at its last successful reconcile (`pp/ns/name`,
+    /// `cpp/name`): a generation seen is not reconciled again, a lower priority lets others preempt.
+    pub policy_generations: Mutex<HashMap<String, HandledPolicy>>,
     /// Templates put off until the Work cache's first list, with their queue and priority
     /// ([`Detector::defer_until_works_listed`]); `None` once that list is in.
     pub deferred: Mutex<Option<Vec<Deferred>>>,

@@ -30,8 +30,8 @@ use super::metrics::count_preemption;
 use super::policy_object::PolicyObject;
 use super::template::{template_api, template_patch};
 use super::{
-    Detector, FEATURE_POLICY_PREEMPTION, NAME, TemplateRef, WatchedKind, handler_result,
-    template_reference,
+    Detector, FEATURE_POLICY_PREEMPTION, HandledPolicy, NAME, TemplateRef, WatchedKind,
+    handler_result, template_reference,
 };
 use apimachinery::{is_not_found, split_api_version};
 use karmada_controllers_common::error::FrameworkError;
@@ -114,17 +114,21 @@ impl Detector {
             Ok(p) => p,
             Err(e) => return HandlerResult::Error(Box::new(e)),
         };
-        let generation = p.meta().generation.unwrap_or_default();
-        if had_identity && self.inner.policy_generations.lock().get(&gen_key) == Some(&generation) {
+        let spec = p.spec();
+        let handled = HandledPolicy {
+            generation: p.meta().generation.unwrap_or_default(),
+            priority: spec.explicit_priority(),
+        };
+        let before = self.inner.policy_generations.lock().get(&gen_key).copied();
+        if had_identity && before.map(|b| b.generation) == Some(handled.generation) {
             return HandlerResult::Success;
         }
         tracing::info!(namespace = %p.namespace().unwrap_or_default(), name = %p.name_any(), "{} added or updated", P::kind(&()));
-        let spec = p.spec();
         let view = PolicyView {
             policy,
             selectors: p.selectors(),
             preemption: &spec.preemption,
-            priority: spec.explicit_priority(),
+            priority: handled.priority,
         };
         let r = self
             .reconcile_policy(&view, &spec.dependent_overrides)
@@ -133,9 +137,75 @@ impl Detector {
             self.inner
                 .policy_generations
                 .lock()
-                .insert(gen_key, generation);
+                .insert(gen_key, handled);
+            if let Some(before) = before
+                && handled.priority < before.priority
+            {
+                self.requeue_preemptors(&view.policy, before.priority, handled.priority);
+            }
         }
         handler_result(r)
+    }
+
+    /// Karmada's `HandleDeprioritizedPropagationPolicy` / `…ClusterPropagationPolicy`: once a
+    /// policy's priority fell from `old` to `new`, the policies of its scope (its namespace, or all
+    /// ClusterPropagationPolicies) that preempt and whose priority lies strictly between the two
+    /// may now take its templates; they are reconciled again, highest priority first. Policies
+    /// above `old` could already preempt it, those at or below `new` still cannot.
+    fn requeue_preemptors(&self, lowered: &PolicyRef, old: i32, new: i32) {
+        if !self
+            .inner
+            .ctx
+            .settings
+            .feature_gates
+            .enabled(FEATURE_POLICY_PREEMPTION)
+        {
+            return;
+        }
+        tracing::info!(policy = %lowered, old, new, "policy priority lowered");
+        let can_take = |spec: &karmada_apis::PropagationSpec| {
+            spec.preemption == PreemptionBehavior::Always
+                && spec.priority.is_some_and(|p| p > new && p < old)
+        };
+        let mut found: Vec<(i32, Option<String>, String)> = match lowered.kind {
+            PolicyKind::PropagationPolicy => self
+                .inner
+                .pp
+                .store()
+                .list()
+                .into_iter()
+                .filter(|p| p.metadata.namespace.as_deref() == Some(lowered.namespace.as_str()))
+                .filter(|p| can_take(&p.spec))
+                .map(|p| (p.spec.explicit_priority(), p.namespace(), p.name_any()))
+                .collect(),
+            PolicyKind::ClusterPropagationPolicy => self
+                .inner
+                .cpp
+                .store()
+                .list()
+                .into_iter()
+                .filter(|p| can_take(&p.spec))
+                .map(|p| (p.spec.explicit_priority(), None, p.name_any()))
+                .collect(),
+        };
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
+        let memo_prefix = match lowered.kind {
+            PolicyKind::PropagationPolicy => PropagationPolicy::MEMO_PREFIX,
+            PolicyKind::ClusterPropagationPolicy => ClusterPropagationPolicy::MEMO_PREFIX,
+        };
+        for (priority, namespace, name) in found {
+            tracing::info!(policy = %lowered, preemptor = %name, priority, "re-queueing a policy that may preempt the lowered one");
+            let key = ObjectKey::new(namespace.as_deref(), &name);
+            // Forget its handled generation, or its handler would find nothing new to do.
+            self.inner
+                .policy_generations
+                .lock()
+                .remove(&format!("{memo_prefix}/{key}"));
+            match lowered.kind {
+                PolicyKind::PropagationPolicy => self.inner.pp.enqueue_key(key),
+                PolicyKind::ClusterPropagationPolicy => self.inner.cpp.enqueue_key(key),
+            }
+        }
     }
 
     /// The reference of a PropagationPolicy or ClusterPropagationPolicy, giving it a permanent id
