@@ -12,8 +12,9 @@
 # from hack/tools/karmada into
 #   .../test-binaries/karmada-<v>/
 # and prints that folder. `hack/build-test-binaries.sh karmada-e2e` builds, into the same folder, Karmada's
-# e2e suite and the Go karmadactl and karmada-agent (`make karmada-e2e-binaries`). Plain `make test` never
-# builds them.
+# e2e suite, the Go karmadactl and karmada-agent, and the interpreter webhook example its
+# resource-interpreter specs call, with that example's Workload CRD (`make karmada-e2e-binaries`).
+# Plain `make test` never builds them.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,7 +81,19 @@ if [ "${1:-}" = karmada-e2e ]; then
   karmada_ldflags="-X github.com/karmada-io/karmada/pkg/version.gitVersion=$KARMADA_VERSION"
   build karmada-e2e \
     karmadactl=github.com/karmada-io/karmada/cmd/karmadactl \
-    karmada-agent=github.com/karmada-io/karmada/cmd/agent
+    karmada-agent=github.com/karmada-io/karmada/cmd/agent \
+    karmada-interpreter-webhook-example=github.com/karmada-io/karmada/examples/customresourceinterpreter/webhook
+  # The example's Workload CRD, which the suite's interpreter-webhook specs propagate (Karmada's e2e
+  # setup installs it on the control plane and every member).
+  if [ ! -f "$out/e2e-crds/workload.example.io_workloads.yaml" ]; then
+    karmada_src=$(cd "$root/hack/tools/karmada-e2e" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada) ||
+      die "cannot find the github.com/karmada-io/karmada module source (go list -m failed)"
+    tmp=$(mktemp -d "$out/.crds.XXXXXX")
+    cp "$karmada_src"/examples/customresourceinterpreter/apis/workload.example.io_workloads.yaml "$tmp/"
+    chmod u+w "$tmp"/*
+    rm -rf "$out/e2e-crds"
+    mv "$tmp" "$out/e2e-crds"
+  fi
   if ! have karmada-e2e-base.test; then
     echo "build-test-binaries: building Karmada's e2e suite from hack/tools/karmada-e2e (first time only)" >&2
     tmp=$(mktemp -d "$out/.build.XXXXXX")

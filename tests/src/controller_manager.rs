@@ -345,17 +345,34 @@ impl Kcm {
     ) -> Kcm {
         let probe_port = free_port();
         let metrics_port = free_port();
+        let mut all = vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--health-probe-bind-address=127.0.0.1:{probe_port}"),
+            format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+        ];
+        all.extend(args.iter().map(ToString::to_string));
+        Kcm::spawn(binary, &all, env, probe_port, metrics_port)
+    }
+
+    /// Starts a program with exactly `args` (no probe or metrics flags: both ports are 0), its
+    /// output in the log, killed when dropped or when the test process dies.
+    pub fn start_plain(binary: &Path, args: &[String]) -> Kcm {
+        Kcm::spawn(binary, args, &[], 0, 0)
+    }
+
+    fn spawn(
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        probe_port: u16,
+        metrics_port: u16,
+    ) -> Kcm {
         let dir = tempfile_dir::TempDir::new("kcm");
         let log = dir.path().join("kcm.log");
         let out = File::create(&log).expect("create log");
         let err = out.try_clone().expect("clone log");
         let mut cmd = Command::new(binary);
-        cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{probe_port}"
-            ))
-            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
-            .args(args)
+        cmd.args(args)
             .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())

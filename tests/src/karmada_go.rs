@@ -321,7 +321,13 @@ pub async fn start_webhook(env: &TestEnv, extra_args: &[String]) -> anyhow::Resu
     ];
     args.extend(extra_args.iter().cloned());
     let mut webhook = spawn(&bin, host.kubeconfig_path(), &args);
-    wait_port(&mut webhook, port, Duration::from_secs(60)).await?;
+    wait_port(
+        "karmada-webhook",
+        &mut webhook,
+        port,
+        Duration::from_secs(60),
+    )
+    .await?;
     register_webhooks(&client, port, &host.ca_pem()?).await?;
     wait_admitting(&client, &webhook, Duration::from_secs(60)).await?;
     Ok(webhook)
@@ -532,10 +538,15 @@ async fn register_webhooks(client: &Client, port: u16, ca: &[u8]) -> anyhow::Res
     Ok(())
 }
 
-/// Waits until the webhook accepts TCP connections on `port`.
-async fn wait_port(p: &mut Kcm, port: u16, timeout: Duration) -> anyhow::Result<()> {
+/// Waits until webhook `name` accepts TCP connections on `port`.
+pub(crate) async fn wait_port(
+    name: &str,
+    p: &mut Kcm,
+    port: u16,
+    timeout: Duration,
+) -> anyhow::Result<()> {
     let what = format!("listen on 127.0.0.1:{port}");
-    wait_process("karmada-webhook", p, &what, timeout, move || async move {
+    wait_process(name, p, &what, timeout, move || async move {
         let connect = tokio::time::timeout(
             Duration::from_secs(1),
             tokio::net::TcpStream::connect(("127.0.0.1", port)),

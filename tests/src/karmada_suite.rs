@@ -31,6 +31,7 @@ use testenv::{EnvOptions, TestEnv};
 use crate::controller_manager::{Kcm, agent_binary};
 use crate::controller_manager::{wait_clusters_ready, wait_ready};
 use crate::karmada_go::{Impl, KarmadaGo};
+use karmada_apis::config::v1alpha1::ResourceInterpreterWebhookConfiguration as WebhookConfiguration;
 
 /// The Go binaries the suite run needs beyond Karmada's trio, in Karmada's cache folder.
 pub const SUITE_BINARY: &str = "karmada-e2e-base.test";
@@ -38,6 +39,9 @@ pub const SUITE_BINARY: &str = "karmada-e2e-base.test";
 pub const GO_KARMADACTL: &str = "karmadactl";
 /// Karmada's Go `karmada-agent` (serves the Pull member of the baseline).
 pub const GO_AGENT: &str = "karmada-agent";
+/// Karmada's interpreter webhook example (`examples/customresourceinterpreter/webhook`), which
+/// interprets the example's `Workload` for the suite's resource-interpreter specs.
+pub const INTERPRETER_EXAMPLE: &str = "karmada-interpreter-webhook-example";
 
 /// The flags Karmada's e2e deployment (`artifacts/deploy/` of its module) gives each component, less
 /// those about its pods (addresses, kubeconfig paths, logging format): every alpha and beta feature
@@ -118,6 +122,8 @@ pub struct Environment {
     karmada: Option<KarmadaGo>,
     /// The Pull member's agent.
     agent: Option<Kcm>,
+    /// Karmada's interpreter webhook example.
+    interpreter_example: Kcm,
     /// The kubeconfig the suite reads (`KUBECONFIG`).
     pub kubeconfig: PathBuf,
 }
@@ -197,6 +203,7 @@ impl Environment {
         wait_clusters_ready(&host, 3, Duration::from_secs(180))
             .await
             .with_context(|| format!("agent log:\n{}", agent.log_tail(40)))?;
+        let interpreter_example = start_interpreter_example(&env).await?;
         let kubeconfig = dir.join("kubeconfig");
         write_suite_kubeconfig(&env.kubeconfig_path(), &kubeconfig)?;
         Ok(Environment {
@@ -205,6 +212,7 @@ impl Environment {
             kcm,
             karmada,
             agent: Some(agent),
+            interpreter_example,
             kubeconfig,
         })
     }
@@ -232,12 +240,99 @@ impl Environment {
         if let Some(agent) = &self.agent {
             logs.push(("agent".into(), agent.log()));
         }
+        logs.push((INTERPRETER_EXAMPLE.into(), self.interpreter_example.log()));
         for (name, log) in logs {
             let path = dir.join(format!("{label}-{name}.log"));
             std::fs::write(&path, log).with_context(|| format!("write {}", path.display()))?;
         }
         Ok(())
     }
+}
+
+/// Karmada's interpreter webhook example as Karmada's e2e setup deploys it: the example's Workload
+/// CRD on the host and every member, the example serving on loopback with a certificate of the
+/// host's CA, and its ResourceInterpreterWebhookConfiguration `examples` (every operation of
+/// `workload.example.io/v1alpha1` Workloads, 3 s timeout) pointing at it. Both implementations get
+/// the same.
+async fn start_interpreter_example(env: &TestEnv) -> anyhow::Result<Kcm> {
+    let bin = testenv::binaries::locate_karmada(INTERPRETER_EXAMPLE)
+        .context("make karmada-e2e-binaries builds it")?;
+    let crds = testenv::binaries::karmada_dir().join("e2e-crds");
+    let host = env.host();
+    let mut clusters = vec![("host".to_owned(), host.try_client().await?)];
+    for name in PUSH_MEMBERS.iter().chain([&PULL_MEMBER]) {
+        let member = env
+            .member(name)
+            .with_context(|| format!("the environment has no {name}"))?;
+        clusters.push(((*name).to_owned(), member.try_client().await?));
+    }
+    for (name, client) in &clusters {
+        testenv::install_crds_from(client, &crds)
+            .await
+            .with_context(|| {
+                format!(
+                    "install the Workload CRD of {} on {name} (make karmada-e2e-binaries copies it)",
+                    crds.display()
+                )
+            })?;
+    }
+    let dir = env.dir().join(INTERPRETER_EXAMPLE);
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let (cert, key) =
+        host.pki()
+            .issue_serving(INTERPRETER_EXAMPLE, &["127.0.0.1", "localhost"], &dir)?;
+    // The example reads `tls.crt` and `tls.key` from its --cert-dir.
+    std::fs::rename(&cert, dir.join("tls.crt")).context("name the serving certificate tls.crt")?;
+    std::fs::rename(&key, dir.join("tls.key")).context("name the serving key tls.key")?;
+    let port = testenv::process::free_port()?;
+    let mut example = Kcm::start_plain(
+        &bin,
+        &[
+            format!("--kubeconfig={}", host.kubeconfig_path().display()),
+            "--bind-address=127.0.0.1".to_owned(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", dir.display()),
+            "--v=4".to_owned(),
+        ],
+    );
+    crate::karmada_go::wait_port(
+        INTERPRETER_EXAMPLE,
+        &mut example,
+        port,
+        Duration::from_secs(60),
+    )
+    .await?;
+    let mut config: WebhookConfiguration = serde_json::from_value(serde_json::json!({
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterWebhookConfiguration",
+        "metadata": {"name": "examples"},
+        "webhooks": [{
+            "name": "workloads.example.com",
+            "rules": [{
+                "operations": ["InterpretReplica", "ReviseReplica", "Retain", "AggregateStatus",
+                    "InterpretHealth", "InterpretStatus", "InterpretDependency"],
+                "apiGroups": ["workload.example.io"],
+                "apiVersions": ["v1alpha1"],
+                "kinds": ["Workload"]
+            }],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/interpreter-workload")},
+            "interpreterContextVersions": ["v1alpha1"],
+            "timeoutSeconds": 3
+        }]
+    }))
+    .context("build the ResourceInterpreterWebhookConfiguration `examples`")?;
+    for webhook in &mut config.webhooks {
+        webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(host.ca_pem()?));
+    }
+    kube::Api::<WebhookConfiguration>::all(clusters[0].1.clone())
+        .patch(
+            "examples",
+            &kube::api::PatchParams::apply("karmada-e2e-suite").force(),
+            &kube::api::Patch::Apply(&config),
+        )
+        .await
+        .context("register ResourceInterpreterWebhookConfiguration examples")?;
+    Ok(example)
 }
 
 /// Copies the environment's kubeconfig (contexts `host`, `member1`…) and adds the two contexts the
