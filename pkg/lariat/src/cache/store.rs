@@ -88,14 +88,49 @@ type IndexValues = Box<[Arc<str>]>;
 /// aside (an update compares the one and unindexes the other without a decode). The bytes are
 /// shared so that a reader copies a pointer out under the lock and decodes after releasing it (a
 /// decode is tens of microseconds; a list of thousands must not hold writers off for its whole
-/// length).
+/// length). They hold the resourceVersion too (see [`packed_bytes`]): a slot is two pointers.
 enum Slot<K> {
     Full(Arc<K>),
     Packed {
-        resource_version: Option<Box<str>>,
         bytes: Arc<[u8]>,
         index_values: IndexValues,
     },
+}
+
+/// What packed bytes start with when the object has no resourceVersion; otherwise the first byte
+/// is its length, and its text follows.
+const NO_RESOURCE_VERSION: u8 = u8::MAX;
+
+/// Packed bytes: a header with the resourceVersion (see [`NO_RESOURCE_VERSION`]), then the
+/// compressed object, in one allocation of its exact length. `None` for a resourceVersion of 255
+/// bytes or more (an object the store keeps unpacked; the API server's are numbers).
+fn packed_bytes(resource_version: Option<&str>, compressed: &[u8]) -> Option<Arc<[u8]>> {
+    let (head, text) = match resource_version {
+        None => (NO_RESOURCE_VERSION, ""),
+        Some(rv) => (
+            u8::try_from(rv.len())
+                .ok()
+                .filter(|n| *n != NO_RESOURCE_VERSION)?,
+            rv,
+        ),
+    };
+    Some(
+        std::iter::once(head)
+            .chain(text.bytes())
+            .chain(compressed.iter().copied())
+            .collect(),
+    )
+}
+
+/// The resourceVersion and the compressed object [`packed_bytes`] made; `None` for bytes it did
+/// not make.
+fn unpacked_bytes(bytes: &[u8]) -> Option<(Option<&str>, &[u8])> {
+    let (&head, rest) = bytes.split_first()?;
+    if head == NO_RESOURCE_VERSION {
+        return Some((None, rest));
+    }
+    let (rv, compressed) = rest.split_at_checked(usize::from(head))?;
+    Some((Some(std::str::from_utf8(rv).ok()?), compressed))
 }
 
 /// What a reader takes out of a [`Slot`] under the lock, decoded after the lock is released.
@@ -126,9 +161,7 @@ impl<K: Resource> Slot<K> {
     fn resource_version(&self) -> Option<&str> {
         match self {
             Slot::Full(o) => o.meta().resource_version.as_deref(),
-            Slot::Packed {
-                resource_version, ..
-            } => resource_version.as_deref(),
+            Slot::Packed { bytes, .. } => unpacked_bytes(bytes).and_then(|(rv, _)| rv),
         }
     }
 }
@@ -289,7 +322,9 @@ impl<K: Resource> Store<K> {
             .get()
             .ok_or_else(|| "no dictionary".to_owned())
             .and_then(|dict| {
-                lz4_flex::block::decompress_size_prepended_with_dict(bytes, dict)
+                let (_, compressed) =
+                    unpacked_bytes(bytes).ok_or_else(|| "no packed header".to_owned())?;
+                lz4_flex::block::decompress_size_prepended_with_dict(compressed, dict)
                     .map_err(|e| e.to_string())
             })
             .and_then(|text| (p.unpack)(&text));
@@ -302,17 +337,19 @@ impl<K: Resource> Store<K> {
         }
     }
 
-    /// Compresses packed text against the store's dictionary (this text when it is the first).
-    fn compress(&self, text: &[u8]) -> Arc<[u8]> {
+    /// Compresses packed text against the store's dictionary (this text when it is the first),
+    /// behind the resourceVersion ([`packed_bytes`]).
+    fn compress(&self, resource_version: Option<&str>, text: &[u8]) -> Option<Arc<[u8]>> {
         let dictionary = self
             .inner
             .dictionary
             .get_or_init(|| text[text.len().saturating_sub(MAX_DICTIONARY)..].into());
         // Copied into an allocation of its exact length: the encoder's buffer is sized for the
         // worst case.
-        Arc::from(lz4_flex::block::compress_prepend_size_with_dict(
-            text, dictionary,
-        ))
+        packed_bytes(
+            resource_version,
+            &lz4_flex::block::compress_prepend_size_with_dict(text, dictionary),
+        )
     }
 
     /// Decodes what readers took out under the lock, after it was released.
@@ -472,8 +509,7 @@ impl<K: Resource> Store<K> {
             .inner
             .packing
             .and_then(|p| (p.pack)(&obj))
-            .map(|text| self.compress(&text));
-        let resource_version = obj.meta().resource_version.clone();
+            .and_then(|text| self.compress(obj.meta().resource_version.as_deref(), &text));
         let mut guard = self.inner.state.write();
         let st = &mut *guard;
         if let Some(relist) = st.relist.as_mut() {
@@ -481,15 +517,16 @@ impl<K: Resource> Store<K> {
         }
         let (added, changed) = match st.objects.entry(key.clone()) {
             Entry::Occupied(mut entry) => {
-                let changed = entry.get().resource_version() != resource_version.as_deref();
+                let changed =
+                    entry.get().resource_version() != obj.meta().resource_version.as_deref();
                 // The old values are unindexed before the new ones are indexed: a value both
                 // versions have stays (and keeps its `Arc`) only if another object holds it.
                 unindex(&mut st.indexes, &key, entry.get());
-                entry.insert(self.slot(&mut st.indexes, &key, obj, packed, resource_version));
+                entry.insert(Self::slot(&mut st.indexes, &key, obj, packed));
                 (false, changed)
             }
             Entry::Vacant(entry) => {
-                entry.insert(self.slot(&mut st.indexes, &key, obj, packed, resource_version));
+                entry.insert(Self::slot(&mut st.indexes, &key, obj, packed));
                 (true, true)
             }
         };
@@ -506,17 +543,14 @@ impl<K: Resource> Store<K> {
 
     /// Indexes `obj` under `key` and makes its slot: packed when `packed` holds its bytes.
     fn slot(
-        &self,
         indexes: &mut [NamedIndex<K>],
         key: &ObjectKey,
         obj: K,
         packed: Option<Arc<[u8]>>,
-        resource_version: Option<String>,
     ) -> Slot<K> {
         let index_values = index(indexes, key, &obj, packed.is_some());
         match packed {
             Some(bytes) => Slot::Packed {
-                resource_version: resource_version.map(String::into_boxed_str),
                 bytes,
                 index_values,
             },
@@ -828,6 +862,45 @@ mod tests {
         assert_eq!(s.keys_by_index("label or nothing", "z").len(), 1);
         assert_eq!(s.keys_by_index("name", "y").len(), 1);
         assert_eq!(s.keys_by_index("name again", "y").len(), 1);
+    }
+
+    #[test]
+    fn a_packed_slot_is_two_pointers_and_holds_its_resource_version() {
+        assert_eq!(size_of::<Slot<ConfigMap>>(), 32);
+        let s = packed();
+        let key = ObjectKey::new(Some("a"), "x");
+        let mut none = cm("a", "x", "", None);
+        none.metadata.resource_version = None;
+        for rv in [None, Some(""), Some("1"), Some("18446744073709551615")] {
+            let mut o = none.clone();
+            o.metadata.resource_version = rv.map(str::to_owned);
+            assert!(matches!(s.apply(o.clone()), Applied::Changed(_)), "{rv:?}");
+            assert!(
+                matches!(s.apply(o.clone()), Applied::Unchanged(_)),
+                "{rv:?}"
+            );
+            assert_eq!(*s.get(&key).unwrap(), o);
+            let state = s.inner.state.read();
+            let Some(slot @ Slot::Packed { .. }) = state.objects.get(&key) else {
+                panic!("not packed");
+            };
+            assert_eq!(slot.resource_version(), rv);
+        }
+        // A resourceVersion too long for the header: the object is kept, unpacked.
+        let mut long = none.clone();
+        long.metadata.resource_version = Some("9".repeat(255));
+        assert!(matches!(s.apply(long.clone()), Applied::Changed(_)));
+        assert!(matches!(s.apply(long.clone()), Applied::Unchanged(_)));
+        assert_eq!(*s.get(&key).unwrap(), long);
+        assert!(matches!(
+            s.inner.state.read().objects.get(&key),
+            Some(Slot::Full(_))
+        ));
+        long.metadata.resource_version = Some("9".repeat(254));
+        assert!(matches!(s.apply(long.clone()), Applied::Changed(_)));
+        assert_eq!(*s.get(&key).unwrap(), long);
+        assert!(unpacked_bytes(&[]).is_none());
+        assert!(unpacked_bytes(&[3, b'1']).is_none());
     }
 
     #[test]
