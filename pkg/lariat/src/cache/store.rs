@@ -15,6 +15,7 @@
 //! decode is on every read: it decompresses at memory speed, a small fraction of the JSON decode
 //! after it. The dictionary never changes once set, so every slot decodes against the same bytes.
 
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, OnceLock};
 
 use ahash::{AHashMap, AHashSet};
@@ -31,14 +32,22 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// Name of the namespace index ([`Store::index_by_namespace`]).
 pub const NAMESPACE_INDEX: &str = "namespace";
 
-/// An index by value, then the keys under each value.
-type Index = AHashMap<String, AHashSet<ObjectKey>>;
+/// An index by value, then the keys under each value. Each value is held once, as an `Arc<str>`
+/// that packed slots share (see [`IndexValues`]).
+type Index = AHashMap<Arc<str>, AHashSet<ObjectKey>>;
+
+/// One secondary index: its name, what computes an object's values, and the keys by value.
+struct NamedIndex<K> {
+    name: String,
+    f: IndexFn<K>,
+    keys: Index,
+}
 
 /// The index called `name`; `None`, logged as an error, when it was never added: such a lookup
 /// can never find anything, a bug of the caller that must not pass unnoticed (it would read as
 /// "no objects").
-fn known_index<'a>(indexes: &'a AHashMap<String, Index>, name: &str) -> Option<&'a Index> {
-    let index = indexes.get(name);
+fn known_index<'a, K>(indexes: &'a [NamedIndex<K>], name: &str) -> Option<&'a Index> {
+    let index = indexes.iter().find(|i| i.name == name).map(|i| &i.keys);
     if index.is_none() {
         tracing::error!(
             index = name,
@@ -69,21 +78,59 @@ impl<K> Clone for Packing<K> {
 }
 impl<K> Copy for Packing<K> {}
 
-/// Each indexer's values for one object, in the order the indexers were added.
-type IndexValues = Box<[Box<[String]>]>;
+/// A packed object's index values, every index's in one list (no allocation when there are none).
+/// They are the very `Arc`s the indexes hold as keys, not copies: a value costs each object a
+/// pointer, and its text is stored once however many objects share it (the ten Works of a binding
+/// share its id).
+type IndexValues = Box<[Arc<str>]>;
 
 /// One stored object: shared as is, or packed with the resourceVersion and its index values kept
 /// aside (an update compares the one and unindexes the other without a decode). The bytes are
 /// shared so that a reader copies a pointer out under the lock and decodes after releasing it (a
 /// decode is tens of microseconds; a list of thousands must not hold writers off for its whole
-/// length).
+/// length). They hold the resourceVersion too (see [`packed_bytes`]): a slot is two pointers.
 enum Slot<K> {
     Full(Arc<K>),
     Packed {
-        resource_version: Option<Box<str>>,
         bytes: Arc<[u8]>,
         index_values: IndexValues,
     },
+}
+
+/// What packed bytes start with when the object has no resourceVersion; otherwise the first byte
+/// is its length, and its text follows.
+const NO_RESOURCE_VERSION: u8 = u8::MAX;
+
+/// Packed bytes: a header with the resourceVersion (see [`NO_RESOURCE_VERSION`]), then the
+/// compressed object, in one allocation of its exact length. `None` for a resourceVersion of 255
+/// bytes or more (an object the store keeps unpacked; the API server's are numbers).
+fn packed_bytes(resource_version: Option<&str>, compressed: &[u8]) -> Option<Arc<[u8]>> {
+    let (head, text) = match resource_version {
+        None => (NO_RESOURCE_VERSION, ""),
+        Some(rv) => (
+            u8::try_from(rv.len())
+                .ok()
+                .filter(|n| *n != NO_RESOURCE_VERSION)?,
+            rv,
+        ),
+    };
+    Some(
+        std::iter::once(head)
+            .chain(text.bytes())
+            .chain(compressed.iter().copied())
+            .collect(),
+    )
+}
+
+/// The resourceVersion and the compressed object [`packed_bytes`] made; `None` for bytes it did
+/// not make.
+fn unpacked_bytes(bytes: &[u8]) -> Option<(Option<&str>, &[u8])> {
+    let (&head, rest) = bytes.split_first()?;
+    if head == NO_RESOURCE_VERSION {
+        return Some((None, rest));
+    }
+    let (rv, compressed) = rest.split_at_checked(usize::from(head))?;
+    Some((Some(std::str::from_utf8(rv).ok()?), compressed))
 }
 
 /// What a reader takes out of a [`Slot`] under the lock, decoded after the lock is released.
@@ -114,9 +161,7 @@ impl<K: Resource> Slot<K> {
     fn resource_version(&self) -> Option<&str> {
         match self {
             Slot::Full(o) => o.meta().resource_version.as_deref(),
-            Slot::Packed {
-                resource_version, ..
-            } => resource_version.as_deref(),
+            Slot::Packed { bytes, .. } => unpacked_bytes(bytes).and_then(|(rv, _)| rv),
         }
     }
 }
@@ -159,52 +204,62 @@ const MAX_DICTIONARY: usize = 64 * 1024;
 
 struct State<K> {
     objects: AHashMap<ObjectKey, Slot<K>>,
-    indexers: Vec<(String, IndexFn<K>)>,
-    indexes: AHashMap<String, Index>,
+    /// In the order they were added.
+    indexes: Vec<NamedIndex<K>>,
     /// Keys seen since the current relist began.
     relist: Option<AHashSet<ObjectKey>>,
 }
 
-impl<K> State<K> {
-    /// Each indexer's values for `obj`.
-    fn values_of(&self, obj: &K) -> IndexValues {
-        self.indexers
-            .iter()
-            .map(|(_, f)| f(obj).into_boxed_slice())
-            .collect()
-    }
-
-    /// The index values a removed `slot` was indexed under: kept aside when packed, computed
-    /// otherwise.
-    fn slot_values(&self, slot: Slot<K>) -> IndexValues {
-        match slot {
-            Slot::Full(o) => self.values_of(&o),
-            Slot::Packed { index_values, .. } => index_values,
+/// Indexes `key` under `obj`'s values in every index; returns the values as the indexes hold them
+/// when `keep` (a packed slot keeps them aside), else nothing.
+fn index<K>(indexes: &mut [NamedIndex<K>], key: &ObjectKey, obj: &K, keep: bool) -> IndexValues {
+    let mut kept = Vec::new();
+    for index in indexes {
+        for value in (index.f)(obj) {
+            // The index's own `Arc` when it holds the value already: kept values are shared.
+            let shared = match index.keys.get_key_value(value.as_str()) {
+                Some((v, _)) => v.clone(),
+                None => Arc::from(value),
+            };
+            if keep {
+                kept.push(shared.clone());
+            }
+            index.keys.entry(shared).or_default().insert(key.clone());
         }
     }
+    kept.into_boxed_slice()
+}
 
-    fn unindex(&mut self, key: &ObjectKey, values: &[Box<[String]>]) {
-        for ((name, _), vs) in self.indexers.iter().zip(values) {
-            let Some(index) = self.indexes.get_mut(name) else {
-                continue;
-            };
-            for v in vs {
-                if let Some(set) = index.get_mut(v) {
-                    set.remove(key);
-                    if set.is_empty() {
-                        index.remove(v);
-                    }
+/// Removes `key` from the indexes under the values `slot` was indexed with: those kept aside when
+/// packed, computed again otherwise.
+fn unindex<K: Resource>(indexes: &mut [NamedIndex<K>], key: &ObjectKey, slot: &Slot<K>) {
+    match slot {
+        Slot::Full(obj) => {
+            for index in indexes {
+                for value in (index.f)(obj) {
+                    unindex_value(&mut index.keys, key, &value);
+                }
+            }
+        }
+        // Kept values do not say which index each came from: each is removed from every index.
+        // That removes exactly what `index` added, since an index holds the key under a value
+        // only when its function gave that value for this object.
+        Slot::Packed { index_values, .. } => {
+            for index in indexes {
+                for value in index_values {
+                    unindex_value(&mut index.keys, key, value);
                 }
             }
         }
     }
+}
 
-    fn index(&mut self, key: &ObjectKey, values: &[Box<[String]>]) {
-        for ((name, _), vs) in self.indexers.iter().zip(values) {
-            let index = self.indexes.entry(name.clone()).or_default();
-            for v in vs {
-                index.entry(v.clone()).or_default().insert(key.clone());
-            }
+/// Removes `key` from under `value`, and the value once no key is left under it.
+fn unindex_value(index: &mut Index, key: &ObjectKey, value: &str) {
+    if let Some(set) = index.get_mut(value) {
+        set.remove(key);
+        if set.is_empty() {
+            index.remove(value);
         }
     }
 }
@@ -233,8 +288,7 @@ impl<K: Resource> Store<K> {
             inner: Arc::new(Inner {
                 state: RwLock::new(State {
                     objects: AHashMap::new(),
-                    indexers: Vec::new(),
-                    indexes: AHashMap::new(),
+                    indexes: Vec::new(),
                     relist: None,
                 }),
                 sync,
@@ -268,7 +322,9 @@ impl<K: Resource> Store<K> {
             .get()
             .ok_or_else(|| "no dictionary".to_owned())
             .and_then(|dict| {
-                lz4_flex::block::decompress_size_prepended_with_dict(bytes, dict)
+                let (_, compressed) =
+                    unpacked_bytes(bytes).ok_or_else(|| "no packed header".to_owned())?;
+                lz4_flex::block::decompress_size_prepended_with_dict(compressed, dict)
                     .map_err(|e| e.to_string())
             })
             .and_then(|text| (p.unpack)(&text));
@@ -281,17 +337,19 @@ impl<K: Resource> Store<K> {
         }
     }
 
-    /// Compresses packed text against the store's dictionary (this text when it is the first).
-    fn compress(&self, text: &[u8]) -> Arc<[u8]> {
+    /// Compresses packed text against the store's dictionary (this text when it is the first),
+    /// behind the resourceVersion ([`packed_bytes`]).
+    fn compress(&self, resource_version: Option<&str>, text: &[u8]) -> Option<Arc<[u8]>> {
         let dictionary = self
             .inner
             .dictionary
             .get_or_init(|| text[text.len().saturating_sub(MAX_DICTIONARY)..].into());
         // Copied into an allocation of its exact length: the encoder's buffer is sized for the
         // worst case.
-        Arc::from(lz4_flex::block::compress_prepend_size_with_dict(
-            text, dictionary,
-        ))
+        packed_bytes(
+            resource_version,
+            &lz4_flex::block::compress_prepend_size_with_dict(text, dictionary),
+        )
     }
 
     /// Decodes what readers took out under the lock, after it was released.
@@ -343,24 +401,31 @@ impl<K: Resource> Store<K> {
     /// date afterwards. Adding an existing name again does nothing.
     pub fn add_index(&self, name: impl Into<String>, f: IndexFn<K>) {
         let name = name.into();
-        let mut st = self.inner.state.write();
-        if st.indexers.iter().any(|(n, _)| *n == name) {
+        let mut guard = self.inner.state.write();
+        let st = &mut *guard;
+        if st.indexes.iter().any(|i| i.name == name) {
             return;
         }
-        let mut index: AHashMap<String, AHashSet<ObjectKey>> = AHashMap::new();
+        let mut added = [NamedIndex {
+            name,
+            f,
+            keys: Index::new(),
+        }];
         for (key, slot) in &mut st.objects {
-            let values = self.load(key, slot).map(|o| f(&o)).unwrap_or_default();
-            for v in &values {
-                index.entry(v.clone()).or_default().insert(key.clone());
-            }
-            if let Slot::Packed { index_values, .. } = slot {
+            let packed = matches!(slot, Slot::Packed { .. });
+            let values = match self.load(key, slot) {
+                Some(o) => index(&mut added, key, &o, packed),
+                None => IndexValues::default(),
+            };
+            if let Slot::Packed { index_values, .. } = slot
+                && !values.is_empty()
+            {
                 let mut all = std::mem::take(index_values).into_vec();
-                all.push(values.into_boxed_slice());
+                all.extend(values);
                 *index_values = all.into_boxed_slice();
             }
         }
-        st.indexes.insert(name.clone(), index);
-        st.indexers.push((name, f));
+        st.indexes.extend(added);
     }
 
     /// Adds the namespace index ([`NAMESPACE_INDEX`]).
@@ -410,7 +475,7 @@ impl<K: Resource> Store<K> {
     pub fn index_values(&self, name: &str) -> Vec<String> {
         let st = self.inner.state.read();
         known_index(&st.indexes, name)
-            .map(|i| i.keys().cloned().collect())
+            .map(|i| i.keys().map(|v| String::from(&**v)).collect())
             .unwrap_or_default()
     }
 
@@ -444,35 +509,28 @@ impl<K: Resource> Store<K> {
             .inner
             .packing
             .and_then(|p| (p.pack)(&obj))
-            .map(|text| self.compress(&text));
-        let resource_version = obj.meta().resource_version.clone();
-        let mut st = self.inner.state.write();
+            .and_then(|text| self.compress(obj.meta().resource_version.as_deref(), &text));
+        let mut guard = self.inner.state.write();
+        let st = &mut *guard;
         if let Some(relist) = st.relist.as_mut() {
             relist.insert(key.clone());
         }
-        let values = st.values_of(&obj);
-        let slot = match packed {
-            Some(bytes) => Slot::Packed {
-                resource_version: resource_version.as_deref().map(Box::from),
-                bytes,
-                index_values: values.clone(),
-            },
-            None => Slot::Full(Arc::new(obj)),
-        };
-        let old = st.objects.insert(key.clone(), slot);
-        let added = old.is_none();
-        let changed = match &old {
-            Some(o) => o.resource_version() != resource_version.as_deref(),
-            None => true,
-        };
-        if !st.indexers.is_empty() {
-            if let Some(o) = old {
-                let old_values = st.slot_values(o);
-                st.unindex(&key, &old_values);
+        let (added, changed) = match st.objects.entry(key.clone()) {
+            Entry::Occupied(mut entry) => {
+                let changed =
+                    entry.get().resource_version() != obj.meta().resource_version.as_deref();
+                // The old values are unindexed before the new ones are indexed: a value both
+                // versions have stays (and keeps its `Arc`) only if another object holds it.
+                unindex(&mut st.indexes, &key, entry.get());
+                entry.insert(Self::slot(&mut st.indexes, &key, obj, packed));
+                (false, changed)
             }
-            st.index(&key, &values);
-        }
-        drop(st);
+            Entry::Vacant(entry) => {
+                entry.insert(Self::slot(&mut st.indexes, &key, obj, packed));
+                (true, true)
+            }
+        };
+        drop(guard);
         if added && let Some(g) = &self.inner.gauge {
             g.inc();
         }
@@ -483,17 +541,32 @@ impl<K: Resource> Store<K> {
         }
     }
 
+    /// Indexes `obj` under `key` and makes its slot: packed when `packed` holds its bytes.
+    fn slot(
+        indexes: &mut [NamedIndex<K>],
+        key: &ObjectKey,
+        obj: K,
+        packed: Option<Arc<[u8]>>,
+    ) -> Slot<K> {
+        let index_values = index(indexes, key, &obj, packed.is_some());
+        match packed {
+            Some(bytes) => Slot::Packed {
+                bytes,
+                index_values,
+            },
+            None => Slot::Full(Arc::new(obj)),
+        }
+    }
+
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &ObjectKey) -> bool {
-        let mut st = self.inner.state.write();
+        let mut guard = self.inner.state.write();
+        let st = &mut *guard;
         let Some(old) = st.objects.remove(key) else {
             return false;
         };
-        if !st.indexers.is_empty() {
-            let values = st.slot_values(old);
-            st.unindex(key, &values);
-        }
-        drop(st);
+        unindex(&mut st.indexes, key, &old);
+        drop(guard);
         if let Some(g) = &self.inner.gauge {
             g.dec();
         }
@@ -508,7 +581,8 @@ impl<K: Resource> Store<K> {
     /// Ends a relist: deletes every key not applied since [`begin_relist`](Self::begin_relist),
     /// returns them, and marks the store synced.
     pub fn end_relist(&self) -> Vec<ObjectKey> {
-        let mut st = self.inner.state.write();
+        let mut guard = self.inner.state.write();
+        let st = &mut *guard;
         let seen = st.relist.take().unwrap_or_default();
         let gone: Vec<ObjectKey> = st
             .objects
@@ -517,14 +591,11 @@ impl<K: Resource> Store<K> {
             .cloned()
             .collect();
         for k in &gone {
-            if let Some(old) = st.objects.remove(k)
-                && !st.indexers.is_empty()
-            {
-                let values = st.slot_values(old);
-                st.unindex(k, &values);
+            if let Some(old) = st.objects.remove(k) {
+                unindex(&mut st.indexes, k, &old);
             }
         }
-        drop(st);
+        drop(guard);
         if let Some(g) = &self.inner.gauge {
             g.sub(gone.len() as i64);
         }
@@ -537,7 +608,9 @@ impl<K: Resource> Store<K> {
         let mut st = self.inner.state.write();
         let n = st.objects.len();
         st.objects = AHashMap::new();
-        st.indexes = AHashMap::new();
+        for index in &mut st.indexes {
+            index.keys = Index::new();
+        }
         st.relist = None;
         drop(st);
         if let Some(g) = &self.inner.gauge {
@@ -672,6 +745,162 @@ mod tests {
         assert!(s.delete(&ObjectKey::new(Some("b"), "y")));
         assert!(s.list_by_label("app", "db").is_empty());
         assert!(s.index_values(NAMESPACE_INDEX).is_empty());
+    }
+
+    /// The values packed slot `name` keeps aside, and the `Arc` index `index` holds for `value`.
+    fn kept_and_held(
+        s: &Store<ConfigMap>,
+        name: &str,
+        index: &str,
+        value: &str,
+    ) -> (Vec<Arc<str>>, Option<Arc<str>>) {
+        let state = s.inner.state.read();
+        let kept = match state.objects.get(&ObjectKey::new(Some("a"), name)) {
+            Some(Slot::Packed { index_values, .. }) => index_values.to_vec(),
+            _ => Vec::new(),
+        };
+        let held = state
+            .indexes
+            .iter()
+            .find(|i| i.name == index)
+            .and_then(|i| i.keys.get_key_value(value))
+            .map(|(v, _)| v.clone());
+        (kept, held)
+    }
+
+    #[test]
+    fn packed_slots_share_the_index_values_instead_of_copying_them() {
+        let s = packed();
+        s.index_by_label("app");
+        let app = label_index_name("app");
+        for name in ["x", "y", "z"] {
+            s.apply(cm("a", name, "1", Some("web")));
+        }
+        let (kept, held) = kept_and_held(&s, "x", &app, "web");
+        let held = held.expect("indexed");
+        assert_eq!(kept.len(), 1);
+        assert!(
+            Arc::ptr_eq(&kept[0], &held),
+            "a copy, not the index's value"
+        );
+        let (kept_z, _) = kept_and_held(&s, "z", &app, "web");
+        assert!(Arc::ptr_eq(&kept_z[0], &held));
+        // The index, three slots, and the three clones taken here.
+        assert_eq!(Arc::strong_count(&held), 1 + 3 + 3);
+        drop((kept, kept_z));
+
+        // A new label value: the slot moves to the new value's `Arc`, the old loses a holder.
+        s.apply(cm("a", "x", "2", Some("db")));
+        assert_eq!(Arc::strong_count(&held), 1 + 2 + 1);
+        let (kept, db) = kept_and_held(&s, "x", &app, "db");
+        assert!(Arc::ptr_eq(&kept[0], &db.expect("indexed")));
+        assert_eq!(s.list_by_label("app", "web").len(), 2);
+        let mut values = s.index_values(&app);
+        values.sort();
+        assert_eq!(values, vec!["db".to_owned(), "web".to_owned()]);
+
+        // An index added later appends its values to the slots, shared too.
+        s.index_by_namespace();
+        let (kept, ns) = kept_and_held(&s, "y", NAMESPACE_INDEX, "a");
+        let ns = ns.expect("indexed");
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().any(|v| Arc::ptr_eq(v, &ns)));
+        drop(kept);
+        assert_eq!(Arc::strong_count(&ns), 1 + 3 + 1);
+
+        // The last holders go: the index drops the value, and only the clone here is left.
+        assert!(s.delete(&ObjectKey::new(Some("a"), "y")));
+        s.begin_relist();
+        s.apply(cm("a", "x", "3", Some("db")));
+        assert_eq!(s.end_relist(), vec![ObjectKey::new(Some("a"), "z")]);
+        assert_eq!(Arc::strong_count(&held), 1);
+        assert!(s.list_by_label("app", "web").is_empty());
+        assert_eq!(s.index_values(&app), vec!["db".to_owned()]);
+        assert_eq!(Arc::strong_count(&ns), 1 + 1 + 1);
+        assert!(s.delete(&ObjectKey::new(Some("a"), "x")));
+        assert_eq!(Arc::strong_count(&ns), 1);
+        assert!(s.index_values(&app).is_empty());
+        assert!(s.index_values(NAMESPACE_INDEX).is_empty());
+    }
+
+    #[test]
+    fn a_value_two_indexes_give_one_object_is_unindexed_from_both() {
+        let s = packed();
+        let name = |o: &ConfigMap| o.metadata.name.iter().cloned().collect();
+        s.add_index("name", Arc::new(name));
+        s.add_index("name again", Arc::new(name));
+        s.add_index(
+            "label or nothing",
+            Arc::new(|o: &ConfigMap| {
+                o.metadata
+                    .labels
+                    .iter()
+                    .flat_map(|l| l.values().cloned())
+                    .collect()
+            }),
+        );
+        // "x" under both name indexes, and "y"'s label is "x": one value, three entries.
+        s.apply(cm("a", "x", "1", None));
+        s.apply(cm("a", "y", "1", Some("x")));
+        assert_eq!(s.keys_by_index("name", "x").len(), 1);
+        assert_eq!(s.keys_by_index("name again", "x").len(), 1);
+        assert_eq!(
+            s.keys_by_index("label or nothing", "x"),
+            vec![ObjectKey::new(Some("a"), "y")]
+        );
+        // Each kept value is removed from every index: "y" under "x" in the label index stays.
+        assert!(s.delete(&ObjectKey::new(Some("a"), "x")));
+        assert!(s.keys_by_index("name", "x").is_empty());
+        assert!(s.keys_by_index("name again", "x").is_empty());
+        assert_eq!(
+            s.keys_by_index("label or nothing", "x"),
+            vec![ObjectKey::new(Some("a"), "y")]
+        );
+        // A relabel of "y" keeps its name entries and moves its label entry.
+        s.apply(cm("a", "y", "2", Some("z")));
+        assert!(s.keys_by_index("label or nothing", "x").is_empty());
+        assert_eq!(s.keys_by_index("label or nothing", "z").len(), 1);
+        assert_eq!(s.keys_by_index("name", "y").len(), 1);
+        assert_eq!(s.keys_by_index("name again", "y").len(), 1);
+    }
+
+    #[test]
+    fn a_packed_slot_is_two_pointers_and_holds_its_resource_version() {
+        assert_eq!(size_of::<Slot<ConfigMap>>(), 32);
+        let s = packed();
+        let key = ObjectKey::new(Some("a"), "x");
+        let mut none = cm("a", "x", "", None);
+        none.metadata.resource_version = None;
+        for rv in [None, Some(""), Some("1"), Some("18446744073709551615")] {
+            let mut o = none.clone();
+            o.metadata.resource_version = rv.map(str::to_owned);
+            assert!(matches!(s.apply(o.clone()), Applied::Changed(_)), "{rv:?}");
+            assert!(
+                matches!(s.apply(o.clone()), Applied::Unchanged(_)),
+                "{rv:?}"
+            );
+            assert_eq!(*s.get(&key).unwrap(), o);
+            let state = s.inner.state.read();
+            let Some(slot @ Slot::Packed { .. }) = state.objects.get(&key) else {
+                panic!("not packed");
+            };
+            assert_eq!(slot.resource_version(), rv);
+        }
+        // A resourceVersion too long for the header: the object is kept, unpacked.
+        let mut long = none.clone();
+        long.metadata.resource_version = Some("9".repeat(255));
+        assert!(matches!(s.apply(long.clone()), Applied::Changed(_)));
+        assert!(matches!(s.apply(long.clone()), Applied::Unchanged(_)));
+        assert_eq!(*s.get(&key).unwrap(), long);
+        assert!(matches!(
+            s.inner.state.read().objects.get(&key),
+            Some(Slot::Full(_))
+        ));
+        long.metadata.resource_version = Some("9".repeat(254));
+        assert!(matches!(s.apply(long.clone()), Applied::Changed(_)));
+        assert_eq!(*s.get(&key).unwrap(), long);
+        assert!(unpacked_bytes(&[]).is_none());
+        assert!(unpacked_bytes(&[3, b'1']).is_none());
     }
 
     #[test]

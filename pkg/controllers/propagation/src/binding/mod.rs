@@ -46,8 +46,9 @@ mod handlers;
 mod status;
 mod sync;
 mod works;
+mod written;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -66,6 +67,7 @@ use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
 use karmada_controllers_common::{ControllerContext, StartFn};
 use lariat::events::EventRecorder;
+use written::WrittenClusters;
 
 pub use clusters::{conflict_resolution, existing_clusters, suspend_dispatching, target_clusters};
 pub use error::BindingError;
@@ -105,7 +107,7 @@ struct Inner {
     forced: Mutex<HashSet<String>>,
     /// The clusters this process has written a Work to, per binding (`Kind/key`): with the Work
     /// cache, a complete view of a binding's Works even before the cache has seen the newest.
-    written: Mutex<HashMap<String, BTreeSet<String>>>,
+    written: Mutex<WrittenClusters>,
     /// The resource selectors of each override policy as last seen (`Kind/key`), so a deleted
     /// policy still finds the bindings it affected.
     policy_selectors: Mutex<HashMap<String, Vec<ResourceSelector>>>,
@@ -160,7 +162,7 @@ impl BindingController {
                 cops,
                 handled: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
-                written: Mutex::new(HashMap::new()),
+                written: Mutex::new(WrittenClusters::default()),
                 policy_selectors: Mutex::new(HashMap::new()),
                 rollouts: OnceLock::new(),
                 cancel,

@@ -130,15 +130,11 @@ impl BindingController {
             return self.works_of(b).await;
         }
         let cached = inner.works.store().list_by_label(B::ID_LABEL, &id);
-        let written = inner.written.lock().get(mkey).cloned().unwrap_or_default();
         let acts = |cluster: &str| !keep.contains(cluster) || purged.contains(cluster);
-        let cached_clusters = cached
+        let mut cached_clusters = cached
             .iter()
             .filter_map(|w| cluster_name(w.metadata.namespace.as_deref().unwrap_or_default()).ok());
-        if cached_clusters
-            .chain(written.iter().map(String::as_str))
-            .any(acts)
-        {
+        if cached_clusters.any(acts) || inner.written.lock().any(mkey, acts) {
             return self.works_of(b).await;
         }
         Ok(cached.iter().map(|w| (**w).clone()).collect())

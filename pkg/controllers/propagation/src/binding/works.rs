@@ -266,12 +266,7 @@ impl BindingController {
                     .annotations
                     .insert(rollout::REVISION_ANNOTATION.to_owned(), r);
             }
-            self.inner
-                .written
-                .lock()
-                .entry(mkey.to_owned())
-                .or_default()
-                .insert(t.name.clone());
+            self.inner.written.lock().insert(mkey, &t.name);
             let written = create_or_update_work(
                 &self.inner.client,
                 Some(&works),

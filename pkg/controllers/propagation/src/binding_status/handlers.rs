@@ -2,6 +2,7 @@
 //! re-queued a moment later, so Works reporting together cost one write), and the binding's own
 //! changes of template resourceVersion or generation.
 
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -61,6 +62,60 @@ impl Target {
     }
 }
 
+/// Each Work's binding and status fingerprint when last seen. The Works of one binding share one
+/// [`Target`] (at 10 members a binding has ten Works, a map of 100,000 at 10,000 bindings): an
+/// entry is a key, a pointer and a fingerprint.
+#[derive(Default)]
+pub(super) struct SeenWorks {
+    works: HashMap<ObjectKey, (Option<Arc<Target>>, u64)>,
+    /// One `Arc` per binding some Work names; every other clone is in `works`, so a target whose
+    /// count is down to the set's and one more is held by that one alone.
+    targets: HashSet<Arc<Target>>,
+}
+
+impl SeenWorks {
+    /// Records that the Work `key` names `target` and has `fingerprint`; returns its previous
+    /// fingerprint.
+    pub(super) fn see(
+        &mut self,
+        key: ObjectKey,
+        target: Option<&Target>,
+        fingerprint: u64,
+    ) -> Option<u64> {
+        let shared = target.map(|t| self.share(t));
+        let (old, previous) = self.works.insert(key, (shared, fingerprint))?;
+        self.release(old);
+        Some(previous)
+    }
+
+    /// Forgets the Work `key`; returns the binding it named.
+    pub(super) fn forget(&mut self, key: &ObjectKey) -> Option<Target> {
+        let (target, _) = self.works.remove(key)?;
+        let named = target.as_deref().cloned();
+        self.release(target);
+        named
+    }
+
+    /// The set's `Arc` for `target` (added when it has none).
+    fn share(&mut self, target: &Target) -> Arc<Target> {
+        if let Some(t) = self.targets.get(target) {
+            return t.clone();
+        }
+        let t = Arc::new(target.clone());
+        self.targets.insert(t.clone());
+        t
+    }
+
+    /// Drops a Work's clone of its target, and the set's once no other Work holds it.
+    fn release(&mut self, target: Option<Arc<Target>>) {
+        if let Some(t) = target
+            && Arc::strong_count(&t) == 2
+        {
+            self.targets.remove(&*t);
+        }
+    }
+}
+
 impl BindingStatusController {
     /// A Work changed: re-queue its binding when the Work's status changed or it went away. The
     /// binding is aggregated [`WORK_COALESCE`] later, so the Works of one binding that report at
@@ -74,18 +129,13 @@ impl BindingStatusController {
             Some(w) => {
                 let t = Target::of(&w);
                 let fp = work_fingerprint(&w);
-                let previous = self.inner.seen_works.lock().insert(key, (t.clone(), fp));
-                if previous.is_some_and(|(_, old)| old == fp) {
+                let previous = self.inner.seen_works.lock().see(key, t.as_ref(), fp);
+                if previous == Some(fp) {
                     return HandlerResult::Success;
                 }
                 t
             }
-            None => self
-                .inner
-                .seen_works
-                .lock()
-                .remove(&key)
-                .and_then(|(t, _)| t),
+            None => self.inner.seen_works.lock().forget(&key),
         };
         match target {
             Some(Target::Rb { namespace, name }) => {
@@ -159,5 +209,89 @@ impl BindingStatusController {
         }
         self.update_binding_status(binding, &items).await?;
         self.update_template_status(binding, &items).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lariat::ObjectKey;
+
+    use super::{SeenWorks, Target};
+
+    fn rb(name: &str) -> Target {
+        Target::Rb {
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    fn work(cluster: usize, binding: &str) -> ObjectKey {
+        ObjectKey::new(Some(&format!("karmada-es-member{cluster}")), binding)
+    }
+
+    /// The `Arc` the Works of `target` share, and how many hold it beside the set and the clone
+    /// returned.
+    fn shared(seen: &SeenWorks, target: &Target) -> Option<(Arc<Target>, usize)> {
+        let t = seen.targets.get(target)?.clone();
+        let holders = Arc::strong_count(&t) - 2;
+        Some((t, holders))
+    }
+
+    #[test]
+    fn the_works_of_a_binding_share_one_target() {
+        let mut seen = SeenWorks::default();
+        for c in 0..10 {
+            assert_eq!(seen.see(work(c, "nginx"), Some(&rb("nginx")), 7), None);
+        }
+        seen.see(work(0, "redis"), Some(&rb("redis")), 7);
+        seen.see(work(0, "orphan"), None, 7);
+        assert_eq!(seen.targets.len(), 2);
+        let (nginx, holders) = shared(&seen, &rb("nginx")).expect("shared");
+        assert_eq!(holders, 10);
+        for c in 0..10 {
+            let Some((Some(t), _)) = seen.works.get(&work(c, "nginx")) else {
+                panic!("not seen");
+            };
+            assert!(Arc::ptr_eq(t, &nginx));
+        }
+        drop(nginx);
+        // Seen again: the previous fingerprint comes back, the sharing is unchanged.
+        assert_eq!(seen.see(work(3, "nginx"), Some(&rb("nginx")), 8), Some(7));
+        assert_eq!(shared(&seen, &rb("nginx")).map(|(_, n)| n), Some(10));
+        // A Work that names another binding now moves to its target.
+        assert_eq!(seen.see(work(3, "nginx"), Some(&rb("redis")), 8), Some(8));
+        assert_eq!(shared(&seen, &rb("nginx")).map(|(_, n)| n), Some(9));
+        assert_eq!(shared(&seen, &rb("redis")).map(|(_, n)| n), Some(2));
+    }
+
+    #[test]
+    fn a_target_goes_with_the_last_work_naming_it() {
+        let mut seen = SeenWorks::default();
+        for c in 0..3 {
+            seen.see(work(c, "nginx"), Some(&rb("nginx")), 1);
+        }
+        let crb = Target::Crb {
+            name: "nginx".into(),
+        };
+        seen.see(work(0, "cluster-nginx"), Some(&crb), 1);
+        assert_eq!(seen.forget(&work(0, "nginx")), Some(rb("nginx")));
+        assert_eq!(seen.forget(&work(0, "nginx")), None);
+        assert_eq!(seen.forget(&work(1, "nginx")), Some(rb("nginx")));
+        assert_eq!(shared(&seen, &rb("nginx")).map(|(_, n)| n), Some(1));
+        // Re-pointed elsewhere, the last Work releases it as a removal would.
+        seen.see(work(2, "nginx"), None, 1);
+        assert!(shared(&seen, &rb("nginx")).is_none());
+        assert_eq!(seen.targets.len(), 1);
+        assert_eq!(seen.forget(&work(2, "nginx")), None);
+        assert_eq!(seen.forget(&work(0, "cluster-nginx")), Some(crb));
+        assert!(seen.targets.is_empty());
+        assert!(seen.works.is_empty());
+    }
+
+    #[test]
+    fn an_entry_is_a_pointer_and_a_fingerprint() {
+        assert_eq!(size_of::<(Option<Arc<Target>>, u64)>(), 16);
     }
 }

@@ -37,11 +37,11 @@ use karmada_apis::well_known::{
 };
 use karmada_apis::{ClusterResourceBinding, ResourceBinding, ResourceBindingStatus, Work};
 use karmada_interpreter::Interpreter;
-use lariat::{ObjectKey, SharedController, Store};
+use lariat::{SharedController, Store};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use handlers::Target;
+use handlers::SeenWorks;
 use karmada_controllers_common::binding::BindingObject;
 use karmada_controllers_common::error::framework;
 use karmada_controllers_common::handlers::{shared_controller, start_fn_of};
@@ -99,7 +99,7 @@ struct Inner {
     /// Bindings to handle regardless of their fingerprint (a Work of theirs changed, a retry).
     forced: Mutex<HashSet<String>>,
     /// Each Work's binding and status fingerprint when last seen.
-    seen_works: Mutex<HashMap<ObjectKey, (Option<Target>, u64)>>,
+    seen_works: Mutex<SeenWorks>,
     cancel: CancellationToken,
 }
 
@@ -139,7 +139,7 @@ impl BindingStatusController {
                 works,
                 handled: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
-                seen_works: Mutex::new(HashMap::new()),
+                seen_works: Mutex::new(SeenWorks::default()),
                 cancel,
             }),
         })
