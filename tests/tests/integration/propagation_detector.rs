@@ -486,6 +486,18 @@ where
     .then_some(())
 }
 
+/// Waits until the detector processed policy `name`: it carries its permanent id label `id_label`.
+async fn wait_processed<K>(api: &Api<K>, name: &str, id_label: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(&format!("{name} processed"), || async {
+        let p = api.get(name).await.unwrap();
+        p.labels().contains_key(id_label).then_some(())
+    })
+    .await;
+}
+
 /// Creates a template claimed by a low-priority policy, then a high-priority policy with
 /// `preemption: Always`; returns the name of the policy that claims the template afterwards.
 async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
@@ -524,16 +536,7 @@ async fn preemption_scenario(client: &Client, ns: &str, gate: bool) -> String {
     .await;
     let pps: Api<PropagationPolicy> = Api::namespaced(client.clone(), ns);
     // Wait until the detector processed the new policy (it gets its permanent id).
-    eventually("high-priority policy processed", || {
-        let pps = pps.clone();
-        async move {
-            let p = pps.get("high").await.unwrap();
-            p.labels()
-                .contains_key("propagationpolicy.karmada.io/permanent-id")
-                .then_some(())
-        }
-    })
-    .await;
+    wait_processed(&pps, "high", "propagationpolicy.karmada.io/permanent-id").await;
     if gate {
         eventually("template claimed by the high-priority policy", || {
             claimed_by(&deployments, "web", "high")
@@ -659,28 +662,10 @@ async fn a_policy_that_lowers_its_priority_is_preempted_by_one_now_above_it() {
     cluster_policy(&client, "pd-depri-high", spec("api", 10)).await;
     cluster_policy(&client, "pd-depri-mid", spec("api", 5)).await;
     for p in ["high", "mid", "low"] {
-        eventually(&format!("{p} processed"), || {
-            let pps = pps.clone();
-            async move {
-                let p = pps.get(p).await.unwrap();
-                p.labels()
-                    .contains_key("propagationpolicy.karmada.io/permanent-id")
-                    .then_some(())
-            }
-        })
-        .await;
+        wait_processed(&pps, p, "propagationpolicy.karmada.io/permanent-id").await;
     }
     for p in ["pd-depri-high", "pd-depri-mid"] {
-        eventually(&format!("{p} processed"), || {
-            let cpps = cpps.clone();
-            async move {
-                let p = cpps.get(p).await.unwrap();
-                p.labels()
-                    .contains_key("clusterpropagationpolicy.karmada.io/permanent-id")
-                    .then_some(())
-            }
-        })
-        .await;
+        wait_processed(&cpps, p, "clusterpropagationpolicy.karmada.io/permanent-id").await;
     }
     deployment(&client, ns, "web", 1).await;
     deployment(&client, ns, "api", 1).await;
