@@ -26,6 +26,7 @@ pub mod patch;
 pub mod priority;
 pub mod quota;
 pub mod rollout;
+pub mod shared_values;
 pub mod taints;
 pub mod template;
 pub mod work;

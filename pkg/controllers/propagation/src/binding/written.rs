@@ -5,35 +5,26 @@
 //! entry is a pointer per cluster (at 10,000 bindings × 10 members, a `BTreeSet<String>` per
 //! binding held a B-tree node and ten strings, about 400 bytes, against 160 here).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use karmada_controllers_common::shared_values::SharedValues;
 
 /// The clusters written to, per binding (`Kind/key`, as the binding controller's memo keys).
 #[derive(Default)]
 pub(super) struct WrittenClusters {
     bindings: HashMap<String, Box<[Arc<str>]>>,
-    /// One `Arc` per cluster name some binding holds; every other clone is in `bindings` (none
-    /// leaves this struct), so a name whose count is down to the set's and one more is held by
-    /// that one alone.
-    names: HashSet<Arc<str>>,
+    /// The cluster names the bindings hold; none leaves this struct.
+    names: SharedValues<str>,
 }
 
 impl WrittenClusters {
     /// Records that a Work of `binding` was written to `cluster`.
     pub(super) fn insert(&mut self, binding: &str, cluster: &str) {
-        if let Some(clusters) = self.bindings.get(binding)
-            && clusters.iter().any(|c| &**c == cluster)
-        {
+        if self.any(binding, |c| c == cluster) {
             return;
         }
-        let name = match self.names.get(cluster) {
-            Some(n) => n.clone(),
-            None => {
-                let n: Arc<str> = Arc::from(cluster);
-                self.names.insert(n.clone());
-                n
-            }
-        };
+        let name = self.names.share(cluster);
         let clusters = self.bindings.entry(binding.to_owned()).or_default();
         let mut all = std::mem::take(clusters).into_vec();
         all.push(name);
@@ -53,9 +44,7 @@ impl WrittenClusters {
             return;
         };
         for name in clusters {
-            if Arc::strong_count(&name) == 2 {
-                self.names.remove(&name);
-            }
+            self.names.release(name);
         }
     }
 }

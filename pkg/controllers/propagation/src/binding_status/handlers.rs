@@ -2,7 +2,7 @@
 //! re-queued a moment later, so Works reporting together cost one write), and the binding's own
 //! changes of template resourceVersion or generation.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use karmada_apis::well_known::{
     RESOURCE_BINDING_NAMESPACE_ANNOTATION,
 };
 use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::shared_values::SharedValues;
 use kube::ResourceExt;
 use lariat::{HandlerResult, ObjectKey};
 
@@ -68,9 +69,8 @@ impl Target {
 #[derive(Default)]
 pub(super) struct SeenWorks {
     works: HashMap<ObjectKey, (Option<Arc<Target>>, u64)>,
-    /// One `Arc` per binding some Work names; every other clone is in `works`, so a target whose
-    /// count is down to the set's and one more is held by that one alone.
-    targets: HashSet<Arc<Target>>,
+    /// The bindings the Works name; none leaves this struct.
+    targets: SharedValues<Target>,
 }
 
 impl SeenWorks {
@@ -82,7 +82,7 @@ impl SeenWorks {
         target: Option<&Target>,
         fingerprint: u64,
     ) -> Option<u64> {
-        let shared = target.map(|t| self.share(t));
+        let shared = target.map(|t| self.targets.share(t));
         let (old, previous) = self.works.insert(key, (shared, fingerprint))?;
         self.release(old);
         Some(previous)
@@ -96,22 +96,10 @@ impl SeenWorks {
         named
     }
 
-    /// The set's `Arc` for `target` (added when it has none).
-    fn share(&mut self, target: &Target) -> Arc<Target> {
-        if let Some(t) = self.targets.get(target) {
-            return t.clone();
-        }
-        let t = Arc::new(target.clone());
-        self.targets.insert(t.clone());
-        t
-    }
-
-    /// Drops a Work's clone of its target, and the set's once no other Work holds it.
+    /// Gives a Work's clone of its target back to the pool.
     fn release(&mut self, target: Option<Arc<Target>>) {
-        if let Some(t) = target
-            && Arc::strong_count(&t) == 2
-        {
-            self.targets.remove(&*t);
+        if let Some(t) = target {
+            self.targets.release(t);
         }
     }
 }
