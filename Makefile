@@ -42,7 +42,7 @@ test-scheduler-estimator: test-binaries karmada-binaries ## Run the test of the 
 	$(CARGO) test -p karmada-e2e --features karmada-go --test integration -- --exact bench_smoke::the_scheduling_benchmark_with_the_estimator_runs_and_reports_what_it_measured
 
 .PHONY: karmada-e2e-binaries
-karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, once; cached.
+karmada-e2e-binaries: ## Build Karmada's e2e suite (v1.16 test/e2e/suites/base), its Go karmadactl and karmada-agent, and its interpreter webhook example with that example's Workload CRD, once; cached.
 	nice -n 10 hack/build-test-binaries.sh karmada-e2e >/dev/null
 
 .PHONY: test-karmada-e2e
