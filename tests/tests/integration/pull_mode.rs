@@ -369,9 +369,9 @@ async fn pull_member_served_by_the_agent_alone() {
     )
     .await;
 
-    // A FederatedHPA over both members cannot read the Pull member's scale and pods (the
-    // controller-manager never contacts member2): it says so on a condition and an Event naming
-    // member2, instead of silently summing member1 alone.
+    // A FederatedHPA over both members cannot read the Pull member's pods (the controller-manager
+    // never contacts member2): it says so on a condition and an Event naming member2, instead of
+    // silently computing metrics over member1 alone.
     let fhpas: Api<FederatedHPA> = Api::namespaced(host.clone(), NS);
     let fhpa: FederatedHPA = serde_json::from_value(json!({
         "apiVersion": "autoscaling.karmada.io/v1alpha1",
@@ -387,8 +387,8 @@ async fn pull_member_served_by_the_agent_alone() {
     }))
     .unwrap();
     fhpas.create(&PostParams::default(), &fhpa).await.unwrap();
-    let left_out = "replicas and metrics leave out 1 of 2 target cluster(s): member2 (Pull mode: \
-                    the controller-manager does not connect to Pull members)";
+    let left_out = "replicas or metrics leave out 1 of 2 target cluster(s): member2 (Pull mode: \
+                    pods and metrics not read; replicas as its agent reported them)";
     eventually(
         "the FederatedHPA names member2 as left out",
         &[&cm],
@@ -423,6 +423,59 @@ async fn pull_member_served_by_the_agent_alone() {
     )
     .await;
     fhpas.delete("web", &DeleteParams::default()).await.unwrap();
+
+    // A workload only the Pull member runs: its FederatedHPA counts the replicas member2's Work
+    // asks for (Karmada reads them in the member) and raises the template to minReplicas.
+    let mut only2 = deploy.clone();
+    only2.metadata.name = Some("only2".into());
+    only2.spec.replicas = Some(1);
+    templates
+        .create(&PostParams::default(), &only2)
+        .await
+        .unwrap();
+    let mut policy2 = policy.clone();
+    policy2.metadata.name = Some("only2".into());
+    policy2.spec.resource_selectors[0].name = "only2".into();
+    policy2.spec.placement = serde_json::from_value(json!({
+        "clusterAffinity": {"clusterNames": ["member2"]},
+        "replicaScheduling": {"replicaSchedulingType": "Duplicated"},
+    }))
+    .unwrap();
+    Api::<PropagationPolicy>::namespaced(host.clone(), NS)
+        .create(&PostParams::default(), &policy2)
+        .await
+        .unwrap();
+    eventually(
+        &format!("{NS}/only2 in member2"),
+        &[&cm, &agent],
+        || async { in_member2.get_opt("only2").await.unwrap().is_some() },
+    )
+    .await;
+    let mut fhpa2 = fhpa.clone();
+    fhpa2.metadata.name = Some("only2".into());
+    fhpa2.spec.scale_target_ref.name = "only2".into();
+    fhpa2.spec.min_replicas = Some(2);
+    fhpas.create(&PostParams::default(), &fhpa2).await.unwrap();
+    eventually(
+        "the Pull-only template raised to minReplicas",
+        &[&cm],
+        || async { templates.get("only2").await.unwrap().spec.replicas == Some(2) },
+    )
+    .await;
+    eventually("AbleToScale=True on the FederatedHPA", &[&cm], || async {
+        let status = fhpas.get("only2").await.unwrap().status.unwrap_or_default();
+        status.current_replicas.is_some()
+            && status
+                .conditions
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "AbleToScale" && c.status == "True")
+    })
+    .await;
+    fhpas
+        .delete("only2", &DeleteParams::default())
+        .await
+        .unwrap();
 
     // Drift in the Pull member is repaired by the agent.
     in_member2

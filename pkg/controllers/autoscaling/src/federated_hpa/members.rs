@@ -36,10 +36,19 @@ pub(super) struct MultiClusterScale {
     pub(super) left_out: Vec<String>,
 }
 
-/// Why a Pull member is left out: the controller-manager never connects to Pull members (their
-/// agents do), so their scale and pods cannot be read from here. Karmada skips them silently.
+/// Why a Pull member's pods and metrics are left out: the controller-manager never connects to
+/// Pull members (their agents do); its replicas come from its Work ([`super::reported`]). Karmada
+/// reads them with the credentials its agent reports by default.
 const PULL_MODE_LEFT_OUT: &str =
-    "Pull mode: the controller-manager does not connect to Pull members";
+    "Pull mode: pods and metrics not read; replicas as its agent reported them";
+
+/// Where one target cluster's scale came from.
+enum Read {
+    /// The member itself, whose pods can be listed too.
+    Member(Client, Scale),
+    /// A Pull member's Work: the scale only.
+    Reported(Scale),
+}
 
 impl FederatedHpaController {
     /// The template's ResourceBinding: among the bindings carrying the template's policy
@@ -106,15 +115,15 @@ impl FederatedHpaController {
         Ok(out)
     }
 
-    /// A client of member `cluster` and the scale of the target `name` there, or why they cannot
-    /// be had (logged).
+    /// The scale of the target `name` in member `cluster` and a client of the member, or of a Pull
+    /// member the scale its Work reports, or why neither can be had (logged).
     async fn scale_in(
         &self,
         cluster: &str,
         gvk: &kube::api::GroupVersionKind,
         namespace: &str,
         name: &str,
-    ) -> Result<(Client, Scale), String> {
+    ) -> Result<Read, String> {
         let pull = self
             .inner
             .clusters
@@ -122,7 +131,14 @@ impl FederatedHpaController {
             .get_named(None, cluster)
             .is_some_and(|c| c.spec.sync_mode == ClusterSyncMode::Pull);
         if pull {
-            return Err(PULL_MODE_LEFT_OUT.to_owned());
+            return self
+                .reported_scale(cluster, gvk, namespace, name)
+                .await
+                .map(Read::Reported)
+                .map_err(|e| {
+                    tracing::warn!(cluster, resource = %name, error = %e, "Failed to get the scale of resource in Pull cluster from its Work");
+                    format!("Pull mode: {e}")
+                });
         }
         let Some(member) = self.inner.ctx.members.get(cluster) else {
             tracing::warn!(cluster, "Failed to get cluster client of cluster");
@@ -144,7 +160,7 @@ impl FederatedHpaController {
             tracing::warn!(cluster, resource = %name, error = %e, "Failed to get scale subResource of resource in cluster");
             format!("scale not read: {e}")
         })?;
-        Ok((client, scale))
+        Ok(Read::Member(client, scale))
     }
 
     /// The target's scale summed over `clusters`, and the pods of each cluster's selector. A cluster
@@ -166,15 +182,18 @@ impl FederatedHpaController {
         };
         for cluster in clusters {
             let (client, scale) = match self.scale_in(cluster, gvk, namespace, &name).await {
-                Ok(read) => read,
+                Ok(Read::Member(client, scale)) => (Some(client), scale),
+                Ok(Read::Reported(scale)) => (None, scale),
                 Err(why) => {
                     out.left_out.push(format!("{cluster} ({why})"));
                     continue;
                 }
             };
-            out.spec_replicas += scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+            out.spec_replicas = out
+                .spec_replicas
+                .saturating_add(scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0));
             let status = scale.status.unwrap_or_default();
-            out.status_replicas += status.replicas;
+            out.status_replicas = out.status_replicas.saturating_add(status.replicas);
             let selector = status.selector.unwrap_or_default();
             if selector.is_empty() {
                 self.event(
@@ -193,6 +212,11 @@ impl FederatedHpaController {
                 );
                 continue;
             }
+            let Some(client) = client else {
+                out.left_out
+                    .push(format!("{cluster} ({PULL_MODE_LEFT_OUT})"));
+                continue;
+            };
             let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
             match pods.list(&ListParams::default().labels(&selector)).await {
                 Ok(list) => out.pods.extend(list.items),

@@ -6,7 +6,8 @@
 //! template's ResourceBinding (by the policy permanent-id label) and the Ready clusters it is
 //! scheduled to; in each of them it reads the workload's scale subresource (replicas, selector), the
 //! pods of that selector and their metrics (`metrics.k8s.io`, `custom.metrics.k8s.io`, see
-//! [`metrics`]). The replica calculator ([`calculator`]) turns them into a proposal per metric (the
+//! [`metrics`]). A Pull member is never contacted: its scale comes from its Work ([`reported`]),
+//! and its pods are left out. The replica calculator ([`calculator`]) turns them into a proposal per metric (the
 //! largest wins), calibrated by template replicas / member replicas; [`normalize`] applies the
 //! stabilization windows, `spec.behavior`'s policies and min/max. A change is written to the
 //! template's `scale` subresource (the scheduler then divides the new count among the clusters).
@@ -20,10 +21,10 @@
 //!
 //! - [`FederatedHpaController::run`] (here) registers `handle` ([`reconcile`]), which syncs a
 //!   FederatedHPA when its spec changed or its period is due.
-//! - `reconcile` finds the target's binding and members ([`members`]), computes the replicas the
-//!   metrics call for ([`replicas`], one [`proposal`] per metric, through [`metrics`] and
-//!   [`calculator`]), normalizes them ([`normalize`]), writes the scale and records the status and
-//!   Events ([`status`]).
+//! - `reconcile` finds the target's binding and members ([`members`], Pull members through
+//!   [`reported`]), computes the replicas the metrics call for ([`replicas`], one [`proposal`] per
+//!   metric, through [`metrics`] and [`calculator`]), normalizes them ([`normalize`]), writes the
+//!   scale and records the status and Events ([`status`]).
 //! - Errors are in [`error`].
 
 pub mod calculator;
@@ -35,6 +36,7 @@ pub mod normalize;
 mod proposal;
 mod reconcile;
 mod replicas;
+mod reported;
 mod status;
 
 use std::collections::{BTreeSet, HashMap};

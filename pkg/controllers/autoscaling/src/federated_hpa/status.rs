@@ -99,7 +99,7 @@ pub(super) fn set_left_out(
         return None;
     }
     let message = format!(
-        "replicas and metrics leave out {} of {total} target cluster(s): {}",
+        "replicas or metrics leave out {} of {total} target cluster(s): {}",
         left_out.len(),
         left_out.join(", ")
     );
@@ -167,7 +167,7 @@ mod tests {
         let message = set_left_out(&mut hpa, &left, 2).unwrap();
         assert_eq!(
             message,
-            "replicas and metrics leave out 1 of 2 target cluster(s): member2 (Pull mode)"
+            "replicas or metrics leave out 1 of 2 target cluster(s): member2 (Pull mode)"
         );
         assert_eq!(set_left_out(&mut hpa, &left, 2), None, "no Event twice");
         let c = &hpa.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
