@@ -5,8 +5,8 @@
 //! Who calls what:
 //! - [`Environment::start`] brings up a host (with Karmada's aggregated API server serving
 //!   `cluster.karmada.io`) and three full members (kube-scheduler,
-//!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen controllers,
-//!   joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
+//!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen
+//!   controllers, lets the admin use `clusters/proxy` as Karmada's setup does, joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
 //!   `karmada-agent` (Pull: ours for karmada-rs, Karmada's for the baseline), and writes the
 //!   kubeconfig the suite expects (contexts `karmada-apiserver` and `karmada-host`). Pods whose
 //!   image is in the registry `fake` stay unready (`ErrImagePull`), as the failover specs expect.
@@ -177,6 +177,7 @@ impl Environment {
                 (None, Some(karmada))
             }
         };
+        grant_cluster_proxy(&host).await?;
         for name in PUSH_MEMBERS {
             let member = env
                 .member(name)
@@ -247,6 +248,37 @@ impl Environment {
         }
         Ok(())
     }
+}
+
+/// What Karmada's e2e setup applies from `artifacts/deploy/cluster-proxy-admin-rbac.yaml`: the
+/// ClusterRole `cluster-proxy-admin` (every verb on `cluster.karmada.io` `clusters/proxy`) bound to
+/// the admin user (Karmada's is `system:admin`, this environment's [`testenv::pki::ADMIN_USER`]).
+/// The `unifiedAuth` controller turns the binding into impersonation rights in the members, which
+/// the suite's `karmadactl` specs use through `clusters/proxy`.
+async fn grant_cluster_proxy(host: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let name = "cluster-proxy-admin";
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"],
+                   "verbs": ["*"]}],
+    }))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": testenv::pki::ADMIN_USER}],
+    }))?;
+    let params = kube::api::PostParams::default();
+    kube::Api::<ClusterRole>::all(host.clone())
+        .create(&params, &role)
+        .await
+        .context("create ClusterRole cluster-proxy-admin")?;
+    kube::Api::<ClusterRoleBinding>::all(host.clone())
+        .create(&params, &binding)
+        .await
+        .context("create ClusterRoleBinding cluster-proxy-admin")?;
+    Ok(())
 }
 
 /// Karmada's interpreter webhook example as Karmada's e2e setup deploys it: the example's Workload

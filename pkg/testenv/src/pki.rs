@@ -11,6 +11,9 @@ use rcgen::{
 
 use crate::Error;
 
+/// The user name of the environment's admin certificate (group `system:masters`).
+pub const ADMIN_USER: &str = "karmada-rs-admin";
+
 /// The PEM files of one cluster's PKI, written under its directory.
 #[derive(Debug, Clone)]
 pub struct ClusterPki {
@@ -79,7 +82,7 @@ impl ClusterPki {
         let mut admin = CertificateParams::new(Vec::<String>::new()).map_err(pki_err)?;
         admin
             .distinguished_name
-            .push(DnType::CommonName, "karmada-rs-admin");
+            .push(DnType::CommonName, ADMIN_USER);
         admin
             .distinguished_name
             .push(DnType::OrganizationName, "system:masters");
