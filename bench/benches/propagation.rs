@@ -90,6 +90,10 @@ struct Args {
     /// (`go tool pprof -top <file>` reads it).
     #[arg(long)]
     heap_profiles: Option<PathBuf>,
+    /// Write a CPU profile of our controller-manager over the cold start into this folder (its
+    /// first 300 s from ready; `go tool pprof -top <file>` reads it).
+    #[arg(long)]
+    cpu_profile: Option<PathBuf>,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
     out: PathBuf,
@@ -161,6 +165,7 @@ fn main() -> anyhow::Result<()> {
     config.cold_start_restart = args.cold_start_restart;
     config.only_cold_start = args.only_cold_start;
     config.heap_profiles = args.heap_profiles;
+    config.cpu_profile = args.cpu_profile;
     if (config.only_cold_start || config.cold_start_restart) && config.cold_start == 0 {
         anyhow::bail!("--only-cold-start and --cold-start-restart need --cold-start N (N > 0)");
     }

@@ -16,6 +16,7 @@
 //! new work waits behind the resync.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -201,6 +202,7 @@ pub async fn cold_start(
     namespace_count: usize,
     concurrency: usize,
     timeout: Duration,
+    cpu_profile: Option<(u16, &Path)>,
 ) -> anyhow::Result<ColdStartResult> {
     let ns = namespaces(namespace_count);
     for n in &ns {
@@ -240,6 +242,11 @@ pub async fn cold_start(
     let t0 = Instant::now();
     s.start_controllers(imp).await?;
     let ready_seconds = t0.elapsed().as_secs_f64();
+    // Profiled from ready on, awaited once the start settled (the profile ends first or then).
+    let profiling = cpu_profile.map(|(port, path)| {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || write_cpu_profile(port, &path))
+    });
     let expected: Vec<Created> = work.iter().flat_map(|w| w.templates_at(t0)).collect();
     let conv = match wait_arrivals(s, &expected, t0, timeout, true).await {
         Ok(conv) => conv,
@@ -251,6 +258,9 @@ pub async fn cold_start(
         }
     };
     let settled = wait_settled(s, timeout).await?;
+    if let Some(profiling) = profiling {
+        profiling.await??;
+    }
     let requests = super::process::request_delta(&requests_before, &request_counts(&s.metrics()?));
     let host_after = host_writes_by_resource(&s.host_apiserver_metrics().await?);
     let after = s.sample()?;
@@ -274,6 +284,30 @@ pub async fn cold_start(
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
     })
+}
+
+/// How long the cold start's CPU profile samples (the profiling endpoint's limit).
+pub const CPU_PROFILE_SECONDS: u64 = 300;
+
+/// Reads a CPU profile of [`CPU_PROFILE_SECONDS`] from the controller-manager's profiling
+/// endpoint on `port` into `path`.
+fn write_cpu_profile(port: u16, path: &Path) -> anyhow::Result<()> {
+    let (status, body) = karmada_e2e::controller_manager::http_get_bytes(
+        port,
+        &format!("/debug/pprof/profile?seconds={CPU_PROFILE_SECONDS}"),
+        Duration::from_secs(CPU_PROFILE_SECONDS + 60),
+    )
+    .with_context(|| format!("no CPU profile from 127.0.0.1:{port}"))?;
+    if status != 200 {
+        anyhow::bail!(
+            "CPU profile from 127.0.0.1:{port}: HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
 }
 
 /// Up to `limit` of what `expected` still lacks: member objects not seen (`<member>/<kind>

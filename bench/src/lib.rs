@@ -112,6 +112,9 @@ pub struct BenchConfig {
     /// `--enable-pprof`; `go tool pprof` reads the files), with its `lariat_cached_objects` series
     /// beside each; `None`: no profiling.
     pub heap_profiles: Option<PathBuf>,
+    /// Where to write a CPU profile of our controller-manager over the cold start (from its start,
+    /// [`coldstart::CPU_PROFILE_SECONDS`] at most; `go tool pprof` reads it); `None`: none.
+    pub cpu_profile: Option<PathBuf>,
 }
 
 impl BenchConfig {
@@ -143,6 +146,7 @@ impl BenchConfig {
             cold_start_restart: false,
             only_cold_start: false,
             heap_profiles: None,
+            cpu_profile: None,
         }
     }
 
@@ -173,6 +177,7 @@ impl BenchConfig {
             cold_start_restart: false,
             only_cold_start: false,
             heap_profiles: None,
+            cpu_profile: None,
         }
     }
 
@@ -506,7 +511,26 @@ async fn cold_start_run(
         label = format!("{}, {label}", imp.label());
     }
     progress(&format!("{label}: starting a fresh environment"));
-    let mut s = Session::start_impl(imp, members, 0, Some(Qps::Raised), &[]).await?;
+    let profile = config
+        .cpu_profile
+        .as_ref()
+        .filter(|_| imp == Impl::Rust)
+        .map(|dir| {
+            let port = karmada_e2e::controller_manager::free_port();
+            let path = dir.join(format!("{}.cpu.pb.gz", file_name(&label)));
+            (port, path)
+        });
+    let profiling_args = profile
+        .as_ref()
+        .map(|(port, _)| {
+            vec![
+                "--enable-pprof".to_owned(),
+                format!("--profiling-bind-address=127.0.0.1:{port}"),
+            ]
+        })
+        .unwrap_or_default();
+    let profiling_args: Vec<&str> = profiling_args.iter().map(String::as_str).collect();
+    let mut s = Session::start_impl(imp, members, 0, Some(Qps::Raised), &profiling_args).await?;
     progress(&format!(
         "{label}: creating everything with the controllers stopped, then starting them"
     ));
@@ -517,6 +541,7 @@ async fn cold_start_run(
         config.namespaces,
         config.create_concurrency,
         config.timeout(),
+        profile.as_ref().map(|(port, path)| (*port, path.as_path())),
     )
     .await
     .with_context(|| format!("{label}: cold start"))?;
