@@ -143,12 +143,12 @@ pub fn selects_service_import(selectors: &[ResourceSelector]) -> bool {
 /// namespace that are not being deleted. `None` for cluster-scoped templates.
 pub fn best_propagation_policy<'a>(
     resource: ResourceRef<'_>,
-    policies: &'a [PropagationPolicy],
+    policies: impl IntoIterator<Item = &'a PropagationPolicy>,
 ) -> Option<&'a PropagationPolicy> {
     if resource.namespace.is_empty() {
         return None;
     }
-    let candidates = policies.iter().filter(|p| {
+    let candidates = policies.into_iter().filter(|p| {
         p.metadata.deletion_timestamp.is_none()
             && p.metadata.namespace.as_deref() == Some(resource.namespace)
     });
@@ -168,10 +168,10 @@ pub fn best_propagation_policy<'a>(
 /// are not being deleted.
 pub fn best_cluster_propagation_policy<'a>(
     resource: ResourceRef<'_>,
-    policies: &'a [ClusterPropagationPolicy],
+    policies: impl IntoIterator<Item = &'a ClusterPropagationPolicy>,
 ) -> Option<&'a ClusterPropagationPolicy> {
     let candidates = policies
-        .iter()
+        .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none());
     best_by_priority(candidates.map(|p| {
         (

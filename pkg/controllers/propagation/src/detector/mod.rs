@@ -25,6 +25,7 @@ mod policy;
 mod policy_object;
 pub mod skip;
 mod template;
+mod waiting;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -135,8 +136,8 @@ pub(crate) struct Inner {
     pub kinds: Mutex<HashMap<(String, String), WatchedKind>>,
     /// Kinds the framework refused to watch for us (warned about once).
     pub unwatchable: Mutex<HashSet<(String, String)>>,
-    /// Templates no policy matched (Karmada's waiting list).
-    pub waiting: Mutex<HashSet<TemplateRef>>,
+    /// Templates no policy matched (Karmada's waiting list, [`waiting`]).
+    pub waiting: Mutex<waiting::Waiting>,
     /// Fingerprint of each template at its last successful reconcile.
     pub fingerprints: Mutex<HashMap<TemplateRef, u64>>,
     /// Templates to reconcile even if their fingerprint did not change (policy changes).
@@ -189,6 +190,8 @@ impl Detector {
         );
         let pp = shared_controller::<PropagationPolicy>(cp)?;
         let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
+        // An unclaimed template is offered its namespace's policies only.
+        pp.store().index_by_namespace();
         let rb = cp
             .caches()
             .for_kind::<ResourceBinding>()
@@ -206,6 +209,14 @@ impl Detector {
             .store();
         works.index_by_label(RESOURCE_BINDING_PERMANENT_ID_LABEL);
         works.index_by_label(CLUSTER_RESOURCE_BINDING_PERMANENT_ID_LABEL);
+        // A policy's reconcile finds the bindings it claims by its permanent id.
+        for kind in [
+            claim::PolicyKind::PropagationPolicy,
+            claim::PolicyKind::ClusterPropagationPolicy,
+        ] {
+            rb.index_by_label(kind.id_label());
+        }
+        crb.index_by_label(claim::PolicyKind::ClusterPropagationPolicy.id_label());
         let recorder = ctx.events.recorder(NAME);
         let cancel = ctx.cancel.child_token();
         Ok(Detector {
@@ -222,7 +233,7 @@ impl Detector {
                 works,
                 kinds: Mutex::new(HashMap::new()),
                 unwatchable: Mutex::new(HashSet::new()),
-                waiting: Mutex::new(HashSet::new()),
+                waiting: Mutex::new(waiting::Waiting::default()),
                 fingerprints: Mutex::new(HashMap::new()),
                 forced: Mutex::new(HashSet::new()),
                 lazy: lazy::LazyActivation::default(),
@@ -344,9 +355,7 @@ impl Detector {
 
     /// The templates currently waiting for a policy.
     pub fn waiting(&self) -> Vec<TemplateRef> {
-        let mut v: Vec<_> = self.inner.waiting.lock().iter().cloned().collect();
-        v.sort();
-        v
+        self.inner.waiting.lock().all()
     }
 
     /// Runs discovery once and starts watching every new propagatable kind.

@@ -318,18 +318,17 @@ impl Detector {
         let policy = &view.policy;
         let mut claimed: Vec<(TemplateRef, bool)> = Vec::new();
         let label = policy.kind.id_label();
-        for rb in self.inner.rb.list() {
+        // Both binding stores are indexed by the two claim labels (see `Detector::new`).
+        for rb in self.inner.rb.list_by_label(label, &policy.id) {
             let in_scope = policy.kind == PolicyKind::ClusterPropagationPolicy
                 || rb.metadata.namespace.as_deref() == Some(policy.namespace.as_str());
-            if in_scope && rb.labels().get(label) == Some(&policy.id) {
+            if in_scope {
                 claimed.push((template_of(rb.binding_spec()), true));
             }
         }
         if policy.kind == PolicyKind::ClusterPropagationPolicy {
-            for crb in self.inner.crb.list() {
-                if crb.labels().get(label) == Some(&policy.id) {
-                    claimed.push((template_of(crb.binding_spec()), false));
-                }
+            for crb in self.inner.crb.list_by_label(label, &policy.id) {
+                claimed.push((template_of(crb.binding_spec()), false));
             }
         }
         for (t, namespaced) in claimed {
@@ -375,7 +374,7 @@ impl Detector {
             }
         }
         // Templates waiting for a policy that this one matches.
-        let waiting: Vec<TemplateRef> = self.inner.waiting.lock().iter().cloned().collect();
+        let waiting = self.inner.waiting.lock().candidates(&view.selectors);
         let mut matched = Vec::new();
         for t in waiting {
             let Some(w) = self.watched(&t.group, &t.kind) else {

@@ -236,25 +236,21 @@ impl Detector {
             }
             None => {
                 let started = Instant::now();
-                let pps: Vec<_> = inner
-                    .pp
-                    .store()
-                    .list()
-                    .into_iter()
-                    .filter(|p| p.metadata.namespace.as_deref() == Some(t.namespace.as_str()))
-                    .map(|p| (*p).clone())
-                    .collect();
-                if let Some(policy) = best_propagation_policy(resource, &pps) {
+                // The namespace's policies only (indexed), compared in place.
+                let pps = if t.namespace.is_empty() {
+                    Vec::new()
+                } else {
+                    inner.pp.store().list_namespace(&t.namespace)
+                };
+                if let Some(policy) =
+                    best_propagation_policy(resource, pps.iter().map(AsRef::as_ref))
+                {
                     return self.adopt(w, t, obj, policy, started).await;
                 }
-                let cpps: Vec<_> = inner
-                    .cpp
-                    .store()
-                    .list()
-                    .into_iter()
-                    .map(|p| (*p).clone())
-                    .collect();
-                if let Some(policy) = best_cluster_propagation_policy(resource, &cpps) {
+                let cpps = inner.cpp.store().list();
+                if let Some(policy) =
+                    best_cluster_propagation_policy(resource, cpps.iter().map(AsRef::as_ref))
+                {
                     return self.adopt(w, t, obj, policy, started).await;
                 }
                 let mut waiting = inner.waiting.lock();
