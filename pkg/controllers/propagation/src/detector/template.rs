@@ -477,7 +477,8 @@ impl Detector {
             && let Some(components) = interpreter.get_components(value)
         {
             match components {
-                Ok(components) => {
+                Ok(mut components) => {
+                    canonical_quantities(&mut components);
                     if let Some(why) = invalid_components(&components) {
                         return Err(DetectorError::InvalidComponents {
                             kind: w.ar.kind.clone(),
@@ -902,6 +903,22 @@ struct MetadataOnly {
     metadata: serde_json::Value,
 }
 
+/// Writes the components' requests in apimachinery's canonical notation (`0.1` becomes `100m`), as
+/// Karmada's binding carries them: its interpreters answer `resource.Quantity` values, which print
+/// canonically, where a script's or rule's number arrives here as written.
+fn canonical_quantities(components: &mut [Component]) {
+    for c in components {
+        let Some(requirements) = c.replica_requirements.as_mut() else {
+            continue;
+        };
+        for q in requirements.resource_request.values_mut() {
+            if let Ok(parsed) = apimachinery::Quantity::parse(&q.0) {
+                *q = parsed.to_k8s();
+            }
+        }
+    }
+}
+
 /// Why components cannot go into a binding (Karmada's ResourceBinding webhook, gate
 /// `MultiplePodTemplatesScheduling`): each name must be non-empty and unique. The fields are
 /// listed as apimachinery's field errors print, one alone or all in brackets.
@@ -1064,6 +1081,25 @@ mod tests {
             &manifest["metadata"],
             &meta(&[("app", "a")], &[])
         ));
+    }
+
+    #[test]
+    fn component_requests_are_written_canonically() {
+        let mut components = vec![Component {
+            name: "a".into(),
+            replicas: 1,
+            replica_requirements: Some(
+                serde_json::from_value(json!({"resourceRequest": {
+                    "cpu": "1", "memory": "0.1", "nvidia.com/gpu": "2000m", "odd": "x"}}))
+                .unwrap(),
+            ),
+        }];
+        canonical_quantities(&mut components);
+        let written = serde_json::to_value(&components[0]).unwrap();
+        assert_eq!(
+            written["replicaRequirements"]["resourceRequest"],
+            json!({"cpu": "1", "memory": "100m", "nvidia.com/gpu": "2", "odd": "x"})
+        );
     }
 
     /// Karmada's ResourceBinding webhook refuses empty and repeated component names, listing
