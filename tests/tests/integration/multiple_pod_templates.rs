@@ -226,6 +226,76 @@ async fn warnings(client: &Client, ns: &str, name: &str, reason: &str) -> Vec<St
         .collect()
 }
 
+/// A `componentResource` script that fails records `GetComponentsFailed` on its template; one that
+/// repeats a component name leaves the binding unwritten with Karmada's webhook message.
+async fn bad_components_are_reported(client: &Client, ns: &str) {
+    // A componentResource script that fails, and one that repeats a name.
+    let ric: ResourceInterpreterCustomization = serde_json::from_value(json!({
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "pipeline-components"},
+        "spec": {"target": {"apiVersion": "example.io/v1", "kind": "Pipeline"},
+            "customizations": {"componentResource": {"luaScript": r#"
+function GetComponents(desiredObj)
+  if desiredObj.spec.fail then
+    error("no components for this pipeline")
+  end
+  return {{name = "stage", replicas = 1}, {name = "stage", replicas = 2}}
+end"#}}}
+    }))
+    .unwrap();
+    Api::<ResourceInterpreterCustomization>::all(client.clone())
+        .patch(
+            &ric.name_any(),
+            &PatchParams::apply("multiple-pod-templates-test").force(),
+            &Patch::Apply(&ric),
+        )
+        .await
+        .unwrap();
+    one_cluster_policy(client, ns, "pipelines", "example.io/v1", "Pipeline").await;
+    let pipelines = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &pipelines());
+    for (name, fail) in [("failing", true), ("repeating", false)] {
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.io/v1", "kind": "Pipeline",
+            "metadata": {"namespace": ns, "name": name},
+            "spec": {"fail": fail},
+        }))
+        .unwrap();
+        pipelines
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap();
+    }
+    eventually(
+        "a GetComponentsFailed event on the failing Pipeline",
+        async || {
+            let found = warnings(client, ns, "failing", event_reasons::GET_COMPONENTS_FAILED).await;
+            found
+                .iter()
+                .any(|m| m.contains("no components for this pipeline"))
+                .then_some(())
+                .ok_or_else(|| format!("events: {found:?}"))
+        },
+    )
+    .await;
+    eventually("an ApplyPolicyFailed event on the repeating Pipeline", async || {
+        let found = warnings(client, ns, "repeating", event_reasons::APPLY_POLICY_FAILED).await;
+        found
+            .iter()
+            .any(|m| {
+                m.contains(r#"spec.components[1].name: Invalid value: "stage": component names must be unique"#)
+            })
+            .then_some(())
+            .ok_or_else(|| format!("events: {found:?}"))
+    })
+    .await;
+    for name in ["failing", "repeating"] {
+        assert!(
+            binding(client, ns, "Pipeline", name).await.is_err(),
+            "{name}: no binding"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_gate_a_flink_deployment_gets_components_and_the_cluster_a_set_fits() {
     let _serial = serial().lock().await;
@@ -281,72 +351,7 @@ async fn with_the_gate_a_flink_deployment_gets_components_and_the_cluster_a_set_
         .collect();
     assert_eq!(clusters, vec![(CPU_RICH.to_owned(), 0)]);
 
-    // A componentResource script that fails, and one that repeats a name.
-    let ric: ResourceInterpreterCustomization = serde_json::from_value(json!({
-        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": "pipeline-components"},
-        "spec": {"target": {"apiVersion": "example.io/v1", "kind": "Pipeline"},
-            "customizations": {"componentResource": {"luaScript": r#"
-function GetComponents(desiredObj)
-  if desiredObj.spec.fail then
-    error("no components for this pipeline")
-  end
-  return {{name = "stage", replicas = 1}, {name = "stage", replicas = 2}}
-end"#}}}
-    }))
-    .unwrap();
-    Api::<ResourceInterpreterCustomization>::all(client.clone())
-        .patch(
-            &ric.name_any(),
-            &PatchParams::apply("multiple-pod-templates-test").force(),
-            &Patch::Apply(&ric),
-        )
-        .await
-        .unwrap();
-    one_cluster_policy(&client, ns, "pipelines", "example.io/v1", "Pipeline").await;
-    let pipelines = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &pipelines());
-    for (name, fail) in [("failing", true), ("repeating", false)] {
-        let obj: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "example.io/v1", "kind": "Pipeline",
-            "metadata": {"namespace": ns, "name": name},
-            "spec": {"fail": fail},
-        }))
-        .unwrap();
-        pipelines
-            .create(&PostParams::default(), &obj)
-            .await
-            .unwrap();
-    }
-    eventually(
-        "a GetComponentsFailed event on the failing Pipeline",
-        async || {
-            let found =
-                warnings(&client, ns, "failing", event_reasons::GET_COMPONENTS_FAILED).await;
-            found
-                .iter()
-                .any(|m| m.contains("no components for this pipeline"))
-                .then_some(())
-                .ok_or_else(|| format!("events: {found:?}"))
-        },
-    )
-    .await;
-    eventually("an ApplyPolicyFailed event on the repeating Pipeline", async || {
-        let found = warnings(&client, ns, "repeating", event_reasons::APPLY_POLICY_FAILED).await;
-        found
-            .iter()
-            .any(|m| {
-                m.contains(r#"spec.components[1].name: Invalid value: "stage": component names must be unique"#)
-            })
-            .then_some(())
-            .ok_or_else(|| format!("events: {found:?}"))
-    })
-    .await;
-    for name in ["failing", "repeating"] {
-        assert!(
-            binding(&client, ns, "Pipeline", name).await.is_err(),
-            "{name}: no binding"
-        );
-    }
+    bad_components_are_reported(&client, ns).await;
     controllers.stop().await;
 }
 
