@@ -5,11 +5,14 @@
 //!   whole set of components fits, not on the one with more free pods;
 //! - a component interpretation that fails (a customization's `componentResource` script) is
 //!   reported on its template by a Warning `GetComponentsFailed`, and components with a repeated name
-//!   leave the binding unwritten (`ApplyPolicyFailed` with Karmada's webhook message);
+//!   leave the binding unwritten (`ApplyPolicyFailed` with Karmada's webhook message); a kind with
+//!   components and a `replicaRevision` keeps its replicas in the Work (Karmada revises only a
+//!   binding with replicas);
 //! - with the gate off, the same FlinkDeployment's binding carries replicas, as before.
 //!
-//! The detector and the scheduler run in-process; the Cluster objects and their status (resource
-//! summaries included) are written by the test, nothing is applied to members.
+//! The detector, the scheduler and the binding controller run in-process; the Cluster objects,
+//! their status (resource summaries included) and execution namespaces are written by the test,
+//! nothing is applied to members.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -18,8 +21,10 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use karmada_apis::config::v1alpha1::ResourceInterpreterCustomization;
 use karmada_apis::well_known::event_reasons;
-use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, names};
-use karmada_e2e::in_process::{self, Controllers, Harness, ensure_namespace, serial};
+use karmada_apis::{Cluster, PropagationPolicy, ResourceBinding, Work, names};
+use karmada_e2e::in_process::{
+    self, Controllers, Harness, create_namespace, ensure_namespace, serial,
+};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Client, ResourceExt};
@@ -130,7 +135,7 @@ async fn ready_cluster(client: &Client, name: &str, pods: &str, cpu: &str) {
 async fn start_controllers(gate: bool) -> Controllers {
     let mut gates = FeatureGates::new(GATES);
     gates.set_from_str(&format!("{GATE}={gate}")).unwrap();
-    let mut controllers = in_process::implemented(&["scheduler"]);
+    let mut controllers = in_process::implemented(&["scheduler", "binding"]);
     controllers.push((
         "resource-detector",
         karmada_controllers::detector::start_fn(),
@@ -149,8 +154,15 @@ async fn start_controllers(gate: bool) -> Controllers {
 async fn prepare(client: &Client, ns: &str) {
     install_crd(client, &flink_deployments()).await;
     install_crd(client, &pipelines()).await;
-    ready_cluster(client, PODS_RICH, "100", "1").await;
-    ready_cluster(client, CPU_RICH, "10", "8").await;
+    for (name, pods, cpu) in [(PODS_RICH, "100", "1"), (CPU_RICH, "10", "8")] {
+        ready_cluster(client, name, pods, cpu).await;
+        create_namespace(
+            client,
+            &names::execution_space_name(name),
+            json!({"karmada.io/system": "true"}),
+        )
+        .await;
+    }
     ensure_namespace(client, ns).await;
 }
 
@@ -236,10 +248,18 @@ async fn bad_components_are_reported(client: &Client, ns: &str) {
         "spec": {"target": {"apiVersion": "example.io/v1", "kind": "Pipeline"},
             "customizations": {"componentResource": {"luaScript": r#"
 function GetComponents(desiredObj)
-  if desiredObj.spec.fail then
+  if desiredObj.spec.mode == "fail" then
     error("no components for this pipeline")
   end
-  return {{name = "stage", replicas = 1}, {name = "stage", replicas = 2}}
+  if desiredObj.spec.mode == "repeat" then
+    return {{name = "stage", replicas = 1}, {name = "stage", replicas = 2}}
+  end
+  return {{name = "fetch", replicas = 1}, {name = "build", replicas = 2}}
+end"#},
+            "replicaRevision": {"luaScript": r#"
+function ReviseReplica(obj, desiredReplica)
+  obj.spec.replicas = desiredReplica
+  return obj
 end"#}}}
     }))
     .unwrap();
@@ -253,11 +273,11 @@ end"#}}}
         .unwrap();
     one_cluster_policy(client, ns, "pipelines", "example.io/v1", "Pipeline").await;
     let pipelines = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &pipelines());
-    for (name, fail) in [("failing", true), ("repeating", false)] {
+    for (name, mode) in [("failing", "fail"), ("repeating", "repeat"), ("fine", "ok")] {
         let obj: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "example.io/v1", "kind": "Pipeline",
             "metadata": {"namespace": ns, "name": name},
-            "spec": {"fail": fail},
+            "spec": {"mode": mode, "replicas": 3},
         }))
         .unwrap();
         pipelines
@@ -294,6 +314,28 @@ end"#}}}
             "{name}: no binding"
         );
     }
+    // Components and a replicaRevision: the binding has no replicas, so the manifest keeps the
+    // template's (Karmada's needReviseReplicas).
+    let manifest = eventually("the fine Pipeline's Work", async || {
+        for cluster in [PODS_RICH, CPU_RICH] {
+            let works =
+                Api::<Work>::namespaced(client.clone(), &names::execution_space_name(cluster))
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            for w in works.items {
+                for m in &w.spec.workload.manifests {
+                    let v = m.to_value().map_err(|e| e.to_string())?;
+                    if v["kind"] == "Pipeline" && v["metadata"]["name"] == "fine" {
+                        return Ok(v);
+                    }
+                }
+            }
+        }
+        Err("no Work with the fine Pipeline".to_owned())
+    })
+    .await;
+    assert_eq!(manifest["spec"]["replicas"], json!(3), "{manifest}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
