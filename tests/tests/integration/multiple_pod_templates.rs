@@ -256,11 +256,11 @@ function GetComponents(desiredObj)
   end
   return {{name = "fetch", replicas = 1}, {name = "build", replicas = 2}}
 end"#},
-            "replicaRevision": {"luaScript": r#"
+            "replicaRevision": {"luaScript": "
 function ReviseReplica(obj, desiredReplica)
   obj.spec.replicas = desiredReplica
   return obj
-end"#}}}
+end"}}}
     }))
     .unwrap();
     Api::<ResourceInterpreterCustomization>::all(client.clone())
