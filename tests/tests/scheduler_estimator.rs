@@ -422,6 +422,60 @@ async fn accurate_estimates_from_karmadas_estimator_and_fallback() {
     assert_eq!(scheduled.as_deref(), Some("True"));
 }
 
+/// MaxAvailableComponentSets (gate MultiplePodTemplatesScheduling) asked of Karmada's estimator of
+/// member1 at `address`: it reads our request (cluster, components, namespace) and answers a set
+/// count, and refuses a request naming another cluster.
+async fn component_sets_are_answered(
+    address: &[String],
+    tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
+    estimator: &Kcm,
+) {
+    use karmada_controllers::scheduler::estimator::{dial, proto};
+
+    let channel = dial::dial(address, tls).await.unwrap();
+    let component = |name: &str, replicas: i32| proto::Component {
+        name: name.into(),
+        replica_requirements: Some(proto::ComponentReplicaRequirements {
+            resource_request: [("cpu".to_owned(), proto::Quantity { string: "1".into() })].into(),
+            ..Default::default()
+        }),
+        replicas,
+    };
+    let sets = proto::EstimatorClient::new(channel)
+        .max_available_component_sets(
+            proto::MaxAvailableComponentSetsRequest {
+                cluster: "member1".into(),
+                components: vec![component("jobmanager", 1), component("taskmanager", 2)],
+                namespace: "default".into(),
+            },
+            "kind=FlinkDeployment, name=default/job",
+            Duration::from_secs(3),
+        )
+        .await;
+    let log = estimator.log_tail(20);
+    let sets = sets.unwrap_or_else(|e| panic!("{e}\n{log}"));
+    assert!(sets.max_sets >= 0, "{}", sets.max_sets);
+    // A request for another cluster is refused, naming both: the cluster field arrived.
+    let channel = dial::dial(address, tls).await.unwrap();
+    let other = proto::EstimatorClient::new(channel)
+        .max_available_component_sets(
+            proto::MaxAvailableComponentSetsRequest {
+                cluster: "member9".into(),
+                components: vec![component("a", 1), component("b", 1)],
+                namespace: "default".into(),
+            },
+            "kind=Test",
+            Duration::from_secs(3),
+        )
+        .await;
+    let why = format!("{other:?}");
+    assert!(
+        why.contains("got: member9, desire: member1"),
+        "{why}\n{}",
+        estimator.log_tail(20)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_with_karmadas_estimator() {
     use karmada_controllers::context::SchedulerEstimatorSettings;
@@ -511,6 +565,8 @@ async fn mutual_tls_with_karmadas_estimator() {
         "{why}\n{}",
         estimator.log_tail(20)
     );
+
+    component_sets_are_answered(&address, tls.as_ref(), &estimator).await;
 
     // Without the client certificate the estimator refuses the connection.
     settings.cert_file.clear();

@@ -42,7 +42,6 @@ pub const GATES: &[&str] = &[
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
     "ContextualLogging",
-    "MultiplePodTemplatesScheduling",
     karmada_process::features::CONTROLLER_PRIORITY_QUEUE,
     "SchedulingOvercommitProtection",
 ];
@@ -151,7 +150,7 @@ mod tests {
             "--log_dir=/tmp",
             "--horizontal-pod-autoscaler-upscale-delay=1m",
             "--kube-api-qps=100",
-            "--feature-gates=Failover=true,MultiplePodTemplatesScheduling=true,PropagationPolicyPreemption=true",
+            "--feature-gates=Failover=true,SchedulingOvercommitProtection=true,PropagationPolicyPreemption=true",
         ]);
         assert_eq!(
             c,
@@ -159,13 +158,13 @@ mod tests {
                 "--log-dir=/tmp",
                 "--resync-period=1m",
                 "--horizontal-pod-autoscaler-upscale-delay=1m",
-                "MultiplePodTemplatesScheduling=true",
+                "SchedulingOvercommitProtection=true",
             ]
         );
         // AllAlpha turns on no-effect alpha gates too.
         let c = changed_for(&["--feature-gates=AllAlpha=true"]);
         assert!(
-            c.contains(&"MultiplePodTemplatesScheduling=true".to_string()),
+            c.contains(&"SchedulingOvercommitProtection=true".to_string()),
             "{c:?}"
         );
         assert!(

@@ -906,9 +906,11 @@ fn check_scheduler(c: &mut Checker, s: &SchedulerFlags) -> SchedulerSettings {
             enable_empty_workload_propagation,
             plugins,
             // Gathered per binding: the estimators' answers when they are on, the workload
-            // groups' placements under the `WorkloadAffinity` gate.
+            // groups' placements under the `WorkloadAffinity` gate; the
+            // `MultiplePodTemplatesScheduling` gate is read by the scheduler controller.
             accurate_estimates: None,
             workload_groups: None,
+            multiple_pod_templates: false,
         },
     }
 }
@@ -1163,7 +1165,7 @@ mod tests {
         );
         assert!(
             o.no_effect
-                .contains(&"MultiplePodTemplatesScheduling=true".to_string())
+                .contains(&"SchedulingOvercommitProtection=true".to_string())
         );
         let o = parse(&["--leader-elect", "-v", "2", "-v=3"]).unwrap();
         assert!(o.leader_election.enabled);

@@ -58,6 +58,7 @@ pub const READ_GATES: &[&str] = &[
     common::quota::FEDERATED_QUOTA_ENFORCEMENT,
     common::binding::FEATURE_PRIORITY_BASED_SCHEDULING,
     common::binding::FEATURE_WORKLOAD_AFFINITY,
+    common::binding::FEATURE_MULTIPLE_POD_TEMPLATES_SCHEDULING,
     common::priority::FEATURE_SCHEDULER_PREEMPTION,
     detector::FEATURE_POLICY_PREEMPTION,
     detector::FEATURE_RESOURCE_QUOTA_ESTIMATE,

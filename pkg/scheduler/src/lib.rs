@@ -78,10 +78,33 @@ pub struct ScheduleOptions {
     /// With the `WorkloadAffinity` gate: where the other bindings of this binding's workload
     /// affinity groups are; `None` when the gate is off or the binding names no group.
     pub workload_groups: Option<WorkloadGroupPeers>,
+    /// The `MultiplePodTemplatesScheduling` gate: a binding for which
+    /// [`multi_template_applicable`] holds is estimated in whole component sets
+    /// ([`estimate::max_available_component_sets`], and the accurate estimators'
+    /// `MaxAvailableComponentSets`) instead of replicas.
+    pub multiple_pod_templates: bool,
+}
+
+/// Whether a binding is estimated in whole component sets under the `MultiplePodTemplatesScheduling`
+/// gate (Karmada's `isMultiTemplateSchedulingApplicable`): it has two or more components and a
+/// spread constraint by cluster asks for exactly one cluster (`minGroups` = `maxGroups` = 1).
+pub fn multi_template_applicable(spec: &ResourceBindingSpec) -> bool {
+    if spec.components.len() < 2 {
+        return false;
+    }
+    let Some(placement) = &spec.placement else {
+        return false;
+    };
+    spread::defaulted_constraints(placement).iter().any(|c| {
+        c.spread_by_field == Some(karmada_apis::policy::v1alpha1::SpreadFieldValue::Cluster)
+            && c.min_groups == 1
+            && c.max_groups == 1
+    })
 }
 
 /// The answers of Karmada's accurate estimator (`karmada-scheduler-estimator`,
-/// `MaxAvailableReplicas`) by cluster name: `Some(n)` the replicas the member can still take
+/// `MaxAvailableReplicas`, or `MaxAvailableComponentSets` for a binding estimated in component
+/// sets) by cluster name: `Some(n)` the replicas (sets) the member can still take
 /// ([`UNAUTHENTIC_REPLICA`] when the estimator could not tell), `None` when it gave no answer (no
 /// estimator connected, unreachable, timed out, failed).
 ///
@@ -415,13 +438,22 @@ fn overflow_order(cluster: &Cluster, placement: &Placement, observed_affinity: &
 }
 
 /// Karmada's `calAvailableReplicas`: the general estimate, lowered by the accurate one when it
-/// counts (see [`accurate_answers`]).
-fn available_replicas(cluster: &Cluster, spec: &ResourceBindingSpec, accurate: Option<i32>) -> i32 {
+/// counts (see [`accurate_answers`]); in whole component sets when `sets` (see
+/// [`ScheduleOptions::multiple_pod_templates`]).
+fn available_replicas(
+    cluster: &Cluster,
+    spec: &ResourceBindingSpec,
+    accurate: Option<i32>,
+    sets: bool,
+) -> i32 {
     if spec.replicas == 0 && spec.components.is_empty() {
         return i32::MAX;
     }
-    let mut estimated =
-        estimate::max_available_replicas(cluster, spec.replica_requirements.as_ref());
+    let mut estimated = if sets {
+        estimate::max_available_component_sets(cluster, &spec.components)
+    } else {
+        estimate::max_available_replicas(cluster, spec.replica_requirements.as_ref())
+    };
     if let Some(accurate) = accurate
         && accurate != UNAUTHENTIC_REPLICA
     {
@@ -538,13 +570,14 @@ impl Run<'_, '_> {
 
         let started = Instant::now();
         let accurate = accurate_answers(options.accurate_estimates.as_ref(), &feasible);
+        let sets = options.multiple_pod_templates && multi_template_applicable(spec);
         let mut details: Vec<ClusterDetail<'_>> = feasible
             .iter()
             .zip(scores)
             .map(|(&cluster, score)| {
                 let name = cluster_name(cluster).to_owned();
                 let answer = accurate.and_then(|a| a.get(&name).copied().flatten());
-                let allocatable = available_replicas(cluster, spec, answer);
+                let allocatable = available_replicas(cluster, spec, answer, sets);
                 let available =
                     i64::from(allocatable) + i64::from(spec.assigned_replicas_for_cluster(&name));
                 ClusterDetail {

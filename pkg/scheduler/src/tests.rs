@@ -15,8 +15,8 @@ use karmada_apis::well_known::{
     CLUSTER_CONDITION_COMPLETE_API_ENABLEMENTS, TAINT_CLUSTER_NOT_READY,
 };
 use karmada_apis::work::v1alpha2::{
-    GracefulEvictionTask, ObjectReference, ReplicaRequirements, ResourceBindingSpec,
-    ResourceBindingStatus, TargetCluster,
+    Component, ComponentReplicaRequirements, GracefulEvictionTask, ObjectReference,
+    ReplicaRequirements, ResourceBindingSpec, ResourceBindingStatus, TargetCluster,
 };
 use karmada_apis::{Cluster, ClusterSpec, ClusterStatus};
 
@@ -825,6 +825,108 @@ fn one_missing_accurate_answer_discards_them_all() {
     };
     let err = schedule(&only_m2, None, &clusters, &options).unwrap_err();
     assert_eq!(err.reason(), "Unschedulable", "{err}");
+}
+
+fn with_cpu(mut c: Cluster, cpu: &str) -> Cluster {
+    if let Some(summary) = c.status.as_mut().and_then(|s| s.resource_summary.as_mut()) {
+        summary
+            .allocatable
+            .insert("cpu".into(), Quantity(cpu.into()));
+    }
+    c
+}
+
+/// A two-component workload (1 + 2 replicas of 1 CPU each: 3 pods and 3 CPUs a set) placed on
+/// exactly one cluster.
+fn two_component_spec() -> ResourceBindingSpec {
+    let component = |name: &str, replicas: i32| Component {
+        name: name.into(),
+        replicas,
+        replica_requirements: Some(ComponentReplicaRequirements {
+            resource_request: [("cpu".to_owned(), Quantity("1".into()))].into(),
+            ..Default::default()
+        }),
+    };
+    let mut spec = deployment_spec(
+        0,
+        Placement {
+            spread_constraints: vec![spread(Some(SpreadFieldValue::Cluster), "", 1, 1)],
+            replica_scheduling: aggregated(),
+            ..Default::default()
+        },
+    );
+    spec.components = vec![component("jobmanager", 1), component("taskmanager", 2)];
+    spec
+}
+
+#[test]
+fn multi_template_applies_to_two_components_on_exactly_one_cluster() {
+    let spec = two_component_spec();
+    assert!(multi_template_applicable(&spec));
+    let mut one = spec.clone();
+    one.components.truncate(1);
+    assert!(!multi_template_applicable(&one));
+    let mut two_clusters = spec.clone();
+    if let Some(p) = two_clusters.placement.as_mut() {
+        p.spread_constraints = vec![spread(Some(SpreadFieldValue::Cluster), "", 1, 2)];
+    }
+    assert!(!multi_template_applicable(&two_clusters));
+    let mut by_region = spec.clone();
+    if let Some(p) = by_region.placement.as_mut() {
+        p.spread_constraints = vec![spread(Some(SpreadFieldValue::Region), "", 1, 1)];
+    }
+    assert!(!multi_template_applicable(&by_region));
+    // A constraint with neither field nor label spreads by cluster (as Karmada's webhook defaults
+    // it).
+    let mut defaulted = spec.clone();
+    if let Some(p) = defaulted.placement.as_mut() {
+        p.spread_constraints = vec![spread(None, "", 1, 1)];
+    }
+    assert!(multi_template_applicable(&defaulted));
+    let mut no_placement = spec;
+    no_placement.placement = None;
+    assert!(!multi_template_applicable(&no_placement));
+}
+
+#[test]
+fn component_sets_choose_the_cluster_with_room_for_a_whole_set() {
+    // m1: many pods but 2 CPUs (no set of 3 CPUs fits); m2: 10 pods and 8 CPUs (2 sets).
+    let clusters = vec![
+        with_cpu(with_pods(cluster("m1"), 100), "2"),
+        with_cpu(with_pods(cluster("m2"), 10), "8"),
+    ];
+    let spec = two_component_spec();
+    let chosen = |options: &ScheduleOptions| -> Vec<(String, i32)> {
+        match schedule(&spec, None, &clusters, options) {
+            Ok(r) => r
+                .clusters
+                .into_iter()
+                .map(|c| (c.name, c.replicas))
+                .collect(),
+            Err(e) => panic!("scheduling failed: {e}"),
+        }
+    };
+    // Gate off: estimated in replicas without requirements, i.e. by free pods.
+    assert_eq!(chosen(&ScheduleOptions::default()), owned(&[("m1", 0)]));
+    // Gate on: in whole sets.
+    let sets = ScheduleOptions {
+        multiple_pod_templates: true,
+        ..Default::default()
+    };
+    assert_eq!(chosen(&sets), owned(&[("m2", 0)]));
+    // The accurate estimators' sets lower the general ones.
+    let accurate = ScheduleOptions {
+        accurate_estimates: Some([("m1".to_owned(), Some(5)), ("m2".to_owned(), Some(0))].into()),
+        ..sets.clone()
+    };
+    assert_eq!(chosen(&accurate), owned(&[("m1", 0)]));
+    // Not applicable (two clusters wanted): estimated in replicas, both clusters taken.
+    let mut two = spec.clone();
+    if let Some(p) = two.placement.as_mut() {
+        p.spread_constraints = vec![spread(Some(SpreadFieldValue::Cluster), "", 1, 2)];
+    }
+    let result = schedule(&two, None, &clusters, &sets).map(|r| pairs(&r.clusters).len());
+    assert_eq!(result, Ok(2));
 }
 
 #[test]

@@ -67,7 +67,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
             "--controllers=*,-multiclusterservice",
             "--resync-period=1m",
             "--enable-taint-manager=true",
-            "--feature-gates=MultiplePodTemplatesScheduling=true,PropagateDeps=true",
+            "--feature-gates=SchedulingOvercommitProtection=true,PropagateDeps=true",
             "--log-dir=/tmp",
         ],
         &[],
@@ -100,7 +100,7 @@ async fn star_and_ineffective_flags_each_log_one_warning() {
     for set in [
         "--resync-period=1m",
         "--log-dir=/tmp",
-        "MultiplePodTemplatesScheduling=true",
+        "SchedulingOvercommitProtection=true",
     ] {
         assert!(line.contains(set), "{set} missing in {line}");
     }

@@ -47,6 +47,7 @@ mod local_up;
 mod lua_hostile;
 mod member_proxy;
 mod multicluster_service;
+mod multiple_pod_templates;
 mod profiling;
 mod propagation_detector;
 mod propagation_status;

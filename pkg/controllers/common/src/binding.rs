@@ -12,6 +12,12 @@ pub const FEATURE_PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
 /// keeps the bindings of an affinity group together and of an anti-affinity group apart.
 pub const FEATURE_WORKLOAD_AFFINITY: &str = "WorkloadAffinity";
 
+/// Feature gate: bindings of kinds with a component interpretation (InterpretComponent) carry
+/// `spec.components` instead of `replicas`/`replicaRequirements` (the detector), and a binding of
+/// two or more components placed on exactly one cluster is estimated in whole component sets (the
+/// scheduler).
+pub const FEATURE_MULTIPLE_POD_TEMPLATES_SCHEDULING: &str = "MultiplePodTemplatesScheduling";
+
 /// What the detector and the scheduler need from ResourceBinding and ClusterResourceBinding.
 pub trait BindingObject:
     kube::Resource<DynamicType = ()>

@@ -214,4 +214,45 @@ mod tests {
             None
         );
     }
+
+    /// A multi-component binding's first placement counts one whole set per cluster (Karmada's
+    /// `CalculateResourceUsage` with components, as its webhook checks it).
+    #[test]
+    fn a_component_set_is_checked_once_per_cluster() {
+        let quota: Arc<FederatedResourceQuota> = Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "policy.karmada.io/v1alpha1", "kind": "FederatedResourceQuota",
+                "metadata": {"namespace": "ns", "name": "q"},
+                "spec": {"overall": {"cpu": "4"}},
+            }))
+            .unwrap(),
+        );
+        let job = spec(json!({
+            "resource": {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "name": "f"},
+            "components": [
+                {"name": "jobmanager", "replicas": 1, "replicaRequirements": {"resourceRequest": {"cpu": "1"}}},
+                {"name": "taskmanager", "replicas": 2, "replicaRequirements": {"resourceRequest": {"cpu": "1"}}},
+            ],
+        }));
+        let on = |names: &[&str]| -> Vec<TargetCluster> {
+            names
+                .iter()
+                .map(|n| TargetCluster {
+                    name: (*n).into(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let quotas = [quota];
+        let others = [rb("a", "500m", 2)];
+        // 1 (a) + 3 (one set) = 4 fits; on two clusters 1 + 6 does not.
+        assert_eq!(
+            placement_exceeds(&quotas, &others, "f", &job, &on(&["m1"])),
+            None
+        );
+        assert_eq!(
+            placement_exceeds(&quotas, &others, "f", &job, &on(&["m1", "m2"])).unwrap(),
+            "FederatedResourceQuota(ns/q) exceeded for resource cpu: requested sum 7, limit 4."
+        );
+    }
 }

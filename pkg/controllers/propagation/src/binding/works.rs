@@ -294,7 +294,9 @@ impl BindingController {
         let r = &spec.resource;
         let key = karmada_apis::names::namespaced_key(&r.namespace, &r.name);
         let (group, _) = apimachinery::split_api_version(&r.api_version);
-        let revise = spec.is_workload()
+        // Karmada's `needReviseReplicas`: only a binding with replicas (never one with components,
+        // whose replicas are 0) has its manifests' replicas revised.
+        let revise = spec.replicas > 0
             && inner.interpreter.hook_enabled_for(
                 &r.api_version,
                 &r.kind,

@@ -11,8 +11,8 @@ use karmada_apis::well_known::{
     BINDING_CONTROLLER_FINALIZER, CLUSTER_RESOURCE_BINDING_CONTROLLER_FINALIZER,
 };
 use karmada_apis::work::v1alpha2::{
-    ObjectReference, ReplicaRequirements, ResourceBindingSpec, SchedulePriority, Suspension,
-    WorkloadAffinityGroups,
+    Component, ObjectReference, ReplicaRequirements, ResourceBindingSpec, SchedulePriority,
+    Suspension, WorkloadAffinityGroups,
 };
 use kube::api::DynamicObject;
 
@@ -69,13 +69,16 @@ impl TemplateIdentity {
     }
 }
 
-/// Replica information from the interpreter.
+/// Replica information from the interpreter: either replicas and their requirements, or (gate
+/// `MultiplePodTemplatesScheduling`, kinds with a component interpretation) components.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplicaInfo {
     /// `spec.replicas` of the binding.
     pub replicas: i32,
     /// `spec.replicaRequirements` of the binding.
     pub requirements: Option<ReplicaRequirements>,
+    /// `spec.components` of the binding.
+    pub components: Vec<Component>,
 }
 
 /// What the detector wants a binding to look like (metadata it owns plus the spec fields it owns).
@@ -166,6 +169,7 @@ pub fn build(
         propagate_deps: karmada_policy::matching::propagates_dependencies(spec),
         replica_requirements: replicas.requirements,
         replicas: replicas.replicas,
+        components: replicas.components,
         placement: Some(spec.placement.clone()),
         scheduler_name: spec.scheduler_name.clone(),
         failover: spec.failover.clone(),
@@ -314,7 +318,7 @@ mod tests {
             &spec,
             ReplicaInfo {
                 replicas: 3,
-                requirements: None,
+                ..Default::default()
             },
             &BuildOptions::default(),
         );
@@ -367,7 +371,7 @@ mod tests {
             &spec,
             ReplicaInfo {
                 replicas: 5,
-                requirements: None,
+                ..Default::default()
             },
             &BuildOptions::default(),
         );

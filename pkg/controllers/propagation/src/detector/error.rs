@@ -47,6 +47,21 @@ pub enum DetectorError {
     /// The interpreter could not read the template's replicas.
     #[error("get replicas: {0}")]
     Replicas(#[from] karmada_interpreter::InterpretError),
+    /// The interpreter could not read the template's components (gate
+    /// `MultiplePodTemplatesScheduling`).
+    #[error("get components: {0}")]
+    Components(#[source] karmada_interpreter::InterpretError),
+    /// The template's components cannot go into a binding (Karmada's ResourceBinding webhook
+    /// refuses them under gate `MultiplePodTemplatesScheduling`).
+    #[error("{kind} {key}: {why}")]
+    InvalidComponents {
+        /// Kind of the template.
+        kind: String,
+        /// `namespace/name` or `name` of the template.
+        key: String,
+        /// Every invalid field, as Karmada's webhook lists them.
+        why: String,
+    },
     /// A kind's ApiResource is not known (not discovered yet).
     #[error("kind {kind}.{group} is not discovered (yet)")]
     UnknownKind {

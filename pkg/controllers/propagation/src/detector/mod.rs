@@ -66,7 +66,8 @@ pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(30);
 /// Feature gate: policies with `preemption: Always` take templates from lower-priority policies.
 pub const FEATURE_POLICY_PREEMPTION: &str = "PropagationPolicyPreemption";
 pub use karmada_controllers_common::binding::{
-    FEATURE_PRIORITY_BASED_SCHEDULING, FEATURE_WORKLOAD_AFFINITY,
+    FEATURE_MULTIPLE_POD_TEMPLATES_SCHEDULING, FEATURE_PRIORITY_BASED_SCHEDULING,
+    FEATURE_WORKLOAD_AFFINITY,
 };
 /// Feature gate: replica requirements carry namespace and priorityClassName.
 pub const FEATURE_RESOURCE_QUOTA_ESTIMATE: &str = "ResourceQuotaEstimate";

@@ -10,7 +10,9 @@ use k8s_openapi::jiff::Timestamp;
 use karmada_apis::policy::v1alpha1::{ClusterAffinity, Placement};
 use karmada_apis::work::v1alpha2::{ResourceBindingSpec, ResourceBindingStatus};
 use karmada_apis::{Cluster, ResourceBinding};
-use karmada_controllers_common::binding::BindingObject;
+use karmada_controllers_common::binding::{
+    BindingObject, FEATURE_MULTIPLE_POD_TEMPLATES_SCHEDULING,
+};
 use karmada_controllers_common::quota::placement_exceeds;
 use karmada_scheduler::{
     self as scheduler, ScheduleError, ScheduleOptions, ScheduleResult, ScheduleTrigger,
@@ -63,6 +65,11 @@ impl Scheduler {
         };
         let options = ScheduleOptions {
             workload_groups: groups.and_then(|g| g.peers(b, &inner.rb.store())),
+            multiple_pod_templates: inner
+                .ctx
+                .settings
+                .feature_gates
+                .enabled(FEATURE_MULTIPLE_POD_TEMPLATES_SCHEDULING),
             ..inner.options().clone()
         };
         let mut clusters: Vec<Arc<Cluster>> = inner.clusters.store().list();
@@ -162,9 +169,17 @@ impl Scheduler {
             .collect();
         let r = &spec.resource;
         let object = format!("kind={}, name={}/{}", r.kind, r.namespace, r.name);
-        let answers = estimators
-            .max_available_replicas(&candidates, spec.replica_requirements.as_ref(), &object)
-            .await;
+        let answers = if options.multiple_pod_templates
+            && scheduler::multi_template_applicable(spec)
+        {
+            estimators
+                .max_available_component_sets(&candidates, &spec.components, &r.namespace, &object)
+                .await
+        } else {
+            estimators
+                .max_available_replicas(&candidates, spec.replica_requirements.as_ref(), &object)
+                .await
+        };
         ScheduleOptions {
             accurate_estimates: Some(answers),
             ..options

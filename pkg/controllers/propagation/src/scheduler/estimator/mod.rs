@@ -25,7 +25,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use karmada_apis::Cluster;
 use karmada_apis::cluster::v1alpha1::ClusterSyncMode;
-use karmada_apis::work::v1alpha2::ReplicaRequirements;
+use karmada_apis::work::v1alpha2::{Component, ReplicaRequirements};
 use karmada_controllers_common::context::SchedulerEstimatorSettings;
 use karmada_scheduler::AccurateEstimates;
 use parking_lot::Mutex;
@@ -34,7 +34,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use proto::{EstimatorClient, MaxAvailableReplicasRequest};
+use proto::{EstimatorClient, MaxAvailableComponentSetsRequest, MaxAvailableReplicasRequest};
 
 /// Why an estimator could not be found or reached.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +83,8 @@ const BASE_BACKOFF: Duration = Duration::from_millis(5);
 
 /// The `method` label of `MaxAvailableReplicas` calls.
 const METHOD_MAX_AVAILABLE_REPLICAS: &str = "MaxAvailableReplicas";
+/// The `method` label of `MaxAvailableComponentSets` calls.
+const METHOD_MAX_AVAILABLE_COMPONENT_SETS: &str = "MaxAvailableComponentSets";
 
 /// The connections to the members' estimators, and the calls.
 pub struct Estimators {
@@ -204,35 +206,107 @@ impl Estimators {
         requirements: Option<&ReplicaRequirements>,
         object: &str,
     ) -> AccurateEstimates {
+        let requirements = requirements.map(convert::replica_requirements);
+        self.ask_all(
+            clusters,
+            object,
+            METHOD_MAX_AVAILABLE_REPLICAS,
+            |client, cluster, left| {
+                let request = MaxAvailableReplicasRequest {
+                    cluster: cluster.to_owned(),
+                    replica_requirements: Some(requirements.clone().unwrap_or_default()),
+                };
+                async move {
+                    client
+                        .max_available_replicas(request, object, left)
+                        .await
+                        .map(|r| r.max_replicas)
+                }
+            },
+        )
+        .await
+    }
+
+    /// Asks the estimators of `clusters` how many whole sets of `components` each can still take
+    /// (gate `MultiplePodTemplatesScheduling`), as [`Estimators::max_available_replicas`] does;
+    /// `namespace` is the workload's, for the estimators' ResourceQuota check.
+    pub async fn max_available_component_sets(
+        &self,
+        clusters: &[String],
+        components: &[Component],
+        namespace: &str,
+        object: &str,
+    ) -> AccurateEstimates {
+        let components: Vec<proto::Component> = components.iter().map(convert::component).collect();
+        self.ask_all(
+            clusters,
+            object,
+            METHOD_MAX_AVAILABLE_COMPONENT_SETS,
+            |client, cluster, left| {
+                let request = MaxAvailableComponentSetsRequest {
+                    cluster: cluster.to_owned(),
+                    components: components.clone(),
+                    namespace: namespace.to_owned(),
+                };
+                async move {
+                    client
+                        .max_available_component_sets(request, object, left)
+                        .await
+                        .map(|r| r.max_sets)
+                }
+            },
+        )
+        .await
+    }
+
+    /// Calls `method` on the estimator of every cluster at once, each call made by `call` with
+    /// the time left until `--scheduler-estimator-timeout`; counts and logs the failures.
+    async fn ask_all<F, Fut>(
+        &self,
+        clusters: &[String],
+        object: &str,
+        method: &'static str,
+        call: F,
+    ) -> AccurateEstimates
+    where
+        F: Fn(EstimatorClient, &str, Duration) -> Fut,
+        Fut: Future<Output = Result<i32, proto::CallError>>,
+    {
         let timeout = self.settings.timeout;
         let deadline = Instant::now() + timeout;
-        let requirements = requirements.map(convert::replica_requirements);
         let calls = clusters.iter().map(|cluster| {
             let client = self.connected.lock().get(cluster).cloned();
-            let request = MaxAvailableReplicasRequest {
-                cluster: cluster.clone(),
-                replica_requirements: Some(requirements.clone().unwrap_or_default()),
-            };
+            let call = client.map(|c| {
+                call(
+                    c,
+                    cluster,
+                    deadline.saturating_duration_since(Instant::now()),
+                )
+            });
             async move {
-                let Some(client) = client else {
-                    count(cluster, "unconnected");
+                let Some(call) = call else {
+                    count(cluster, method, "unconnected");
                     return (
                         cluster.clone(),
-                        Err(format!("cluster {cluster} does not exist in estimator cache")),
+                        Err(format!(
+                            "cluster {cluster} does not exist in estimator cache"
+                        )),
                     );
                 };
-                let left = deadline.saturating_duration_since(Instant::now());
-                let answer = client.max_available_replicas(request, object, left).await;
+                let answer = call.await;
                 count(
                     cluster,
+                    method,
                     match &answer {
                         Ok(_) => "success",
                         Err(proto::CallError::Timeout(_)) => "timeout",
                         Err(_) => "error",
                     },
                 );
-                let answer = answer.map(|r| r.max_replicas).map_err(|e| {
-                    format!("gRPC request cluster({cluster}) estimator error when calling MaxAvailableReplicas: {e}")
+                let answer = answer.map_err(|e| {
+                    format!(
+                        "gRPC request cluster({cluster}) estimator error when calling {method}: {e}"
+                    )
                 });
                 (cluster.clone(), answer)
             }
@@ -243,7 +317,7 @@ impl Estimators {
             .filter_map(|(_, a)| a.as_ref().err().map(String::as_str))
             .collect();
         if !errors.is_empty() {
-            tracing::warn!(object = %object, errors = %errors.join("; "), "max cluster available replicas error; the accurate estimates are ignored");
+            tracing::warn!(object = %object, method, errors = %errors.join("; "), "max cluster available replicas error; the accurate estimates are ignored");
         }
         answers
             .into_iter()
@@ -280,10 +354,9 @@ fn requests_total() -> Option<&'static IntCounterVec> {
         .as_ref()
 }
 
-fn count(cluster: &str, result: &str) {
+fn count(cluster: &str, method: &str, result: &str) {
     if let Some(m) = requests_total() {
-        m.with_label_values(&[cluster, METHOD_MAX_AVAILABLE_REPLICAS, result])
-            .inc();
+        m.with_label_values(&[cluster, method, result]).inc();
     }
 }
 
@@ -299,21 +372,48 @@ mod convert {
     ) -> proto::ReplicaRequirements {
         proto::ReplicaRequirements {
             node_claim: r.node_claim.as_ref().map(node_claim),
-            resource_request: r
-                .resource_request
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        proto::Quantity {
-                            string: v.0.clone(),
-                        },
-                    )
-                })
-                .collect(),
+            resource_request: quantities(&r.resource_request),
             namespace: r.namespace.clone(),
             priority_class_name: r.priority_class_name.clone(),
         }
+    }
+
+    /// Karmada's `toPBReplicaRequirements`: a component without requirements sends empty ones.
+    pub(super) fn component(c: &work::Component) -> proto::Component {
+        let requirements = c.replica_requirements.as_ref();
+        proto::Component {
+            name: c.name.clone(),
+            replica_requirements: Some(proto::ComponentReplicaRequirements {
+                node_claim: requirements
+                    .and_then(|r| r.node_claim.as_ref())
+                    .map(node_claim),
+                resource_request: requirements
+                    .map(|r| quantities(&r.resource_request))
+                    .unwrap_or_default(),
+                priority_class_name: requirements
+                    .map(|r| r.priority_class_name.clone())
+                    .unwrap_or_default(),
+            }),
+            replicas: c.replicas,
+        }
+    }
+
+    fn quantities(
+        list: &std::collections::BTreeMap<
+            String,
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        >,
+    ) -> std::collections::BTreeMap<String, proto::Quantity> {
+        list.iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    proto::Quantity {
+                        string: v.0.clone(),
+                    },
+                )
+            })
+            .collect()
     }
 
     fn node_claim(c: &work::NodeClaim) -> proto::NodeClaim {

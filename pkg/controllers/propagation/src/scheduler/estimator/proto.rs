@@ -133,6 +133,56 @@ pub struct MaxAvailableReplicasResponse {
     pub max_replicas: i32,
 }
 
+/// `pb.ComponentReplicaRequirements`.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct ComponentReplicaRequirements {
+    /// `nodeClaim = 1`.
+    #[prost(message, optional, tag = "1")]
+    pub node_claim: Option<NodeClaim>,
+    /// `resourceRequest = 2`.
+    #[prost(btree_map = "string, message", tag = "2")]
+    pub resource_request: BTreeMap<String, Quantity>,
+    /// `priorityClassName = 3`.
+    #[prost(string, tag = "3")]
+    pub priority_class_name: String,
+}
+
+/// `pb.Component`.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct Component {
+    /// `name = 1`.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `replicaRequirements = 2` (a value in Go: always sent).
+    #[prost(message, optional, tag = "2")]
+    pub replica_requirements: Option<ComponentReplicaRequirements>,
+    /// `replicas = 3`.
+    #[prost(int32, tag = "3")]
+    pub replicas: i32,
+}
+
+/// `pb.MaxAvailableComponentSetsRequest`.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct MaxAvailableComponentSetsRequest {
+    /// `cluster = 1`.
+    #[prost(string, tag = "1")]
+    pub cluster: String,
+    /// `components = 2`.
+    #[prost(message, repeated, tag = "2")]
+    pub components: Vec<Component>,
+    /// `namespace = 3`: the workload's, for the estimator's ResourceQuota check.
+    #[prost(string, tag = "3")]
+    pub namespace: String,
+}
+
+/// `pb.MaxAvailableComponentSetsResponse`.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct MaxAvailableComponentSetsResponse {
+    /// `maxSets = 1`.
+    #[prost(int32, tag = "1")]
+    pub max_sets: i32,
+}
+
 /// `pb.ObjectReference`.
 #[derive(Clone, PartialEq, Eq, prost::Message)]
 pub struct ObjectReference {
@@ -207,6 +257,18 @@ impl EstimatorClient {
         timeout: Duration,
     ) -> Result<MaxAvailableReplicasResponse, CallError> {
         self.unary("MaxAvailableReplicas", request, object, timeout)
+            .await
+    }
+
+    /// `MaxAvailableComponentSets`, answered within `timeout`; `object` as for
+    /// [`EstimatorClient::max_available_replicas`].
+    pub async fn max_available_component_sets(
+        &self,
+        request: MaxAvailableComponentSetsRequest,
+        object: &str,
+        timeout: Duration,
+    ) -> Result<MaxAvailableComponentSetsResponse, CallError> {
+        self.unary("MaxAvailableComponentSets", request, object, timeout)
             .await
     }
 
@@ -320,6 +382,53 @@ mod tests {
         ];
         let got = MaxAvailableReplicasResponse::decode(&minus_one[..]).ok();
         assert_eq!(got.map(|r| r.max_replicas), Some(-1));
+    }
+
+    /// Bytes of a Go `pb.MaxAvailableComponentSetsRequest{Cluster: "m1", Components:
+    /// [{Name: "jm", Replicas: 2, ReplicaRequirements: {ResourceRequest: {"cpu": 1}}}],
+    /// Namespace: "ns"}`, field by field.
+    #[test]
+    fn component_sets_request_bytes_follow_the_field_numbers() {
+        let request = MaxAvailableComponentSetsRequest {
+            cluster: "m1".into(),
+            components: vec![Component {
+                name: "jm".into(),
+                replica_requirements: Some(ComponentReplicaRequirements {
+                    resource_request: [("cpu".to_owned(), Quantity { string: "1".into() })].into(),
+                    ..Default::default()
+                }),
+                replicas: 2,
+            }],
+            namespace: "ns".into(),
+        };
+        let bytes = request.encode_to_vec();
+        let expected: Vec<u8> = [
+            &[0x0a, 2][..],
+            b"m1",
+            // field 2: one component
+            &[0x12, 20],
+            // its name
+            &[0x0a, 2],
+            b"jm",
+            // its requirements: field 2 (map entry) "cpu" -> Quantity{string: "1"}
+            &[0x12, 12, 0x12, 10, 0x0a, 3],
+            b"cpu",
+            &[0x12, 3, 0x0a, 1],
+            b"1",
+            // its replicas
+            &[0x18, 2],
+            // field 3: namespace
+            &[0x1a, 2],
+            b"ns",
+        ]
+        .concat();
+        assert_eq!(bytes, expected);
+        assert_eq!(
+            MaxAvailableComponentSetsRequest::decode(bytes.as_slice()).ok(),
+            Some(request)
+        );
+        let answer = MaxAvailableComponentSetsResponse::decode(&[0x08, 0x03][..]).ok();
+        assert_eq!(answer.map(|r| r.max_sets), Some(3));
     }
 
     #[test]
