@@ -13,7 +13,9 @@
 //!   server-maintained metadata ([`fingerprint`]);
 //! - PropagationPolicy and ClusterPropagationPolicy handlers assign permanent ids and finalizers
 //!   (Karmada's webhook does that), release templates that no longer match, re-queue the templates
-//!   they claim or that wait for a policy, handle preemption and deletion.
+//!   they claim or that wait for a policy ([`waiting`], indexed so a policy looks only at what its
+//!   selectors could select), handle preemption and deletion;
+//! - a matched template's replicas or components ([`replicas`]) go into the binding it writes.
 
 pub mod binding;
 pub mod claim;
@@ -23,6 +25,7 @@ mod lazy;
 pub mod metrics;
 mod policy;
 mod policy_object;
+mod replicas;
 pub mod skip;
 mod template;
 mod waiting;
