@@ -532,8 +532,8 @@ mod tests {
         assert_eq!(max_available_replicas(&over, None), 0);
     }
 
-    #[test]
-    fn resource_model_estimation() {
+    /// 1,000 pods and 100 CPUs allocatable, modelled as 5 nodes of 0–2 CPUs and 3 of 2–4.
+    fn modeled_cluster() -> Cluster {
         let mut c = cluster(&[("pods", "1000"), ("cpu", "100")], &[], &[]);
         c.spec.resource_models = vec![
             ResourceModel {
@@ -559,6 +559,12 @@ mod tests {
                 AllocatableModeling { grade: 1, count: 3 },
             ];
         }
+        c
+    }
+
+    #[test]
+    fn resource_model_estimation() {
+        let mut c = modeled_cluster();
         // Grade 0 nodes have 0 cpu; grade 1 nodes 2 cpu → 4 replicas of 500m each, 3 nodes.
         assert_eq!(
             max_available_replicas(&c, Some(&requests(&[("cpu", "500m")]))),
@@ -634,31 +640,7 @@ mod tests {
 
     #[test]
     fn component_sets_by_resource_models() {
-        let mut c = cluster(&[("pods", "1000"), ("cpu", "100")], &[], &[]);
-        c.spec.resource_models = vec![
-            ResourceModel {
-                grade: 0,
-                ranges: vec![ResourceModelRange {
-                    name: "cpu".into(),
-                    min: q("0"),
-                    max: q("2"),
-                }],
-            },
-            ResourceModel {
-                grade: 1,
-                ranges: vec![ResourceModelRange {
-                    name: "cpu".into(),
-                    min: q("2"),
-                    max: q("4"),
-                }],
-            },
-        ];
-        if let Some(summary) = c.status.as_mut().and_then(|s| s.resource_summary.as_mut()) {
-            summary.allocatable_modelings = vec![
-                AllocatableModeling { grade: 0, count: 5 },
-                AllocatableModeling { grade: 1, count: 3 },
-            ];
-        }
+        let mut c = modeled_cluster();
         // Three nodes of 2 CPUs hold two sets of 1 + 2 one-CPU replicas (the summary alone,
         // 100 CPUs, would allow 33).
         let set = [
