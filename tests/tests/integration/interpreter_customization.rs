@@ -199,7 +199,7 @@ async fn create(client: &Client, kind: &str, name: &str, size: i64) -> Api<Dynam
 }
 
 const WIDGET_RULES: &str = r#"{
-  "replicaResource": "function GetReplicas(obj) return obj.spec.size, nil end",
+  "replicaResource": "function GetReplicas(obj) return obj.spec.size, {resourceRequest = {cpu = 0.1}} end",
   "replicaRevision": "function ReviseReplica(obj, desired) obj.spec.size = desired return obj end",
   "statusReflection": "function ReflectStatus(obj) if obj.status == nil then return {} end return {ready = obj.status.ready} end",
   "healthInterpretation": "function InterpretHealth(obj) return obj.status ~= nil and obj.status.ready == obj.spec.size end",
@@ -334,6 +334,11 @@ async fn customized_workload_divides_reports_health_and_aggregates_and_bad_scrip
     )
     .await;
     assert_eq!(rb.spec.replicas, 4);
+    // The script's number is written as Karmada's binding carries a quantity: canonically.
+    assert_eq!(
+        serde_json::to_value(&rb.spec.replica_requirements).unwrap()["resourceRequest"],
+        json!({"cpu": "100m"})
+    );
 
     // Divided 2/2, and each member's Widget revised by the script.
     for (i, m) in members.iter().enumerate() {

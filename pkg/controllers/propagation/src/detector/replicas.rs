@@ -3,6 +3,9 @@
 //! interpretation, else its replicas and their requirements; and the checks Karmada's
 //! ResourceBinding webhook makes on components, done here before the binding is written.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use karmada_apis::well_known::event_reasons;
 use karmada_apis::work::v1alpha2::Component;
 use kube::api::DynamicObject;
@@ -64,6 +67,9 @@ impl Detector {
                 .map(|r| {
                     r.map(|r| {
                         let mut requirements = r.requirements;
+                        if let Some(req) = requirements.as_mut() {
+                            canonical(&mut req.resource_request);
+                        }
                         if interpreter.options().resource_quota_estimate
                             && let Some(req) = requirements.as_mut()
                             && req.namespace.is_empty()
@@ -108,18 +114,22 @@ impl Detector {
     }
 }
 
-/// Writes the components' requests in apimachinery's canonical notation (`0.1` becomes `100m`), as
-/// Karmada's binding carries them: its interpreters answer `resource.Quantity` values, which print
-/// canonically, where a script's or rule's number arrives here as written.
+/// Writes the components' requests in apimachinery's canonical notation ([`canonical`]).
 fn canonical_quantities(components: &mut [Component]) {
     for c in components {
-        let Some(requirements) = c.replica_requirements.as_mut() else {
-            continue;
-        };
-        for q in requirements.resource_request.values_mut() {
-            if let Ok(parsed) = apimachinery::Quantity::parse(&q.0) {
-                *q = parsed.to_k8s();
-            }
+        if let Some(requirements) = c.replica_requirements.as_mut() {
+            canonical(&mut requirements.resource_request);
+        }
+    }
+}
+
+/// Writes requests in apimachinery's canonical notation (`0.1` becomes `100m`), as Karmada's binding
+/// carries them: its interpreters answer `resource.Quantity` values, which print canonically, where
+/// a script's or rule's number arrives here as written. A value that is no quantity stays as is.
+fn canonical(requests: &mut BTreeMap<String, Quantity>) {
+    for q in requests.values_mut() {
+        if let Ok(parsed) = apimachinery::Quantity::parse(&q.0) {
+            *q = parsed.to_k8s();
         }
     }
 }
@@ -154,6 +164,19 @@ fn invalid_components(components: &[Component]) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn requests_are_written_canonically() {
+        let mut requests: BTreeMap<String, Quantity> = serde_json::from_value(
+            json!({"cpu": "0.25", "memory": "67108864", "ephemeral-storage": "1e3", "gpu": "2000m", "odd": "x"}),
+        )
+        .unwrap();
+        canonical(&mut requests);
+        assert_eq!(
+            serde_json::to_value(&requests).unwrap(),
+            json!({"cpu": "250m", "memory": "67108864", "ephemeral-storage": "1e3", "gpu": "2", "odd": "x"})
+        );
+    }
 
     #[test]
     fn component_requests_are_written_canonically() {
