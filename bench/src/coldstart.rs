@@ -245,7 +245,14 @@ pub async fn cold_start(
     // Profiled from ready on, awaited once the start settled (the profile ends first or then).
     let profiling = cpu_profile.map(|(port, path)| {
         let path = path.to_path_buf();
-        tokio::task::spawn_blocking(move || write_cpu_profile(port, &path))
+        tokio::task::spawn_blocking(move || {
+            super::fetch_profile(
+                port,
+                &format!("/debug/pprof/profile?seconds={CPU_PROFILE_SECONDS}"),
+                Duration::from_secs(CPU_PROFILE_SECONDS + 60),
+                &path,
+            )
+        })
     });
     let expected: Vec<Created> = work.iter().flat_map(|w| w.templates_at(t0)).collect();
     let conv = match wait_arrivals(s, &expected, t0, timeout, true).await {
@@ -288,27 +295,6 @@ pub async fn cold_start(
 
 /// How long the cold start's CPU profile samples (the profiling endpoint's limit).
 pub const CPU_PROFILE_SECONDS: u64 = 300;
-
-/// Reads a CPU profile of [`CPU_PROFILE_SECONDS`] from the controller-manager's profiling
-/// endpoint on `port` into `path`.
-fn write_cpu_profile(port: u16, path: &Path) -> anyhow::Result<()> {
-    let (status, body) = karmada_e2e::controller_manager::http_get_bytes(
-        port,
-        &format!("/debug/pprof/profile?seconds={CPU_PROFILE_SECONDS}"),
-        Duration::from_secs(CPU_PROFILE_SECONDS + 60),
-    )
-    .with_context(|| format!("no CPU profile from 127.0.0.1:{port}"))?;
-    if status != 200 {
-        anyhow::bail!(
-            "CPU profile from 127.0.0.1:{port}: HTTP {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
-}
 
 /// Up to `limit` of what `expected` still lacks: member objects not seen (`<member>/<kind>
 /// <namespace>/<name>`) and bindings not FullyApplied (`binding <namespace>/<name>`).

@@ -473,18 +473,28 @@ fn file_name(label: &str) -> String {
 /// Fetches the live heap profile the controller-manager serves on `port` (gzipped pprof) into
 /// `path`.
 async fn write_heap_profile(port: u16, path: &Path) -> anyhow::Result<()> {
-    let (status, body) = tokio::task::spawn_blocking(move || {
-        karmada_e2e::controller_manager::http_get_bytes(
-            port,
-            "/debug/pprof/heap",
-            Duration::from_secs(120),
-        )
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        fetch_profile(port, "/debug/pprof/heap", Duration::from_secs(120), &path)
     })
     .await?
-    .with_context(|| format!("no heap profile from 127.0.0.1:{port} within 120 s"))?;
+}
+
+/// Reads the profile the controller-manager's profiling endpoint on `port` serves at `endpoint`
+/// (waiting up to `timeout`) into `path`. Blocking.
+pub(crate) fn fetch_profile(
+    port: u16,
+    endpoint: &str,
+    timeout: Duration,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let (status, body) = karmada_e2e::controller_manager::http_get_bytes(port, endpoint, timeout)
+        .with_context(|| {
+        format!("no answer from 127.0.0.1:{port}{endpoint} within {timeout:?}")
+    })?;
     if status != 200 {
         bail!(
-            "heap profile from 127.0.0.1:{port}: HTTP {status}: {}",
+            "127.0.0.1:{port}{endpoint}: HTTP {status}: {}",
             String::from_utf8_lossy(&body)
         );
     }

@@ -85,6 +85,14 @@ pub struct ScheduleOptions {
     pub multiple_pod_templates: bool,
 }
 
+impl ScheduleOptions {
+    /// Whether `spec` is estimated in whole component sets: the gate is on and
+    /// [`multi_template_applicable`] holds.
+    pub fn counts_component_sets(&self, spec: &ResourceBindingSpec) -> bool {
+        self.multiple_pod_templates && multi_template_applicable(spec)
+    }
+}
+
 /// Whether a binding is estimated in whole component sets under the `MultiplePodTemplatesScheduling`
 /// gate (Karmada's `isMultiTemplateSchedulingApplicable`): it has two or more components and a
 /// spread constraint by cluster asks for exactly one cluster (`minGroups` = `maxGroups` = 1).
@@ -570,7 +578,7 @@ impl Run<'_, '_> {
 
         let started = Instant::now();
         let accurate = accurate_answers(options.accurate_estimates.as_ref(), &feasible);
-        let sets = options.multiple_pod_templates && multi_template_applicable(spec);
+        let sets = options.counts_component_sets(spec);
         let mut details: Vec<ClusterDetail<'_>> = feasible
             .iter()
             .zip(scores)

@@ -53,15 +53,15 @@ pub(super) fn scale_of_work(
         .workload
         .manifests
         .iter()
-        .filter_map(|m| m.to_value().ok())
         .find(|m| {
-            m.pointer("/kind").and_then(Value::as_str) == Some(gvk.kind.as_str())
-                && m.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-                && m.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    == namespace
-        })?;
+            m.identity().is_ok_and(|id| {
+                id.kind == gvk.kind
+                    && id.metadata.name == name
+                    && id.metadata.namespace == namespace
+            })
+        })?
+        .to_value()
+        .ok()?;
     let spec_replicas = manifest.pointer("/spec/replicas").map(count);
     let selector = match manifest.pointer("/spec/selector") {
         Some(Value::String(s)) => s.clone(),

@@ -20,25 +20,30 @@ type Namespaces = BTreeMap<String, BTreeSet<String>>;
 /// The templates waiting for a policy.
 #[derive(Default)]
 pub(crate) struct Waiting {
-    /// (group, kind) → namespace → names.
-    by_kind: HashMap<(String, String), Namespaces>,
+    /// group → kind → namespace → names (nested so that lookups borrow, never allocate: the
+    /// template handler removes every template it reconciles).
+    by_group: HashMap<String, HashMap<String, Namespaces>>,
 }
 
 impl Waiting {
     /// Adds `t`; false when it was already waiting.
     pub(crate) fn insert(&mut self, t: TemplateRef) -> bool {
-        self.by_kind
-            .entry((t.group, t.kind))
+        self.by_group
+            .entry(t.group)
+            .or_default()
+            .entry(t.kind)
             .or_default()
             .entry(t.namespace)
             .or_default()
             .insert(t.name)
     }
 
-    /// Removes `t`; false when it was not waiting.
+    /// Removes `t`; false when it was not waiting. Emptied maps are dropped.
     pub(crate) fn remove(&mut self, t: &TemplateRef) -> bool {
-        let kind = (t.group.clone(), t.kind.clone());
-        let Some(namespaces) = self.by_kind.get_mut(&kind) else {
+        let Some(kinds) = self.by_group.get_mut(&t.group) else {
+            return false;
+        };
+        let Some(namespaces) = kinds.get_mut(&t.kind) else {
             return false;
         };
         let Some(names) = namespaces.get_mut(&t.namespace) else {
@@ -47,27 +52,35 @@ impl Waiting {
         let removed = names.remove(&t.name);
         if names.is_empty() {
             namespaces.remove(&t.namespace);
-        }
-        if namespaces.is_empty() {
-            self.by_kind.remove(&kind);
+            if namespaces.is_empty() {
+                kinds.remove(&t.kind);
+                if kinds.is_empty() {
+                    self.by_group.remove(&t.group);
+                }
+            }
         }
         removed
     }
 
     /// Whether `t` is waiting.
     pub(crate) fn contains(&self, t: &TemplateRef) -> bool {
-        self.by_kind
-            .get(&(t.group.clone(), t.kind.clone()))
+        self.namespaces(&t.group, &t.kind)
             .and_then(|n| n.get(&t.namespace))
             .is_some_and(|names| names.contains(&t.name))
+    }
+
+    /// The waiting templates of one kind, by namespace.
+    fn namespaces(&self, group: &str, kind: &str) -> Option<&Namespaces> {
+        self.by_group.get(group).and_then(|kinds| kinds.get(kind))
     }
 
     /// Every waiting template, sorted.
     pub(crate) fn all(&self) -> Vec<TemplateRef> {
         let mut all: Vec<TemplateRef> = self
-            .by_kind
+            .by_group
             .iter()
-            .flat_map(|((group, kind), namespaces)| {
+            .flat_map(|(group, kinds)| kinds.iter().map(move |(kind, n)| (group, kind, n)))
+            .flat_map(|(group, kind, namespaces)| {
                 namespaces.iter().flat_map(move |(namespace, names)| {
                     names.iter().map(move |name| TemplateRef {
                         group: group.clone(),
@@ -89,7 +102,7 @@ impl Waiting {
         let mut out = BTreeSet::new();
         for s in selectors {
             let (group, _) = split_api_version(&s.api_version);
-            let Some(namespaces) = self.by_kind.get(&(group.to_owned(), s.kind.clone())) else {
+            let Some(namespaces) = self.namespaces(group, &s.kind) else {
                 continue;
             };
             let in_scope: Box<dyn Iterator<Item = (&String, &BTreeSet<String>)>> =
@@ -212,7 +225,7 @@ mod tests {
         for x in w.all() {
             assert!(w.remove(&x));
         }
-        assert!(w.by_kind.is_empty(), "empty maps are dropped");
+        assert!(w.by_group.is_empty(), "empty maps are dropped");
         assert!(w.all().is_empty());
     }
 }

@@ -169,9 +169,7 @@ impl Scheduler {
             .collect();
         let r = &spec.resource;
         let object = format!("kind={}, name={}/{}", r.kind, r.namespace, r.name);
-        let answers = if options.multiple_pod_templates
-            && scheduler::multi_template_applicable(spec)
-        {
+        let answers = if options.counts_component_sets(spec) {
             estimators
                 .max_available_component_sets(&candidates, &spec.components, &r.namespace, &object)
                 .await
