@@ -94,6 +94,10 @@ struct Args {
     /// first 300 s from ready; `go tool pprof -top <file>` reads it).
     #[arg(long)]
     cpu_profile: Option<PathBuf>,
+    /// kube-apiservers serving the host over its one etcd, behind one balanced endpoint (every
+    /// run; default 1).
+    #[arg(long)]
+    host_replicas: Option<usize>,
     /// Where to write the JSON report.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/propagation.json"))]
     out: PathBuf,
@@ -166,6 +170,9 @@ fn main() -> anyhow::Result<()> {
     config.only_cold_start = args.only_cold_start;
     config.heap_profiles = args.heap_profiles;
     config.cpu_profile = args.cpu_profile;
+    if let Some(n) = args.host_replicas {
+        config.host_replicas = n.max(1);
+    }
     if (config.only_cold_start || config.cold_start_restart) && config.cold_start == 0 {
         anyhow::bail!("--only-cold-start and --cold-start-restart need --cold-start N (N > 0)");
     }

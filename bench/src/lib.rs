@@ -115,6 +115,9 @@ pub struct BenchConfig {
     /// Where to write a CPU profile of our controller-manager over the cold start (from its start,
     /// [`coldstart::CPU_PROFILE_SECONDS`] at most; `go tool pprof` reads it); `None`: none.
     pub cpu_profile: Option<PathBuf>,
+    /// kube-apiservers serving the host over one etcd behind one balanced endpoint, in every run
+    /// (1: one, as usual).
+    pub host_replicas: usize,
 }
 
 impl BenchConfig {
@@ -145,6 +148,7 @@ impl BenchConfig {
             cold_start: 0,
             cold_start_restart: false,
             only_cold_start: false,
+            host_replicas: 1,
             heap_profiles: None,
             cpu_profile: None,
         }
@@ -176,6 +180,7 @@ impl BenchConfig {
             cold_start: 0,
             cold_start_restart: false,
             only_cold_start: false,
+            host_replicas: 1,
             heap_profiles: None,
             cpu_profile: None,
         }
@@ -279,6 +284,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         if p.failover {
             label.push_str(", failover");
         }
+        label.push_str(&host_replicas_label(config.host_replicas));
         if config.impls != [Impl::Rust] {
             label = format!("{}, {label}", imp.label());
         }
@@ -286,6 +292,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
         let layout = Layout {
             mode: if p.pull { Mode::Pull } else { Mode::Push },
             aggregated_apiserver: p.aggregated,
+            host_replicas: config.host_replicas,
         };
         let mut extra_args: Vec<String> = if p.failover { failover::KCM_ARGS } else { &[] }
             .iter()
@@ -504,6 +511,15 @@ pub(crate) fn fetch_profile(
     std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
 }
 
+/// How a run's label names `host_replicas` host API servers (nothing for one).
+fn host_replicas_label(host_replicas: usize) -> String {
+    if host_replicas > 1 {
+        format!(", {host_replicas} host API servers")
+    } else {
+        String::new()
+    }
+}
+
 /// The cold start of `config.cold_start` workloads for `imp` on a fresh environment, and with
 /// `config.cold_start_restart` the restart after it.
 async fn cold_start_run(
@@ -517,6 +533,7 @@ async fn cold_start_run(
         config.cold_start,
         if members == 1 { "" } else { "s" }
     );
+    label.push_str(&host_replicas_label(config.host_replicas));
     if config.impls != [Impl::Rust] {
         label = format!("{}, {label}", imp.label());
     }
@@ -540,7 +557,13 @@ async fn cold_start_run(
         })
         .unwrap_or_default();
     let profiling_args: Vec<&str> = profiling_args.iter().map(String::as_str).collect();
-    let mut s = Session::start_impl(imp, members, 0, Some(Qps::Raised), &profiling_args).await?;
+    let layout = Layout {
+        host_replicas: config.host_replicas,
+        ..Layout::default()
+    };
+    let mut s =
+        Session::start_laid_out(imp, members, 0, Some(Qps::Raised), &profiling_args, layout)
+            .await?;
     progress(&format!(
         "{label}: creating everything with the controllers stopped, then starting them"
     ));

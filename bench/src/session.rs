@@ -42,6 +42,8 @@ pub struct Layout {
     /// (as Karmada's installers set it up; `make karmada-binaries` builds it) instead of the Cluster
     /// CRD.
     pub aggregated_apiserver: bool,
+    /// kube-apiservers serving the host over one etcd behind one balanced endpoint (0 and 1: one).
+    pub host_replicas: usize,
 }
 
 /// Client rate limits the controller-manager runs with.
@@ -203,6 +205,7 @@ impl Session {
             members,
             install_crds: true,
             aggregated_apiserver: layout.aggregated_apiserver,
+            host_replicas: layout.host_replicas.max(1),
             ..Default::default()
         })
         .await
@@ -397,7 +400,13 @@ impl Session {
                 .map_or(0.0, |s| s.cpu_seconds)
         };
         ServerCpu {
-            host_apiserver: cpu(self.env.host().pid()),
+            host_apiserver: self
+                .env
+                .host()
+                .pids()
+                .into_iter()
+                .map(|p| cpu(Some(p)))
+                .sum(),
             member_apiservers: self.env.members().iter().map(|m| cpu(m.pid())).sum(),
             etcd: cpu(Some(self.env.etcd_pid())),
             aggregated_apiserver: cpu(self
@@ -480,9 +489,14 @@ impl Session {
         Ok(out)
     }
 
-    /// The host API server's metrics now.
+    /// The host API server's metrics now: every replica's samples, one after another (their users
+    /// sum them).
     pub async fn host_apiserver_metrics(&self) -> anyhow::Result<Vec<Sample>> {
-        apiserver_metrics("the host", &self.host).await
+        let mut samples = Vec::new();
+        for client in self.env.host().replica_clients().await? {
+            samples.extend(apiserver_metrics("the host", &client).await?);
+        }
+        Ok(samples)
     }
 
     /// Stops the controller-manager with SIGTERM (it must exit within 30 s) and starts a new one with

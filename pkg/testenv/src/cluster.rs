@@ -10,6 +10,7 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::Error;
+use crate::balancer::Balancer;
 use crate::binaries;
 use crate::kubeconfig;
 use crate::pki::ClusterPki;
@@ -28,7 +29,10 @@ pub struct ApiServer {
     kubeconfig: Kubeconfig,
     kubeconfig_path: PathBuf,
     audit_log: Option<PathBuf>,
-    process: Mutex<Option<ManagedProcess>>,
+    /// Where its kube-apiserver replicas listen: `[port]`, or one port each behind `balancer`.
+    replica_ports: Vec<u16>,
+    processes: Mutex<Vec<ManagedProcess>>,
+    balancer: Mutex<Option<Balancer>>,
     components: Mutex<Vec<ManagedProcess>>,
     metrics_server_port: Mutex<Option<u16>>,
     aggregated_apiserver_port: Mutex<Option<u16>>,
@@ -76,7 +80,6 @@ impl ApiServer {
             format!("--etcd-prefix=/{name}"),
             "--bind-address=127.0.0.1".to_string(),
             "--advertise-address=127.0.0.1".to_string(),
-            format!("--secure-port={port}"),
             format!("--cert-dir={}", dir.join("certs").display()),
             format!("--tls-cert-file={}", pki.serving_cert.display()),
             format!("--tls-private-key-file={}", pki.serving_key.display()),
@@ -108,7 +111,9 @@ impl ApiServer {
             kubeconfig: Kubeconfig::default(),
             kubeconfig_path: dir.join("kubeconfig"),
             audit_log: None,
-            process: Mutex::new(None),
+            replica_ports: vec![port],
+            processes: Mutex::new(Vec::new()),
+            balancer: Mutex::new(None),
             components: Mutex::new(Vec::new()),
             metrics_server_port: Mutex::new(None),
             aggregated_apiserver_port: Mutex::new(None),
@@ -116,6 +121,26 @@ impl ApiServer {
         server.kubeconfig = kubeconfig::for_server(&server)?;
         kubeconfig::write(&server.kubeconfig_path, &server.kubeconfig)?;
         Ok(server)
+    }
+
+    /// Makes it `replicas` kube-apiservers over the same etcd prefix (before it is started), each on a
+    /// port of its own behind a balancer on [`Self::port`], as an HA control plane sits behind one
+    /// load-balanced endpoint. They share certificates and service-account keys.
+    pub(crate) fn replicate(&mut self, replicas: usize) -> Result<(), Error> {
+        if replicas > 1 && self.audit_log.is_some() {
+            return Err(Error::Config(format!(
+                "{}: an audit log is written by one kube-apiserver; it cannot be replicated",
+                self.name
+            )));
+        }
+        self.replica_ports = if replicas > 1 {
+            (0..replicas)
+                .map(|_| process::free_port())
+                .collect::<Result<_, _>>()?
+        } else {
+            vec![self.port]
+        };
+        Ok(())
     }
 
     /// Makes it write an audit log of every write (before it is started).
@@ -249,86 +274,167 @@ impl ApiServer {
         }
     }
 
-    /// Pid of its kube-apiserver, if running.
+    /// Pid of its (first) kube-apiserver, if running.
     pub fn pid(&self) -> Option<u32> {
-        self.process
+        self.pids().first().copied()
+    }
+
+    /// Pids of its running kube-apiserver replicas (one unless the environment replicated it:
+    /// [`crate::EnvOptions::host_replicas`]).
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes
             .lock()
-            .ok()
-            .and_then(|p| p.as_ref().map(ManagedProcess::pid))
+            .map(|p| p.iter().map(ManagedProcess::pid).collect())
+            .unwrap_or_default()
+    }
+
+    /// An admin client of each replica directly, bypassing the balancer (e.g. to sum their metrics);
+    /// the one client of [`Self::try_client`] when it is not replicated.
+    pub async fn replica_clients(&self) -> Result<Vec<Client>, Error> {
+        let mut clients = Vec::new();
+        for port in &self.replica_ports {
+            let mut config = self.kube_config().await?;
+            config.cluster_url = format!("https://127.0.0.1:{port}")
+                .parse()
+                .map_err(|e| Error::Kubeconfig(format!("{}: replica url: {e}", self.name)))?;
+            clients.push(
+                Client::try_from(config)
+                    .map_err(|e| Error::kube(format!("client for {}", self.name), e))?,
+            );
+        }
+        Ok(clients)
+    }
+
+    /// The log of replica `index` (the first one's is [`Self::log_path`]).
+    fn replica_log_path(&self, index: usize) -> PathBuf {
+        if index == 0 {
+            self.log_path()
+        } else {
+            self.dir.join(format!("kube-apiserver-{}.log", index + 1))
+        }
     }
 
     pub(crate) fn spawn(&self) -> Result<(), Error> {
         let mut guard = self
-            .process
+            .processes
             .lock()
             .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
-        if guard.as_mut().is_some_and(ManagedProcess::is_running) {
+        guard.retain_mut(ManagedProcess::is_running);
+        if guard.len() == self.replica_ports.len() {
             return Ok(());
         }
-        *guard = Some(ManagedProcess::spawn(
-            &format!("{}/kube-apiserver", self.name),
-            &binaries::locate("kube-apiserver")?,
-            &self.args,
-            &self.log_path(),
-            &self.pid_file,
-        )?);
+        for p in guard.iter_mut() {
+            p.stop(Duration::from_secs(10));
+        }
+        guard.clear();
+        let program = binaries::locate("kube-apiserver")?;
+        for (i, port) in self.replica_ports.iter().enumerate() {
+            let mut args = self.args.clone();
+            args.push(format!("--secure-port={port}"));
+            let label = if i == 0 {
+                format!("{}/kube-apiserver", self.name)
+            } else {
+                format!("{}/kube-apiserver-{}", self.name, i + 1)
+            };
+            guard.push(ManagedProcess::spawn(
+                &label,
+                &program,
+                &args,
+                &self.replica_log_path(i),
+                &self.pid_file,
+            )?);
+        }
+        drop(guard);
+        if self.replica_ports.len() > 1 {
+            let mut balancer = self
+                .balancer
+                .lock()
+                .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
+            if balancer.is_none() {
+                *balancer = Some(Balancer::start(
+                    &self.name,
+                    self.port,
+                    self.replica_ports.clone(),
+                )?);
+            }
+        }
         Ok(())
     }
 
     fn check_running(&self) -> Result<(), Error> {
         let mut guard = self
-            .process
+            .processes
             .lock()
             .map_err(|_| Error::Process(format!("{}: lock poisoned", self.name)))?;
-        match guard.as_mut() {
-            Some(p) => p.check_running(),
-            None => Err(Error::Process(format!(
+        if guard.is_empty() {
+            return Err(Error::Process(format!(
                 "{}: kube-apiserver is stopped",
                 self.name
-            ))),
+            )));
         }
+        guard.iter_mut().try_for_each(ManagedProcess::check_running)
     }
 
-    /// Waits until `/readyz` answers 200 and the `default` namespace exists.
+    /// Waits until every replica's `/readyz` answers 200 and the `default` namespace exists.
     pub(crate) async fn wait_ready(&self, timeout: Duration) -> Result<(), Error> {
         let deadline = Instant::now() + timeout;
-        let client = self.try_client().await?;
-        loop {
-            self.check_running()?;
-            let req = http::Request::get("/readyz")
-                .body(Vec::new())
-                .map_err(|e| Error::Process(e.to_string()))?;
-            let ready = client
-                .request_text(req)
-                .await
-                .is_ok_and(|body| body.trim() == "ok");
-            // The default namespace appears shortly after readyz; tests create objects in it.
-            let namespaces: Api<Namespace> = Api::all(client.clone());
-            if ready && namespaces.get_opt("default").await.ok().flatten().is_some() {
-                return Ok(());
+        for (i, client) in self.replica_clients().await?.into_iter().enumerate() {
+            loop {
+                self.check_running()?;
+                let req = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .map_err(|e| Error::Process(e.to_string()))?;
+                let ready = client
+                    .request_text(req)
+                    .await
+                    .is_ok_and(|body| body.trim() == "ok");
+                // The default namespace appears shortly after readyz; tests create objects in it.
+                let namespaces: Api<Namespace> = Api::all(client.clone());
+                if ready && namespaces.get_opt("default").await.ok().flatten().is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let log = self.replica_log_path(i);
+                    return Err(Error::Timeout(format!(
+                        "{} kube-apiserver not ready within {timeout:?}; last lines of {}:\n{}",
+                        self.name,
+                        log.display(),
+                        process::log_tail(&log)
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            if Instant::now() > deadline {
-                return Err(Error::Timeout(format!(
-                    "{} kube-apiserver not ready within {timeout:?}; last lines of {}:\n{}",
-                    self.name,
-                    self.log_path().display(),
-                    process::log_tail(&self.log_path())
-                )));
+        }
+        Ok(())
+    }
+
+    /// Takes its running kube-apiservers out of its care.
+    fn take_processes(&self) -> Vec<ManagedProcess> {
+        self.processes
+            .lock()
+            .map(|mut g| std::mem::take(&mut *g))
+            .unwrap_or_default()
+    }
+
+    /// Signals each of its running kube-apiservers.
+    fn signal_all(&self, signal: i32) {
+        if let Ok(mut g) = self.processes.lock() {
+            for p in g.iter_mut() {
+                p.signal(signal);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     /// Stops its kube-apiserver (SIGTERM, then SIGKILL), e.g. to test recovery. Components keep running.
     pub fn stop(&self) {
-        if let Some(mut p) = self.process.lock().ok().and_then(|mut g| g.take()) {
+        for mut p in self.take_processes() {
             p.stop(Duration::from_secs(10));
         }
     }
 
     /// Kills its kube-apiserver with SIGKILL, as a crash would.
     pub fn kill(&self) {
-        if let Some(mut p) = self.process.lock().ok().and_then(|mut g| g.take()) {
+        for mut p in self.take_processes() {
             p.kill();
         }
     }
@@ -337,16 +443,12 @@ impl ApiServer {
     /// but nothing is answered, as with a hung or overloaded server. [`ApiServer::resume`] (or a
     /// stop) continues it.
     pub fn pause(&self) {
-        if let Some(p) = self.process.lock().ok().as_mut().and_then(|g| g.as_mut()) {
-            p.signal(libc::SIGSTOP);
-        }
+        self.signal_all(libc::SIGSTOP);
     }
 
     /// Continues a paused kube-apiserver (SIGCONT).
     pub fn resume(&self) {
-        if let Some(p) = self.process.lock().ok().as_mut().and_then(|g| g.as_mut()) {
-            p.signal(libc::SIGCONT);
-        }
+        self.signal_all(libc::SIGCONT);
     }
 
     /// Starts its kube-apiserver again on the same port and waits until it is ready.

@@ -16,6 +16,7 @@
 //! to start: use unique namespaces and names per test.
 
 pub mod audit;
+mod balancer;
 pub mod binaries;
 mod cluster;
 mod crds;
@@ -86,6 +87,10 @@ pub struct EnvOptions {
     pub kwok_extra_stages: Vec<String>,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
+    /// How many kube-apiservers serve the host over its etcd prefix (1, or more behind a loopback
+    /// TCP balancer on the host's port, as an HA control plane sits behind one load-balanced
+    /// endpoint); not with [`Self::host_audit_log`].
+    pub host_replicas: usize,
 }
 
 impl Default for EnvOptions {
@@ -102,6 +107,7 @@ impl Default for EnvOptions {
             aggregated_apiserver: false,
             kwok_extra_stages: Vec::new(),
             dir: None,
+            host_replicas: 1,
         }
     }
 }
@@ -178,6 +184,7 @@ impl TestEnv {
         if options.aggregated_apiserver {
             servers[0].enable_front_proxy()?;
         }
+        servers[0].replicate(options.host_replicas)?;
         for i in 1..=options.members {
             let mut member = ApiServer::prepare(&format!("member{i}"), &dir, &etcd_url, &pid_file)?;
             if options.member_audit_logs {

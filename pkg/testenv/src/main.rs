@@ -41,6 +41,9 @@ enum Command {
         /// karmada-binaries`) instead of the Cluster CRD.
         #[arg(long)]
         aggregated_apiserver: bool,
+        /// kube-apiservers serving the host over its etcd, behind one balanced loopback endpoint.
+        #[arg(long, default_value_t = 1)]
+        host_replicas: usize,
         /// Keep state in this folder (default: a fresh temporary folder, removed on exit).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -68,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
         install_crds,
         metrics_server,
         aggregated_apiserver,
+        host_replicas,
         dir,
         ready_file,
     } = Cli::parse().command;
@@ -83,6 +87,7 @@ async fn main() -> anyhow::Result<()> {
         aggregated_apiserver,
         kwok_extra_stages: Vec::new(),
         dir,
+        host_replicas,
     };
     let started = std::time::Instant::now();
     let env = testenv::TestEnv::start(options)
