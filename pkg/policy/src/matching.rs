@@ -152,13 +152,14 @@ pub fn best_propagation_policy<'a>(
         p.metadata.deletion_timestamp.is_none()
             && p.metadata.namespace.as_deref() == Some(resource.namespace)
     });
+    // The selectors as written: defaulting an empty selector namespace to the policy's (Karmada's
+    // webhook) changes nothing here, where the policy's namespace is the template's, and would
+    // clone every selector of every candidate.
     best_by_priority(candidates.map(|p| {
-        let namespace = p.metadata.namespace.as_deref().unwrap_or_default();
-        let selectors = defaulted_selectors(&p.spec.resource_selectors, namespace);
         (
             p,
             p.spec.explicit_priority(),
-            resource_selectors_priority(resource, &selectors),
+            resource_selectors_priority(resource, &p.spec.resource_selectors),
             p.metadata.name.as_deref().unwrap_or_default(),
         )
     }))

@@ -1103,3 +1103,66 @@ async fn work_of_web(works: &Api<Work>) -> Option<Work> {
             .is_some_and(|n| n == "web-deployment")
     })
 }
+
+/// A template created after its namespace's policies is claimed by the most specific one that
+/// selects it: by name over by label over the whole kind, and never one naming another object or
+/// selecting another kind (the detector looks its candidates up by kind and name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unclaimed_template_gets_the_most_specific_policy_that_selects_it() {
+    let _serial = serial().lock().await;
+    let client = env().host().client().await;
+    let ns = "pd-specific";
+    create_namespace(&client, ns, json!({})).await;
+    let ctrl = start_controllers(false).await;
+    let placement = json!({"clusterAffinity": {"clusterNames": ["pd-specific-m1"]}});
+    let selects = |selector: serde_json::Value| json!({"resourceSelectors": [selector], "placement": placement});
+    for (name, selector) in [
+        (
+            "by-kind",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
+        ),
+        (
+            "by-label",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "labelSelector": {"matchLabels": {"app": "api"}}}),
+        ),
+        (
+            "by-name",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}),
+        ),
+        // Lexically first, so each would win a tie it should not be in.
+        (
+            "a-other-name",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "db"}),
+        ),
+        (
+            "a-other-kind",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "web"}),
+        ),
+    ] {
+        policy(&client, ns, name, selects(selector)).await;
+    }
+    let pps: Api<PropagationPolicy> = Api::namespaced(client.clone(), ns);
+    for name in [
+        "by-kind",
+        "by-label",
+        "by-name",
+        "a-other-name",
+        "a-other-kind",
+    ] {
+        wait_processed(&pps, name, "propagationpolicy.karmada.io/permanent-id").await;
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    for (template, want) in [
+        ("web", "by-name"),
+        ("api", "by-label"),
+        ("cache", "by-kind"),
+    ] {
+        deployment(&client, ns, template, 1).await;
+        eventually(&format!("{template} claimed by {want}"), || {
+            claimed_by(&deployments, template, want)
+        })
+        .await;
+    }
+    ctrl.stop().await;
+}

@@ -24,6 +24,7 @@ pub mod fingerprint;
 mod lazy;
 pub mod metrics;
 mod policy;
+mod policy_index;
 mod policy_object;
 mod replicas;
 pub mod skip;
@@ -194,8 +195,9 @@ impl Detector {
         );
         let pp = shared_controller::<PropagationPolicy>(cp)?;
         let cpp = shared_controller::<ClusterPropagationPolicy>(cp)?;
-        // An unclaimed template is offered its namespace's policies only.
-        pp.store().index_by_namespace();
+        // An unclaimed template is offered only the policies whose selectors could select it.
+        pp.store()
+            .add_index(policy_index::SELECTS_INDEX, Arc::new(policy_index::selects));
         let rb = cp
             .caches()
             .for_kind::<ResourceBinding>()

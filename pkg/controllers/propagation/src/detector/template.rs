@@ -31,6 +31,7 @@ use super::claim::{PolicyKind, PolicyRef, claim, claimed_by_id, is_claimed_by, r
 use super::error::{DetectorError, is_conflict};
 use super::fingerprint::spec_fingerprint;
 use super::metrics::{observe_apply, observe_match};
+use super::policy_index;
 use super::policy_object::PolicyObject;
 use super::skip::is_ignored_object;
 use super::{
@@ -236,11 +237,16 @@ impl Detector {
             }
             None => {
                 let started = Instant::now();
-                // The namespace's policies only (indexed), compared in place.
+                // Only the policies whose selectors could select it (indexed), compared in place;
+                // one listed under both values is compared twice, which picks the same best.
                 let pps = if t.namespace.is_empty() {
                     Vec::new()
                 } else {
-                    inner.pp.store().list_namespace(&t.namespace)
+                    let store = inner.pp.store();
+                    policy_index::candidate_values(&t.namespace, &t.kind, &t.name)
+                        .iter()
+                        .flat_map(|v| store.by_index(policy_index::SELECTS_INDEX, v))
+                        .collect()
                 };
                 if let Some(policy) =
                     best_propagation_policy(resource, pps.iter().map(AsRef::as_ref))
