@@ -62,7 +62,7 @@ pub enum Error {
         source: kube::Error,
     },
     /// A cache did not finish its initial list in time.
-    #[error("cache for {kind} in cluster {cluster:?} did not sync within {timeout:?}{}", last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    #[error("cache for {kind} in cluster {cluster:?} did not sync within {timeout:?} ({listed} objects listed by then){}", last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
     SyncTimeout {
         /// Cluster name.
         cluster: String,
@@ -70,6 +70,9 @@ pub enum Error {
         kind: String,
         /// How long we waited.
         timeout: Duration,
+        /// Objects the initial list had delivered by then: many tells a large cache still
+        /// listing from a cache that could not list at all.
+        listed: usize,
         /// The last watch error, if any.
         last_error: Option<String>,
     },

@@ -276,7 +276,7 @@ where
                 None => break,
                 Some(Ok((_, Ok(())))) => {}
                 Some(Ok((name, Err(e)))) => {
-                    failure = Some(format!("controller {name:?} failed: {e}"));
+                    failure = Some(format!("controller {name:?} failed: {e}{}", sync_timeout_hint(e.as_ref())));
                     break;
                 }
                 Some(Err(e)) => {
@@ -290,9 +290,48 @@ where
     failure.map_or(Ok(()), Err)
 }
 
+/// What to do about a cache that did not sync in time, when that is why a controller failed: a
+/// control plane holding that many objects may need longer to list them (a restart over 30,000
+/// workloads lists 120,000 Works).
+fn sync_timeout_hint(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if matches!(
+            e.downcast_ref::<lariat::Error>(),
+            Some(lariat::Error::SyncTimeout { .. })
+        ) {
+            return "; a control plane this large may need a longer --cluster-cache-sync-timeout";
+        }
+        cause = e.source();
+    }
+    ""
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_sync_timeout_names_the_flag_that_gives_it_more_time() {
+        let timeout = lariat::Error::SyncTimeout {
+            cluster: String::new(),
+            kind: "work.karmada.io/v1alpha1, Kind=Work".into(),
+            timeout: Duration::from_secs(120),
+            listed: 95_000,
+            last_error: None,
+        };
+        assert!(
+            timeout
+                .to_string()
+                .contains("(95000 objects listed by then)")
+        );
+        assert!(sync_timeout_hint(&timeout).contains("--cluster-cache-sync-timeout"));
+        let other = lariat::Error::CacheStopped {
+            cluster: String::new(),
+            kind: "Work".into(),
+        };
+        assert_eq!(sync_timeout_hint(&other), "");
+    }
 
     const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    \
         server: https://127.0.0.1:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    \

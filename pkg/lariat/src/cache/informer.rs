@@ -255,6 +255,7 @@ impl<K: CacheObject> Cache<K> {
                 cluster: self.cluster().to_string(),
                 kind: self.inner.key.describe(),
                 timeout,
+                listed: self.inner.store.len(),
                 last_error: self.last_error(),
             }),
         }
