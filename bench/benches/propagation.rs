@@ -171,7 +171,7 @@ fn main() -> anyhow::Result<()> {
     config.heap_profiles = args.heap_profiles;
     config.cpu_profile = args.cpu_profile;
     if let Some(n) = args.host_replicas {
-        config.host_replicas = n.max(1);
+        config.host_replicas = n;
     }
     if (config.only_cold_start || config.cold_start_restart) && config.cold_start == 0 {
         anyhow::bail!("--only-cold-start and --cold-start-restart need --cold-start N (N > 0)");

@@ -112,11 +112,11 @@ pub struct BenchConfig {
     /// `--enable-pprof`; `go tool pprof` reads the files), with its `lariat_cached_objects` series
     /// beside each; `None`: no profiling.
     pub heap_profiles: Option<PathBuf>,
-    /// Where to write a CPU profile of our controller-manager over the cold start (from its start,
+    /// Where to write a CPU profile of our controller-manager over the cold start (from ready,
     /// [`coldstart::CPU_PROFILE_SECONDS`] at most; `go tool pprof` reads it); `None`: none.
     pub cpu_profile: Option<PathBuf>,
     /// kube-apiservers serving the host over one etcd behind one balanced endpoint, in every run
-    /// (1: one, as usual).
+    /// (0 or 1: one, as usual).
     pub host_replicas: usize,
 }
 
@@ -304,8 +304,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             .filter(|_| imp == Impl::Rust && !p.pull && !p.failover)
             .map(|_| karmada_e2e::controller_manager::free_port());
         if let Some(port) = profiling_port {
-            extra_args.push("--enable-pprof".to_owned());
-            extra_args.push(format!("--profiling-bind-address=127.0.0.1:{port}"));
+            extra_args.extend(profiling_args(port));
         }
         let extra_args: Vec<&str> = extra_args.iter().map(String::as_str).collect();
         let mut s = Session::start_laid_out(
@@ -511,6 +510,14 @@ pub(crate) fn fetch_profile(
     std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
 }
 
+/// The controller-manager flags that serve its profiling endpoints on `port`.
+fn profiling_args(port: u16) -> [String; 2] {
+    [
+        "--enable-pprof".to_owned(),
+        format!("--profiling-bind-address=127.0.0.1:{port}"),
+    ]
+}
+
 /// How a run's label names `host_replicas` host API servers (nothing for one).
 fn host_replicas_label(host_replicas: usize) -> String {
     if host_replicas > 1 {
@@ -547,23 +554,17 @@ async fn cold_start_run(
             let path = dir.join(format!("{}.cpu.pb.gz", file_name(&label)));
             (port, path)
         });
-    let profiling_args = profile
-        .as_ref()
-        .map(|(port, _)| {
-            vec![
-                "--enable-pprof".to_owned(),
-                format!("--profiling-bind-address=127.0.0.1:{port}"),
-            ]
-        })
-        .unwrap_or_default();
-    let profiling_args: Vec<&str> = profiling_args.iter().map(String::as_str).collect();
+    let extra_args: Vec<String> = profile
+        .iter()
+        .flat_map(|(port, _)| profiling_args(*port))
+        .collect();
+    let extra_args: Vec<&str> = extra_args.iter().map(String::as_str).collect();
     let layout = Layout {
         host_replicas: config.host_replicas,
         ..Layout::default()
     };
     let mut s =
-        Session::start_laid_out(imp, members, 0, Some(Qps::Raised), &profiling_args, layout)
-            .await?;
+        Session::start_laid_out(imp, members, 0, Some(Qps::Raised), &extra_args, layout).await?;
     progress(&format!(
         "{label}: creating everything with the controllers stopped, then starting them"
     ));

@@ -205,7 +205,7 @@ impl Session {
             members,
             install_crds: true,
             aggregated_apiserver: layout.aggregated_apiserver,
-            host_replicas: layout.host_replicas.max(1),
+            host_replicas: layout.host_replicas,
             ..Default::default()
         })
         .await

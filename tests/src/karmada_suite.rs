@@ -6,7 +6,8 @@
 //! - [`Environment::start`] brings up a host (with Karmada's aggregated API server serving
 //!   `cluster.karmada.io`) and three full members (kube-scheduler,
 //!   kube-controller-manager and one kwok node each, so pods become Ready), starts the chosen
-//!   controllers, lets the admin use `clusters/proxy` as Karmada's setup does, joins `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
+//!   controllers, lets the admin use `clusters/proxy` as Karmada's setup does, joins
+//!   `member1`/`member2` with `karmadactl join` (Push) and serves `member3` with a
 //!   `karmada-agent` (Pull: ours for karmada-rs, Karmada's for the baseline), and writes the
 //!   kubeconfig the suite expects (contexts `karmada-apiserver` and `karmada-host`). Pods whose
 //!   image is in the registry `fake` stay unready (`ErrImagePull`), as the failover specs expect.

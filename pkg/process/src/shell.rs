@@ -276,7 +276,8 @@ where
                 None => break,
                 Some(Ok((_, Ok(())))) => {}
                 Some(Ok((name, Err(e)))) => {
-                    failure = Some(format!("controller {name:?} failed: {e}{}", sync_timeout_hint(e.as_ref())));
+                    let hint = sync_timeout_hint(e.as_ref());
+                    failure = Some(format!("controller {name:?} failed: {e}{hint}"));
                     break;
                 }
                 Some(Err(e)) => {

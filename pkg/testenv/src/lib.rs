@@ -87,9 +87,9 @@ pub struct EnvOptions {
     pub kwok_extra_stages: Vec<String>,
     /// Where to keep data, certificates, kubeconfigs and logs; a fresh temporary folder when `None`.
     pub dir: Option<PathBuf>,
-    /// How many kube-apiservers serve the host over its etcd prefix (1, or more behind a loopback
-    /// TCP balancer on the host's port, as an HA control plane sits behind one load-balanced
-    /// endpoint); not with [`Self::host_audit_log`].
+    /// How many kube-apiservers serve the host over its etcd prefix (0 or 1: one; more behind a
+    /// loopback TCP balancer on the host's port, as an HA control plane sits behind one
+    /// load-balanced endpoint); not with [`Self::host_audit_log`].
     pub host_replicas: usize,
 }
 
