@@ -465,18 +465,21 @@ impl Inner {
         }
     }
 
-    /// Classifies a failed run: time limit, memory limit, or the script's own error.
+    /// Classifies a failed run: memory limit, time limit, or the script's own error. An
+    /// allocation refused by the limit is named as such even when the call also ran past its
+    /// deadline (a thread starved on a loaded machine reaches the deadline without the
+    /// script having looped): the memory is what stopped it.
     fn run_error(&self, lua: &Lua, error: &mlua::Error, started: Instant) -> ScriptError {
-        if started.elapsed() >= self.limits.time || sandbox::expired(lua) {
-            return ScriptError::Timeout {
-                script: self.name.clone(),
-                limit: self.limits.time,
-            };
-        }
         if is_memory_error(error) {
             return ScriptError::Memory {
                 script: self.name.clone(),
                 limit: self.limits.memory,
+            };
+        }
+        if started.elapsed() >= self.limits.time || sandbox::expired(lua) {
+            return ScriptError::Timeout {
+                script: self.name.clone(),
+                limit: self.limits.time,
             };
         }
         ScriptError::Runtime {
@@ -610,5 +613,37 @@ fn root_message(error: &mlua::Error) -> String {
             message.clone()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread starved on a loaded machine can pass the deadline while its script only
+    /// allocates: the refused allocation is what stopped it, and the error says so.
+    #[test]
+    fn a_memory_error_past_the_deadline_is_reported_as_memory() {
+        let script = Script::lazy(
+            "bomb",
+            LuaOperation::InterpretHealth,
+            "function InterpretHealth(o) return true end",
+            Limits::default(),
+        )
+        .unwrap();
+        let lua = Lua::new();
+        let long_ago = Instant::now()
+            .checked_sub(Limits::default().time * 2)
+            .unwrap();
+        let memory = mlua::Error::MemoryError("not enough memory".into());
+        assert!(matches!(
+            script.inner.run_error(&lua, &memory, long_ago),
+            ScriptError::Memory { .. }
+        ));
+        let other = mlua::Error::RuntimeError(sandbox::TIMEOUT_MESSAGE.into());
+        assert!(matches!(
+            script.inner.run_error(&lua, &other, long_ago),
+            ScriptError::Timeout { .. }
+        ));
     }
 }
