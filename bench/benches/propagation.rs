@@ -90,8 +90,9 @@ struct Args {
     /// (`go tool pprof -top <file>` reads it).
     #[arg(long)]
     heap_profiles: Option<PathBuf>,
-    /// Write a CPU profile of our controller-manager over the cold start into this folder (its
-    /// first 300 s from ready; `go tool pprof -top <file>` reads it).
+    /// Write CPU profiles of our controller-manager into this folder: the cold start's first
+    /// 300 s from ready and, with --cold-start-restart, the restart's first 180 s from the
+    /// spawn (`go tool pprof -top <file>` reads them).
     #[arg(long)]
     cpu_profile: Option<PathBuf>,
     /// kube-apiservers serving the host over its one etcd, behind one balanced endpoint (every

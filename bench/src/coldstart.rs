@@ -296,6 +296,24 @@ pub async fn cold_start(
 /// How long the cold start's CPU profile samples (the profiling endpoint's limit).
 pub const CPU_PROFILE_SECONDS: u64 = 300;
 
+/// How long the restart's CPU profile samples, from the spawn: the caches' lists and the
+/// resync that follows at the largest shapes.
+pub const RESTART_PROFILE_SECONDS: u64 = 180;
+
+/// Waits until something accepts connections on 127.0.0.1:`port` (a process just spawned
+/// opens its profiling endpoint a moment later). Blocking.
+fn wait_listening(port: u16, timeout: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + timeout;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+        if Instant::now() >= until {
+            anyhow::bail!("nothing listens on {addr} within {timeout:?} of the spawn");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 /// Up to `limit` of what `expected` still lacks: member objects not seen (`<member>/<kind>
 /// <namespace>/<name>`) and bindings not FullyApplied (`binding <namespace>/<name>`).
 fn missing(s: &Session, expected: &[Created], limit: usize) -> Vec<String> {
@@ -333,7 +351,14 @@ fn missing(s: &Session, expected: &[Created], limit: usize) -> Vec<String> {
 /// Restarts the controllers over the settled cold start; 1 s after the spawn creates a fresh
 /// ConfigMap, policy and Deployment in the first cold namespace and measures until they are in
 /// every member, then until the resync settles.
-pub async fn restart(s: &mut Session, timeout: Duration) -> anyhow::Result<ColdRestartResult> {
+///
+/// With `cpu_profile` (the profiling port and a file) the new process is profiled from its
+/// spawn for [`RESTART_PROFILE_SECONDS`]: the caches' lists and the resync are in that window.
+pub async fn restart(
+    s: &mut Session,
+    timeout: Duration,
+    cpu_profile: Option<(u16, &Path)>,
+) -> anyhow::Result<ColdRestartResult> {
     let objects = s
         .observer
         .seen()
@@ -344,6 +369,18 @@ pub async fn restart(s: &mut Session, timeout: Duration) -> anyhow::Result<ColdR
     let stop = Instant::now();
     let spawned = s.restart_kcm().await?;
     let stop_seconds = spawned.duration_since(stop).as_secs_f64();
+    let profiling = cpu_profile.map(|(port, path)| {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            wait_listening(port, Duration::from_secs(30))?;
+            super::fetch_profile(
+                port,
+                &format!("/debug/pprof/profile?seconds={RESTART_PROFILE_SECONDS}"),
+                Duration::from_secs(RESTART_PROFILE_SECONDS + 60),
+                &path,
+            )
+        })
+    });
     let fresh = Workload::new(&namespaces(1)[0], FRESH);
     let host = s.host.clone();
     let clusters = s.member_names.clone();
@@ -364,6 +401,9 @@ pub async fn restart(s: &mut Session, timeout: Duration) -> anyhow::Result<ColdR
         .await
         .context("restart under the cold-start load: wait for the fresh workload")?;
     let settled = wait_settled(s, timeout).await?;
+    if let Some(profiling) = profiling {
+        profiling.await??;
+    }
     // Changes surface through the watches a moment after they are made.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let changes = change_counts(&before, &s.observer.seen(), |k| !k.name.starts_with(FRESH));

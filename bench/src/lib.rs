@@ -112,8 +112,9 @@ pub struct BenchConfig {
     /// `--enable-pprof`; `go tool pprof` reads the files), with its `lariat_cached_objects` series
     /// beside each; `None`: no profiling.
     pub heap_profiles: Option<PathBuf>,
-    /// Where to write a CPU profile of our controller-manager over the cold start (from ready,
-    /// [`coldstart::CPU_PROFILE_SECONDS`] at most; `go tool pprof` reads it); `None`: none.
+    /// Where to write CPU profiles of our controller-manager over the cold start (from ready,
+    /// [`coldstart::CPU_PROFILE_SECONDS`] at most) and its restart (from the spawn,
+    /// [`coldstart::RESTART_PROFILE_SECONDS`]); `go tool pprof` reads them; `None`: none.
     pub cpu_profile: Option<PathBuf>,
     /// kube-apiservers serving the host over one etcd behind one balanced endpoint, in every run
     /// (0 or 1: one, as usual).
@@ -554,6 +555,13 @@ async fn cold_start_run(
             let path = dir.join(format!("{}.cpu.pb.gz", file_name(&label)));
             (port, path)
         });
+    let restart_profile = profile.as_ref().and_then(|(port, _)| {
+        let dir = config.cpu_profile.as_ref()?;
+        Some((
+            *port,
+            dir.join(format!("{}.restart.cpu.pb.gz", file_name(&label))),
+        ))
+    });
     let extra_args: Vec<String> = profile
         .iter()
         .flat_map(|(port, _)| profiling_args(*port))
@@ -582,9 +590,15 @@ async fn cold_start_run(
     let restart = if config.cold_start_restart {
         progress(&format!("{label}: restart under that load"));
         Some(
-            coldstart::restart(&mut s, config.timeout())
-                .await
-                .with_context(|| format!("{label}: restart"))?,
+            coldstart::restart(
+                &mut s,
+                config.timeout(),
+                restart_profile
+                    .as_ref()
+                    .map(|(port, path)| (*port, path.as_path())),
+            )
+            .await
+            .with_context(|| format!("{label}: restart"))?,
         )
     } else {
         None
