@@ -418,6 +418,56 @@ async fn a_shared_config_map_stays_until_both_workloads_are_gone() {
     controllers.stop().await;
 }
 
+/// A dependency created after its workload was propagated still follows it: its creation
+/// re-queues the binding that records it (found through the bindings' dependency index).
+#[tokio::test]
+async fn a_dependency_created_after_its_workload_follows_it() {
+    let _serial = serial().lock().await;
+    let ns = "deps-late";
+    let (client, controllers) = setup(ns).await;
+    deployment(&client, ns, "late", "late-config", "", "").await;
+    policy(&client, ns, &["late"], "member1").await;
+    let rbs: Api<ResourceBinding> = Api::namespaced(client.clone(), ns);
+    eventually(
+        "the Deployment in member1, its missing ConfigMap recorded",
+        || async {
+            let b = rbs.get_opt("late-deployment").await.unwrap()?;
+            let recorded = b
+                .annotations()
+                .get("resourcebinding.karmada.io/dependencies")?
+                .contains("late-config");
+            (recorded && in_member::<Deployment>("member1", ns, "late").await).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        rbs.get_opt("late-config-configmap")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    create::<ConfigMap>(
+        &client,
+        ns,
+        json!({"metadata": {"name": "late-config"}, "data": {"k": "v"}}),
+    )
+    .await;
+    eventually(
+        "the late ConfigMap in member1, required by the Deployment",
+        || async {
+            let b = rbs.get_opt("late-config-configmap").await.unwrap()?;
+            let names: Vec<&str> = b.spec.required_by.iter().map(|s| s.name.as_str()).collect();
+            (names == ["late-deployment"]
+                && in_member::<ConfigMap>("member1", ns, "late-config").await)
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(!in_member::<ConfigMap>("member2", ns, "late-config").await);
+    controllers.stop().await;
+}
+
 /// A workload its cache only listed (a cold start: no watch event has replaced it since, so it
 /// lacks `apiVersion` and `kind`, as every item of a list response of a built-in kind does) still
 /// has its dependencies read and distributed. Only the distributor runs: nothing else writes the

@@ -36,6 +36,7 @@
 //! and one for bindings).
 
 pub mod attached;
+pub mod index;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -207,8 +208,16 @@ impl DependenciesDistributor {
     /// the queue's workers until the context is cancelled.
     pub async fn run(self) -> Result<(), BoxError> {
         let inner = &self.inner;
-        // Attached bindings and requirers are looked up per namespace.
-        inner.rb.cache().peek_store().index_by_namespace();
+        // Requirers by what they depend on, attached bindings by their requirers (see `index`).
+        let store = inner.rb.cache().peek_store();
+        store.add_index(
+            index::DEPENDENCIES_INDEX,
+            Arc::new(index::dependency_values),
+        );
+        store.add_index(
+            index::DEPENDED_BY_INDEX,
+            Arc::new(index::depended_by_values),
+        );
         // Its own serving: the queue's workers start once synced and are shut down at the end.
         let Some(synced) = inner
             .ctx
@@ -305,16 +314,18 @@ impl DependenciesDistributor {
             labels: object.and_then(|o| o.metadata.labels.as_ref()),
         };
         let store = self.rb_store();
-        for b in store.list_namespace(namespace) {
-            if b.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            if attached::recorded_dependencies(&b)
-                .iter()
-                .any(|d| attached::satisfies(d, &candidate))
-                && let Some(k) = ObjectKey::from_object(b.as_ref())
-            {
-                self.inner.queue.add(k);
+        for value in index::candidate_values(&candidate) {
+            for b in store.by_index(index::DEPENDENCIES_INDEX, &value) {
+                if b.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                if attached::recorded_dependencies(&b)
+                    .iter()
+                    .any(|d| attached::satisfies(d, &candidate))
+                    && let Some(k) = ObjectKey::from_object(b.as_ref())
+                {
+                    self.inner.queue.add(k);
+                }
             }
         }
         HandlerResult::Success
@@ -486,14 +497,15 @@ impl DependenciesDistributor {
         let label = attached::depended_by_label(namespace, name);
         let id = attached::permanent_id(binding);
         self.rb_store()
-            .list_namespace(namespace)
+            .by_index(index::DEPENDED_BY_INDEX, &label)
             .into_iter()
             .filter(|b| {
-                b.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(&label))
-                    .is_some_and(|v| *v == id)
+                b.metadata.namespace.as_deref() == Some(namespace)
+                    && b.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(&label))
+                        .is_some_and(|v| *v == id)
             })
             .collect()
     }
