@@ -15,7 +15,7 @@
 //! and a fresh ConfigMap, policy and Deployment are created one second after the spawn: how long
 //! new work waits behind the resync.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -177,6 +177,9 @@ pub struct ColdRestartResult {
     pub fresh_latency: Percentiles,
     /// Changes the watches saw on pre-existing objects from the restart until settled.
     pub changes: BTreeMap<String, Changes>,
+    /// Which pre-existing objects changed (`<cluster>/<kind> <namespace>/<name>`, sorted, the
+    /// first [`CHANGED_LISTED`]): a restart should change none, and these say where to look.
+    pub changed_objects: Vec<String>,
     /// The new processes' requests until settled (the fresh workload's included).
     pub requests: RequestCounts,
     /// Of those, writes to the host.
@@ -293,6 +296,31 @@ pub async fn cold_start(
     })
 }
 
+/// How many changed objects a restart's result names.
+pub const CHANGED_LISTED: usize = 40;
+
+/// Up to `limit` pre-existing objects (in `before`) modified or deleted since, the fresh
+/// workload's left out; sorted.
+fn changed(
+    before: &HashMap<super::observer::ObjectKey, (u32, bool)>,
+    after: &super::observer::Sightings,
+    limit: usize,
+) -> Vec<String> {
+    let mut out: Vec<String> = after
+        .iter()
+        .filter(|(k, _)| !k.name.starts_with(FRESH))
+        .filter(|(k, seen)| {
+            before.get(*k).is_some_and(|&(changes, deleted)| {
+                seen.changes > changes || seen.deleted != deleted
+            })
+        })
+        .map(|(k, _)| format!("{}/{} {}/{}", k.cluster, k.kind, k.namespace, k.name))
+        .collect();
+    out.sort();
+    out.truncate(limit);
+    out
+}
+
 /// How long the cold start's CPU profile samples (the profiling endpoint's limit).
 pub const CPU_PROFILE_SECONDS: u64 = 300;
 
@@ -407,6 +435,7 @@ pub async fn restart(
     // Changes surface through the watches a moment after they are made.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let changes = change_counts(&before, &s.observer.seen(), |k| !k.name.starts_with(FRESH));
+    let changed_objects = changed(&before, &s.observer.seen(), CHANGED_LISTED);
     let requests = request_counts(&s.metrics()?);
     let sample = s.sample()?;
     Ok(ColdRestartResult {
@@ -417,6 +446,7 @@ pub async fn restart(
         fresh_seconds: conv.member_objects.as_secs_f64(),
         fresh_latency: conv.arrival,
         changes,
+        changed_objects,
         host_writes: writes(&requests, "host"),
         member_writes: writes(&requests, "members"),
         requests,

@@ -663,7 +663,7 @@ impl Report {
                 "| run | objects | stop (s) | ready (s) | fresh (s) | settled (s) | changes to what existed | writes (new processes) | CPU (s) | peak RSS (MiB) |"
             );
             let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
-            for (r, x) in restarts {
+            for (r, x) in &restarts {
                 let changes: Vec<String> = x
                     .changes
                     .iter()
@@ -688,6 +688,18 @@ impl Report {
                     x.member_writes,
                     x.cpu_seconds,
                     x.peak_rss_mib
+                );
+            }
+            for (r, x) in restarts
+                .iter()
+                .filter(|(_, x)| !x.changed_objects.is_empty())
+            {
+                let _ = writeln!(
+                    o,
+                    "\n{}: changed by the restart (first {} at most): {}",
+                    r.label,
+                    super::coldstart::CHANGED_LISTED,
+                    x.changed_objects.join(", ")
                 );
             }
         }
