@@ -106,6 +106,9 @@ pub struct BenchConfig {
     pub cold_start: usize,
     /// After the cold start settles, restart the controllers and measure a fresh workload.
     pub cold_start_restart: bool,
+    /// Extra flags for the controller-manager of the cold-start runs, ours or Karmada's (e.g. a
+    /// longer `--cluster-cache-sync-timeout` at the largest shapes).
+    pub cold_start_args: Vec<String>,
     /// Run the cold start alone: none of the burst runs, no floor.
     pub only_cold_start: bool,
     /// Where to write a heap profile of our controller-manager after each Push burst (it runs with
@@ -148,6 +151,7 @@ impl BenchConfig {
             impls: vec![Impl::Rust],
             cold_start: 0,
             cold_start_restart: false,
+            cold_start_args: Vec::new(),
             only_cold_start: false,
             host_replicas: 1,
             heap_profiles: None,
@@ -180,6 +184,7 @@ impl BenchConfig {
             impls: vec![Impl::Rust],
             cold_start: 0,
             cold_start_restart: false,
+            cold_start_args: Vec::new(),
             only_cold_start: false,
             host_replicas: 1,
             heap_profiles: None,
@@ -565,6 +570,7 @@ async fn cold_start_run(
     let extra_args: Vec<String> = profile
         .iter()
         .flat_map(|(port, _)| profiling_args(*port))
+        .chain(config.cold_start_args.iter().cloned())
         .collect();
     let extra_args: Vec<&str> = extra_args.iter().map(String::as_str).collect();
     let layout = Layout {
