@@ -157,6 +157,11 @@ pub struct ColdStartResult {
     pub peak_rss_mib: f64,
     /// Their RSS when settled (MiB).
     pub rss_mib: f64,
+    /// Manifests of Works the members did not hold as the Works say once settled (see
+    /// [`super::audit`]); a converged run has none.
+    pub stale_members: usize,
+    /// The first of them, with the first difference of each.
+    pub stale_examples: Vec<String>,
 }
 
 /// What a restart over the cold start's settled workloads cost, and how long fresh work waited.
@@ -180,6 +185,10 @@ pub struct ColdRestartResult {
     /// Which pre-existing objects changed (`<cluster>/<kind> <namespace>/<name>`, sorted, the
     /// first [`CHANGED_LISTED`]): a restart should change none, and these say where to look.
     pub changed_objects: Vec<String>,
+    /// Manifests the members did not hold as their Works say once the restart settled.
+    pub stale_members: usize,
+    /// The first of them, with the first difference of each.
+    pub stale_examples: Vec<String>,
     /// The new processes' requests until settled (the fresh workload's included).
     pub requests: RequestCounts,
     /// Of those, writes to the host.
@@ -274,6 +283,10 @@ pub async fn cold_start(
     let requests = super::process::request_delta(&requests_before, &request_counts(&s.metrics()?));
     let host_after = host_writes_by_resource(&s.host_apiserver_metrics().await?);
     let after = s.sample()?;
+    let (stale_members, stale_examples) =
+        super::audit::stale_members(&s.host, &s.members, CHANGED_LISTED)
+            .await
+            .context("cold start: compare the members with the Works")?;
     Ok(ColdStartResult {
         deployments,
         namespaces: ns.len(),
@@ -293,6 +306,8 @@ pub async fn cold_start(
         server_cpu: s.server_cpu().since(&servers_before),
         peak_rss_mib: after.peak_rss_mib,
         rss_mib: after.rss_mib,
+        stale_members,
+        stale_examples,
     })
 }
 
@@ -438,6 +453,10 @@ pub async fn restart(
     let changed_objects = changed(&before, &s.observer.seen(), CHANGED_LISTED);
     let requests = request_counts(&s.metrics()?);
     let sample = s.sample()?;
+    let (stale_members, stale_examples) =
+        super::audit::stale_members(&s.host, &s.members, CHANGED_LISTED)
+            .await
+            .context("restart: compare the members with the Works")?;
     Ok(ColdRestartResult {
         objects,
         stop_seconds,
@@ -447,6 +466,8 @@ pub async fn restart(
         fresh_latency: conv.arrival,
         changes,
         changed_objects,
+        stale_members,
+        stale_examples,
         host_writes: writes(&requests, "host"),
         member_writes: writes(&requests, "members"),
         requests,

@@ -13,6 +13,7 @@
 
 pub use karmada_e2e::{karmada_go, process};
 
+pub mod audit;
 pub mod coldstart;
 pub mod failover;
 pub mod floor;

@@ -636,6 +636,24 @@ impl Report {
                 c.member_writes
             );
         }
+        for r in &self.cold_starts {
+            stale_line(
+                o,
+                &r.label,
+                "once the cold start settled",
+                r.cold.stale_members,
+                &r.cold.stale_examples,
+            );
+            if let Some(x) = &r.restart {
+                stale_line(
+                    o,
+                    &r.label,
+                    "once the restart settled",
+                    x.stale_members,
+                    &x.stale_examples,
+                );
+            }
+        }
         self.cold_start_per_deployment(
             o,
             "Host API server writes per Deployment during the cold start, by resource (everyone's)",
@@ -870,6 +888,22 @@ impl Report {
             }
         }
         let _ = writeln!(o);
+    }
+}
+
+/// One line saying whether the members held every manifest as its Work says at `when`.
+fn stale_line(o: &mut String, label: &str, when: &str, stale: usize, examples: &[String]) {
+    if stale == 0 {
+        let _ = writeln!(
+            o,
+            "\n{label}: the members held every manifest as its Work says {when}."
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "\n{label}: {stale} manifests not held as their Works say {when}; the first: {}",
+            examples.join("; ")
+        );
     }
 }
 

@@ -468,6 +468,8 @@ async fn the_cold_start_runs_and_reports_what_it_measured() {
         c.cpu_seconds > 0.0 && c.peak_rss_mib >= c.rss_mib && c.rss_mib > 0.0,
         "{c:?}"
     );
+    // Settled means converged: every member holds every manifest as its Work says.
+    assert_eq!(c.stale_members, 0, "{:?}", c.stale_examples);
 
     let r = cold_run
         .restart
@@ -504,6 +506,7 @@ async fn the_cold_start_runs_and_reports_what_it_measured() {
     );
     // The new process created the fresh workload's 2 objects in each member.
     assert!(r.member_writes >= (2 * members) as u64, "{r:?}");
+    assert_eq!(r.stale_members, 0, "{:?}", r.stale_examples);
 
     let md = report.markdown();
     for heading in ["#### Cold start", "#### Restart under the cold-start load"] {
