@@ -98,7 +98,7 @@ struct Args {
     /// An extra flag for the controller-manager of the cold-start runs, ours or Karmada's
     /// (repeatable; e.g. --cold-start-arg=--cluster-cache-sync-timeout=10m).
     #[arg(long = "cold-start-arg", allow_hyphen_values = true)]
-    cold_start_args: Vec<String>,
+    cold_start_arg: Vec<String>,
     /// kube-apiservers serving the host over its one etcd, behind one balanced endpoint (every
     /// run; default 1).
     #[arg(long)]
@@ -172,7 +172,7 @@ fn main() -> anyhow::Result<()> {
         config.namespaces = n.max(1);
     }
     config.cold_start_restart = args.cold_start_restart;
-    config.cold_start_args = args.cold_start_args;
+    config.cold_start_args = args.cold_start_arg;
     config.only_cold_start = args.only_cold_start;
     config.heap_profiles = args.heap_profiles;
     config.cpu_profile = args.cpu_profile;

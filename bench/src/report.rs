@@ -664,64 +664,70 @@ impl Report {
             "Events per Deployment during the cold start, by reason (repeats counted)",
             |c| &c.events_by_reason,
         );
+        self.cold_restart_table(o);
+        let _ = writeln!(o);
+    }
+
+    /// The restarts after the cold starts, and the objects each changed.
+    fn cold_restart_table(&self, o: &mut String) {
         let restarts: Vec<_> = self
             .cold_starts
             .iter()
             .filter_map(|r| r.restart.as_ref().map(|x| (r, x)))
             .collect();
-        if !restarts.is_empty() {
-            let _ = writeln!(o, "\n#### Restart under the cold-start load\n");
-            let _ = writeln!(
-                o,
-                "A fresh ConfigMap, policy and Deployment created 1 s after the new processes' spawn; \
-                 *fresh* is from that create until both objects are in every member.\n"
-            );
-            let _ = writeln!(
-                o,
-                "| run | objects | stop (s) | ready (s) | fresh (s) | settled (s) | changes to what existed | writes (new processes) | CPU (s) | peak RSS (MiB) |"
-            );
-            let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
-            for (r, x) in &restarts {
-                let changes: Vec<String> = x
-                    .changes
-                    .iter()
-                    .filter(|(_, c)| c.total() > 0)
-                    .map(|(k, c)| format!("{k}: +{} ~{} -{}", c.created, c.modified, c.deleted))
-                    .collect();
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | host {}, members {} | {:.1} | {:.0} |",
-                    r.label,
-                    x.objects,
-                    x.stop_seconds,
-                    x.ready_seconds,
-                    x.fresh_seconds,
-                    x.settled_seconds,
-                    if changes.is_empty() {
-                        "0".to_string()
-                    } else {
-                        changes.join(", ")
-                    },
-                    x.host_writes,
-                    x.member_writes,
-                    x.cpu_seconds,
-                    x.peak_rss_mib
-                );
-            }
-            for (r, x) in restarts
-                .iter()
-                .filter(|(_, x)| !x.changed_objects.is_empty())
-            {
-                let _ = writeln!(
-                    o,
-                    "\n{}: changed by the restart (first {} at most): {}",
-                    r.label,
-                    super::coldstart::CHANGED_LISTED,
-                    x.changed_objects.join(", ")
-                );
-            }
+        if restarts.is_empty() {
+            return;
         }
-        let _ = writeln!(o);
+        let _ = writeln!(o, "\n#### Restart under the cold-start load\n");
+        let _ = writeln!(
+            o,
+            "A fresh ConfigMap, policy and Deployment created 1 s after the new processes' spawn; \
+             *fresh* is from that create until both objects are in every member.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| run | objects | stop (s) | ready (s) | fresh (s) | settled (s) | changes to what existed | writes (new processes) | CPU (s) | peak RSS (MiB) |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+        for (r, x) in &restarts {
+            let changes: Vec<String> = x
+                .changes
+                .iter()
+                .filter(|(_, c)| c.total() > 0)
+                .map(|(k, c)| format!("{k}: +{} ~{} -{}", c.created, c.modified, c.deleted))
+                .collect();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | host {}, members {} | {:.1} | {:.0} |",
+                r.label,
+                x.objects,
+                x.stop_seconds,
+                x.ready_seconds,
+                x.fresh_seconds,
+                x.settled_seconds,
+                if changes.is_empty() {
+                    "0".to_string()
+                } else {
+                    changes.join(", ")
+                },
+                x.host_writes,
+                x.member_writes,
+                x.cpu_seconds,
+                x.peak_rss_mib
+            );
+        }
+        for (r, x) in restarts
+            .iter()
+            .filter(|(_, x)| !x.changed_objects.is_empty())
+        {
+            let _ = writeln!(
+                o,
+                "\n{}: changed by the restart (first {} at most): {}",
+                r.label,
+                super::coldstart::CHANGED_LISTED,
+                x.changed_objects.join(", ")
+            );
+        }
     }
 
     /// The failover runs: kill → taint → evicted → whole.
