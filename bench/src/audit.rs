@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 
 use anyhow::Context;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
 use karmada_apis::Work;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
@@ -33,18 +35,11 @@ pub async fn stale_members(
 ) -> anyhow::Result<(usize, Vec<String>)> {
     let mut held: HashMap<(String, String, String, String), Value> = HashMap::new();
     for (member, client) in members {
-        for (api_version, kind, plural) in [
-            ("apps/v1", "Deployment", "deployments"),
-            ("v1", "ConfigMap", "configmaps"),
+        for ar in [
+            ApiResource::erase::<Deployment>(&()),
+            ApiResource::erase::<ConfigMap>(&()),
         ] {
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            let ar = ApiResource {
-                group: group.to_owned(),
-                version: version.to_owned(),
-                api_version: api_version.to_owned(),
-                kind: kind.to_owned(),
-                plural: plural.to_owned(),
-            };
+            let kind = ar.kind.as_str();
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
             for o in list_all(&api)
                 .await
