@@ -90,9 +90,10 @@ struct Args {
     /// (`go tool pprof -top <file>` reads it).
     #[arg(long)]
     heap_profiles: Option<PathBuf>,
-    /// Write CPU profiles of our controller-manager into this folder: the cold start's first
-    /// 300 s from ready and, with --cold-start-restart, the restart's first 180 s from the
-    /// spawn (`go tool pprof -top <file>` reads them).
+    /// Write CPU profiles of our controller-manager and of the host API server (ours' and
+    /// Karmada's runs) into this folder: the cold start's first 300 s from ready and, with
+    /// --cold-start-restart, the restart's first 180 s from the spawn (`go tool pprof -top
+    /// <binary> <files>` reads them; the host API server's come in 50 s pieces).
     #[arg(long)]
     cpu_profile: Option<PathBuf>,
     /// An extra flag for the controller-manager of the cold-start runs, ours or Karmada's

@@ -96,6 +96,86 @@ pub async fn stale_members(
     Ok((total, stale))
 }
 
+/// What the host's Works and ResourceBindings say now (labels, annotations, spec), by `<Kind>
+/// <namespace>/<name>`, each as compact JSON (a string holds a 30,000-workload run in a few
+/// hundred MiB, where parsed values would take several times that).
+pub async fn snapshot_bindings_and_works(host: &Client) -> anyhow::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for ar in [
+        ApiResource::erase::<Work>(&()),
+        ApiResource::erase::<karmada_apis::ResourceBinding>(&()),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(host.clone(), &ar);
+        for o in list_all(&api)
+            .await
+            .with_context(|| format!("list {}s on the host", ar.kind))?
+        {
+            let key = format!(
+                "{} {}/{}",
+                ar.kind,
+                o.namespace().unwrap_or_default(),
+                o.name_any()
+            );
+            let said = serde_json::json!({
+                "labels": o.metadata.labels,
+                "annotations": o.metadata.annotations,
+                "spec": o.data.get("spec"),
+            });
+            out.insert(key, said.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Up to `limit` objects of `before` that `after` holds changed, as `<Kind> <namespace>/<name>:
+/// <first changed path>: <old> → <new>` (sorted); objects gone or new are left out.
+pub fn changed_since(
+    before: &HashMap<String, String>,
+    after: &HashMap<String, String>,
+    limit: usize,
+) -> Vec<String> {
+    let mut out: Vec<String> = before
+        .iter()
+        .filter_map(|(key, old)| {
+            let new = after.get(key).filter(|new| *new != old)?;
+            let old: Value = serde_json::from_str(old).ok()?;
+            let new: Value = serde_json::from_str(new).ok()?;
+            let change = first_change(&old, &new, "").unwrap_or_else(|| "reordered".to_owned());
+            Some(format!("{key}: {change}"))
+        })
+        .collect();
+    out.sort();
+    out.truncate(limit);
+    out
+}
+
+/// The first path where `new` differs from `old`, with both values (values cut at 200
+/// characters); `None` when equal.
+fn first_change(old: &Value, new: &Value, path: &str) -> Option<String> {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => o
+            .keys()
+            .chain(n.keys().filter(|k| !o.contains_key(*k)))
+            .find_map(|k| {
+                first_change(
+                    o.get(k).unwrap_or(&Value::Null),
+                    n.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}/{k}"),
+                )
+            }),
+        (Value::Array(o), Value::Array(n)) if o.len() == n.len() => o
+            .iter()
+            .zip(n)
+            .enumerate()
+            .find_map(|(i, (o, n))| first_change(o, n, &format!("{path}/{i}"))),
+        _ if old == new => None,
+        _ => {
+            let cut = |v: &Value| v.to_string().chars().take(200).collect::<String>();
+            Some(format!("{path}: {} → {}", cut(old), cut(new)))
+        }
+    }
+}
+
 /// Every object `api` lists, page by page.
 async fn list_all<K>(api: &Api<K>) -> Result<Vec<K>, kube::Error>
 where
@@ -158,5 +238,31 @@ mod tests {
         );
         assert!(first_difference(&json!({"a": "1"}), &Value::Null, "/metadata/labels").is_some());
         assert_eq!(first_difference(&json!({}), &Value::Null, "/data"), None);
+    }
+
+    #[test]
+    fn a_change_is_named_by_its_first_path_with_both_values() {
+        let old = json!({"labels": {"a": "1"}, "spec": {"clusters": [{"name": "m1"}]}});
+        let relabelled =
+            json!({"labels": {"a": "1", "b": "2"}, "spec": {"clusters": [{"name": "m1"}]}});
+        assert_eq!(
+            first_change(&old, &relabelled, "").as_deref(),
+            Some("/labels/b: null → \"2\"")
+        );
+        let moved = json!({"labels": {"a": "1"}, "spec": {"clusters": [{"name": "m2"}]}});
+        assert_eq!(
+            first_change(&old, &moved, "").as_deref(),
+            Some("/spec/clusters/0/name: \"m1\" → \"m2\"")
+        );
+        assert_eq!(first_change(&old, &old.clone(), ""), None);
+        let before = HashMap::from([
+            ("Work a/w".to_owned(), old.to_string()),
+            ("Work a/gone".to_owned(), old.to_string()),
+        ]);
+        let after = HashMap::from([("Work a/w".to_owned(), moved.to_string())]);
+        assert_eq!(
+            changed_since(&before, &after, 10),
+            vec!["Work a/w: /spec/clusters/0/name: \"m1\" → \"m2\"".to_owned()]
+        );
     }
 }

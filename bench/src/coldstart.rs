@@ -16,11 +16,11 @@
 //! new work waits behind the resync.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::StreamExt;
+use futures::{AsyncReadExt, StreamExt};
 use karmada_apis::PropagationPolicy;
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -185,6 +185,10 @@ pub struct ColdRestartResult {
     /// Which pre-existing objects changed (`<cluster>/<kind> <namespace>/<name>`, sorted, the
     /// first [`CHANGED_LISTED`]): a restart should change none, and these say where to look.
     pub changed_objects: Vec<String>,
+    /// Which pre-existing Works and ResourceBindings the restart changed and how (`<Kind>
+    /// <namespace>/<name>: <first changed path>: <old> → <new>`, sorted, the first
+    /// [`CHANGED_LISTED`]), from lists before the stop and once settled.
+    pub changed_fields: Vec<String>,
     /// Manifests the members did not hold as their Works say once the restart settled.
     pub stale_members: usize,
     /// The first of them, with the first difference of each.
@@ -214,7 +218,7 @@ pub async fn cold_start(
     namespace_count: usize,
     concurrency: usize,
     timeout: Duration,
-    cpu_profile: Option<(u16, &Path)>,
+    profiles: &Profiles,
 ) -> anyhow::Result<ColdStartResult> {
     let ns = namespaces(namespace_count);
     for n in &ns {
@@ -255,17 +259,7 @@ pub async fn cold_start(
     s.start_controllers(imp).await?;
     let ready_seconds = t0.elapsed().as_secs_f64();
     // Profiled from ready on, awaited once the start settled (the profile ends first or then).
-    let profiling = cpu_profile.map(|(port, path)| {
-        let path = path.to_path_buf();
-        tokio::task::spawn_blocking(move || {
-            super::fetch_profile(
-                port,
-                &format!("/debug/pprof/profile?seconds={CPU_PROFILE_SECONDS}"),
-                Duration::from_secs(CPU_PROFILE_SECONDS + 60),
-                &path,
-            )
-        })
-    });
+    let profiling = profiles.start(&s.host, CPU_PROFILE_SECONDS);
     let expected: Vec<Created> = work.iter().flat_map(|w| w.templates_at(t0)).collect();
     let conv = match wait_arrivals(s, &expected, t0, timeout, true).await {
         Ok(conv) => conv,
@@ -277,9 +271,7 @@ pub async fn cold_start(
         }
     };
     let settled = wait_settled(s, timeout).await?;
-    if let Some(profiling) = profiling {
-        profiling.await??;
-    }
+    profiling.finish().await?;
     let requests = super::process::request_delta(&requests_before, &request_counts(&s.metrics()?));
     let host_after = host_writes_by_resource(&s.host_apiserver_metrics().await?);
     let after = s.sample()?;
@@ -343,6 +335,89 @@ pub const CPU_PROFILE_SECONDS: u64 = 300;
 /// resync that follows at the largest shapes.
 pub const RESTART_PROFILE_SECONDS: u64 = 180;
 
+/// What a cold start or a restart profiles (the benchmark's `--cpu-profile`).
+#[derive(Clone, Debug, Default)]
+pub struct Profiles {
+    /// Our controller-manager's profiling port and the file its CPU profile goes to.
+    pub controller: Option<(u16, PathBuf)>,
+    /// Where the host API server's CPU profiles go: `<this>.<k>.pb.gz`, one per
+    /// [`HOST_PROFILE_CHUNK_SECONDS`], because its requests time out after a minute (`go tool
+    /// pprof` merges the files it is given).
+    pub host_apiserver: Option<PathBuf>,
+}
+
+/// How long each of the host API server's CPU profiles samples: under its one-minute request
+/// timeout.
+pub const HOST_PROFILE_CHUNK_SECONDS: u64 = 50;
+
+/// The profiles being taken, awaited with [`Profiling::finish`].
+pub struct Profiling(Vec<tokio::task::JoinHandle<anyhow::Result<()>>>);
+
+impl Profiles {
+    /// Starts every profile for `seconds` from now (the controller's once its endpoint listens:
+    /// a process just spawned opens it a moment later).
+    fn start(&self, host: &Client, seconds: u64) -> Profiling {
+        let mut tasks = Vec::new();
+        if let Some((port, path)) = self.controller.clone() {
+            tasks.push(tokio::task::spawn_blocking(move || {
+                wait_listening(port, Duration::from_secs(30))?;
+                super::fetch_profile(
+                    port,
+                    &format!("/debug/pprof/profile?seconds={seconds}"),
+                    Duration::from_secs(seconds + 60),
+                    &path,
+                )
+            }));
+        }
+        if let Some(prefix) = self.host_apiserver.clone() {
+            let host = host.clone();
+            tasks.push(tokio::spawn(async move {
+                let chunks = seconds.div_ceil(HOST_PROFILE_CHUNK_SECONDS);
+                for k in 0..chunks {
+                    let chunk =
+                        HOST_PROFILE_CHUNK_SECONDS.min(seconds - k * HOST_PROFILE_CHUNK_SECONDS);
+                    let path = PathBuf::from(format!("{}.{k}.pb.gz", prefix.display()));
+                    host_profile(&host, chunk, &path).await?;
+                }
+                Ok(())
+            }));
+        }
+        Profiling(tasks)
+    }
+}
+
+impl Profiling {
+    /// Waits for every profile to be written; the first error.
+    async fn finish(self) -> anyhow::Result<()> {
+        for task in self.0 {
+            task.await.context("a profiling task")??;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a CPU profile of the host API server over the next `seconds` (`/debug/pprof/profile`,
+/// served with `--profiling`) to `path`.
+async fn host_profile(host: &Client, seconds: u64, path: &Path) -> anyhow::Result<()> {
+    let endpoint = format!("/debug/pprof/profile?seconds={seconds}");
+    let request = http::Request::get(&endpoint)
+        .body(Vec::new())
+        .context("build the profile request")?;
+    let mut body = Vec::new();
+    tokio::time::timeout(Duration::from_secs(seconds + 30), async {
+        let mut stream = host.request_stream(request).await?;
+        stream.read_to_end(&mut body).await?;
+        anyhow::Ok(())
+    })
+    .await
+    .with_context(|| format!("the host API server's {endpoint}: no answer in time"))?
+    .with_context(|| format!("the host API server's {endpoint}"))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
+}
+
 /// Waits until something accepts connections on 127.0.0.1:`port` (a process just spawned
 /// opens its profiling endpoint a moment later). Blocking.
 fn wait_listening(port: u16, timeout: Duration) -> anyhow::Result<()> {
@@ -395,12 +470,12 @@ fn missing(s: &Session, expected: &[Created], limit: usize) -> Vec<String> {
 /// ConfigMap, policy and Deployment in the first cold namespace and measures until they are in
 /// every member, then until the resync settles.
 ///
-/// With `cpu_profile` (the profiling port and a file) the new process is profiled from its
-/// spawn for [`RESTART_PROFILE_SECONDS`]: the caches' lists and the resync are in that window.
+/// `profiles` are taken from the spawn for [`RESTART_PROFILE_SECONDS`]: the caches' lists and
+/// the resync are in that window.
 pub async fn restart(
     s: &mut Session,
     timeout: Duration,
-    cpu_profile: Option<(u16, &Path)>,
+    profiles: &Profiles,
 ) -> anyhow::Result<ColdRestartResult> {
     let objects = s
         .observer
@@ -409,21 +484,13 @@ pub async fn restart(
         .filter(|k| k.cluster == "host" && (k.kind == "Deployment" || k.kind == "ConfigMap"))
         .count();
     let before = s.observer.snapshot();
+    let said_before = super::audit::snapshot_bindings_and_works(&s.host)
+        .await
+        .context("restart: list the bindings and Works before it")?;
     let stop = Instant::now();
     let spawned = s.restart_kcm().await?;
     let stop_seconds = spawned.duration_since(stop).as_secs_f64();
-    let profiling = cpu_profile.map(|(port, path)| {
-        let path = path.to_path_buf();
-        tokio::task::spawn_blocking(move || {
-            wait_listening(port, Duration::from_secs(30))?;
-            super::fetch_profile(
-                port,
-                &format!("/debug/pprof/profile?seconds={RESTART_PROFILE_SECONDS}"),
-                Duration::from_secs(RESTART_PROFILE_SECONDS + 60),
-                &path,
-            )
-        })
-    });
+    let profiling = profiles.start(&s.host, RESTART_PROFILE_SECONDS);
     let fresh = Workload::new(&namespaces(1)[0], FRESH);
     let host = s.host.clone();
     let clusters = s.member_names.clone();
@@ -444,13 +511,15 @@ pub async fn restart(
         .await
         .context("restart under the cold-start load: wait for the fresh workload")?;
     let settled = wait_settled(s, timeout).await?;
-    if let Some(profiling) = profiling {
-        profiling.await??;
-    }
+    profiling.finish().await?;
     // Changes surface through the watches a moment after they are made.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let changes = change_counts(&before, &s.observer.seen(), |k| !k.name.starts_with(FRESH));
     let changed_objects = changed(&before, &s.observer.seen(), CHANGED_LISTED);
+    let said_after = super::audit::snapshot_bindings_and_works(&s.host)
+        .await
+        .context("restart: list the bindings and Works after it")?;
+    let changed_fields = super::audit::changed_since(&said_before, &said_after, CHANGED_LISTED);
     let requests = request_counts(&s.metrics()?);
     let sample = s.sample()?;
     let (stale_members, stale_examples) =
@@ -466,6 +535,7 @@ pub async fn restart(
         fresh_latency: conv.arrival,
         changes,
         changed_objects,
+        changed_fields,
         stale_members,
         stale_examples,
         host_writes: writes(&requests, "host"),

@@ -116,7 +116,8 @@ pub struct BenchConfig {
     /// `--enable-pprof`; `go tool pprof` reads the files), with its `lariat_cached_objects` series
     /// beside each; `None`: no profiling.
     pub heap_profiles: Option<PathBuf>,
-    /// Where to write CPU profiles of our controller-manager over the cold start (from ready,
+    /// Where to write CPU profiles of our controller-manager and the host API server over the
+    /// cold start (from ready,
     /// [`coldstart::CPU_PROFILE_SECONDS`] at most) and its restart (from the spawn,
     /// [`coldstart::RESTART_PROFILE_SECONDS`]); `go tool pprof` reads them; `None`: none.
     pub cpu_profile: Option<PathBuf>,
@@ -300,6 +301,7 @@ pub async fn run(config: &BenchConfig, progress: impl Fn(&str)) -> anyhow::Resul
             mode: if p.pull { Mode::Pull } else { Mode::Push },
             aggregated_apiserver: p.aggregated,
             host_replicas: config.host_replicas,
+            host_profiling: false,
         };
         let mut extra_args: Vec<String> = if p.failover { failover::KCM_ARGS } else { &[] }
             .iter()
@@ -552,23 +554,20 @@ async fn cold_start_run(
         label = format!("{}, {label}", imp.label());
     }
     progress(&format!("{label}: starting a fresh environment"));
-    let profile = config
-        .cpu_profile
-        .as_ref()
-        .filter(|_| imp == Impl::Rust)
-        .map(|dir| {
-            let port = karmada_e2e::controller_manager::free_port();
-            let path = dir.join(format!("{}.cpu.pb.gz", file_name(&label)));
-            (port, path)
-        });
-    let restart_profile = profile.as_ref().and_then(|(port, _)| {
+    // Ours is profiled through its own endpoint; the host API server through the API, for both.
+    let profiling_port = karmada_e2e::controller_manager::free_port();
+    let profiles = |run: &str| {
         let dir = config.cpu_profile.as_ref()?;
-        Some((
-            *port,
-            dir.join(format!("{}.restart.cpu.pb.gz", file_name(&label))),
-        ))
-    });
-    let extra_args: Vec<String> = profile
+        let file = |what: &str| dir.join(format!("{}{run}.{what}", file_name(&label)));
+        Some(coldstart::Profiles {
+            controller: (imp == Impl::Rust).then(|| (profiling_port, file("cpu.pb.gz"))),
+            host_apiserver: Some(file("host-apiserver.cpu")),
+        })
+    };
+    let cold_profiles = profiles("").unwrap_or_default();
+    let restart_profiles = profiles(".restart").unwrap_or_default();
+    let extra_args: Vec<String> = cold_profiles
+        .controller
         .iter()
         .flat_map(|(port, _)| profiling_args(*port))
         .chain(config.cold_start_args.iter().cloned())
@@ -576,6 +575,7 @@ async fn cold_start_run(
     let extra_args: Vec<&str> = extra_args.iter().map(String::as_str).collect();
     let layout = Layout {
         host_replicas: config.host_replicas,
+        host_profiling: config.cpu_profile.is_some(),
         ..Layout::default()
     };
     let mut s =
@@ -590,22 +590,16 @@ async fn cold_start_run(
         config.namespaces,
         config.create_concurrency,
         config.timeout(),
-        profile.as_ref().map(|(port, path)| (*port, path.as_path())),
+        &cold_profiles,
     )
     .await
     .with_context(|| format!("{label}: cold start"))?;
     let restart = if config.cold_start_restart {
         progress(&format!("{label}: restart under that load"));
         Some(
-            coldstart::restart(
-                &mut s,
-                config.timeout(),
-                restart_profile
-                    .as_ref()
-                    .map(|(port, path)| (*port, path.as_path())),
-            )
-            .await
-            .with_context(|| format!("{label}: restart"))?,
+            coldstart::restart(&mut s, config.timeout(), &restart_profiles)
+                .await
+                .with_context(|| format!("{label}: restart"))?,
         )
     } else {
         None

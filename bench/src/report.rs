@@ -728,6 +728,21 @@ impl Report {
                 x.changed_objects.join(", ")
             );
         }
+        for (r, x) in restarts
+            .iter()
+            .filter(|(_, x)| !x.changed_fields.is_empty())
+        {
+            let _ = writeln!(
+                o,
+                "\n{}: bindings and Works the restart changed, and how:\n\n{}",
+                r.label,
+                x.changed_fields
+                    .iter()
+                    .map(|c| format!("- {c}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
     }
 
     /// The failover runs: kill → taint → evicted → whole.

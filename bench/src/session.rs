@@ -44,6 +44,8 @@ pub struct Layout {
     pub aggregated_apiserver: bool,
     /// kube-apiservers serving the host over one etcd behind one balanced endpoint (0 and 1: one).
     pub host_replicas: usize,
+    /// The host's kube-apiservers serve Go's profiles on `/debug/pprof/`.
+    pub host_profiling: bool,
 }
 
 /// Client rate limits the controller-manager runs with.
@@ -206,6 +208,7 @@ impl Session {
             install_crds: true,
             aggregated_apiserver: layout.aggregated_apiserver,
             host_replicas: layout.host_replicas,
+            host_profiling: layout.host_profiling,
             ..Default::default()
         })
         .await

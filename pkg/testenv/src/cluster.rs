@@ -143,6 +143,15 @@ impl ApiServer {
         Ok(())
     }
 
+    /// Makes it serve Go's profiles on `/debug/pprof/` (before it is started).
+    pub(crate) fn enable_profiling(&mut self) {
+        for arg in &mut self.args {
+            if arg.starts_with("--profiling=") {
+                *arg = "--profiling=true".to_string();
+            }
+        }
+    }
+
     /// Makes it write an audit log of every write (before it is started).
     pub(crate) fn enable_audit_log(&mut self) -> Result<(), Error> {
         self.enable_audit_log_of(crate::audit::WRITE_POLICY)

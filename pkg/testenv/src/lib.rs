@@ -91,6 +91,9 @@ pub struct EnvOptions {
     /// loopback TCP balancer on the host's port, as an HA control plane sits behind one
     /// load-balanced endpoint); not with [`Self::host_audit_log`].
     pub host_replicas: usize,
+    /// The host's kube-apiservers serve Go's CPU and heap profiles on `/debug/pprof/` (to users
+    /// allowed that non-resource URL), to see where its CPU goes under a benchmark's load.
+    pub host_profiling: bool,
 }
 
 impl Default for EnvOptions {
@@ -108,6 +111,7 @@ impl Default for EnvOptions {
             kwok_extra_stages: Vec::new(),
             dir: None,
             host_replicas: 1,
+            host_profiling: false,
         }
     }
 }
@@ -183,6 +187,9 @@ impl TestEnv {
         }
         if options.aggregated_apiserver {
             servers[0].enable_front_proxy()?;
+        }
+        if options.host_profiling {
+            servers[0].enable_profiling();
         }
         servers[0].replicate(options.host_replicas)?;
         for i in 1..=options.members {

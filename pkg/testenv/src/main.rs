@@ -88,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         kwok_extra_stages: Vec::new(),
         dir,
         host_replicas,
+        host_profiling: false,
     };
     let started = std::time::Instant::now();
     let env = testenv::TestEnv::start(options)

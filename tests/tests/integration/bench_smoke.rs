@@ -504,6 +504,7 @@ async fn the_cold_start_runs_and_reports_what_it_measured() {
         binding_changes, 0,
         "a restart must not rewrite existing bindings: {r:?}"
     );
+    assert!(r.changed_fields.is_empty(), "{:?}", r.changed_fields);
     // The new process created the fresh workload's 2 objects in each member.
     assert!(r.member_writes >= (2 * members) as u64, "{r:?}");
     assert_eq!(r.stale_members, 0, "{:?}", r.stale_examples);
