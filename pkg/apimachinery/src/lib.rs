@@ -1,6 +1,7 @@
 //! Kubernetes value helpers that know nothing about Karmada: what Go code gets from
 //! `k8s.io/apimachinery` and `k8s.io/client-go` (resource quantities and lists, status conditions,
-//! apiVersion splitting, API error classes, retry on conflict) and Go's `encoding/json` escaping.
+//! apiVersion splitting, API error classes, retry on conflict, resourceVersion order) and Go's
+//! `encoding/json` escaping.
 //! One implementation of each, so every controller and library reads and writes these values the
 //! way Kubernetes does.
 
@@ -11,6 +12,7 @@ pub mod gvk;
 pub mod json;
 pub mod quantity;
 pub mod resource_list;
+pub mod resource_version;
 #[cfg(feature = "client")]
 pub mod retry;
 

@@ -166,7 +166,7 @@ impl BindingController {
                 BindingError::Clusters(format!("{} {key}: cannot encode template: {e}", r.kind))
             })
         };
-        if let Some(obj) = template::cached(cp, &ar, &r.namespace, &r.name) {
+        if let Some(obj) = template::cached(cp, &ar, &r.namespace, &r.name, &r.resource_version) {
             return encode(&obj).map(Some);
         }
         match api.get_opt(&r.name).await {

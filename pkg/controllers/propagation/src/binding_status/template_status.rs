@@ -33,8 +33,13 @@ impl BindingStatusController {
         // The first attempt reads the detector's cache of the kind (as Karmada reads its informer's
         // lister); after a conflict the cached copy is known to be behind, so retries read the API
         // server.
-        let mut cached =
-            template::cached(&self.inner.ctx.control_plane, &ar, &r.namespace, &r.name);
+        let mut cached = template::cached(
+            &self.inner.ctx.control_plane,
+            &ar,
+            &r.namespace,
+            &r.name,
+            &r.resource_version,
+        );
         while retry.next().await {
             let template = match cached.take() {
                 Some(t) => t,

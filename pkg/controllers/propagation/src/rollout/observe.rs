@@ -39,7 +39,7 @@ impl RolloutController {
             .resolve(&gvk)
             .await
             .map_err(framework(format!("map {} {}", r.api_version, r.kind)))?;
-        let object = match template::cached(cp, &ar, &r.namespace, &r.name) {
+        let object = match template::cached(cp, &ar, &r.namespace, &r.name, &r.resource_version) {
             Some(o) => Some(o),
             None => {
                 let api: Api<DynamicObject> =
