@@ -670,7 +670,7 @@ async fn client_qps_limit_is_shared_by_every_client_of_a_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_change_goes_before_the_rest_of_the_first_list() {
     let ns = "it-priority";
-    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns, None).await;
     // Created after the cache was made but before its watch starts: in the first list, yet new.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
@@ -722,7 +722,7 @@ async fn a_live_change_goes_before_the_rest_of_the_first_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the_replay() {
     let ns = "it-late-priority";
-    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns, None).await;
     ctrl.start_watch();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     cms.create(&PostParams::default(), &cm(ns, "zz-new", "x"))
@@ -770,7 +770,7 @@ async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ranked_queue_hears_of_every_object_its_cache_listed_before_it_subscribed() {
     let ns = "it-ranked-early";
-    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns).await;
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns, None).await;
     cms.create(&PostParams::default(), &cm(ns, "high", "100"))
         .await
         .unwrap();
@@ -807,10 +807,45 @@ async fn a_ranked_queue_hears_of_every_object_its_cache_listed_before_it_subscri
     c.stop(Duration::from_secs(10)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_ranked_after_its_workers_started_hands_out_its_first_list_by_rank() {
+    let ns = "it-ranked-late";
+    // Listed 5 to a page: the list takes several round trips, and "zz-high" comes last.
+    let (cms, c, ctrl) = old_configmaps_then_one_worker(ns, Some(5)).await;
+    cms.create(&PostParams::default(), &cm(ns, "zz-high", "100"))
+        .await
+        .unwrap();
+    // The handler first: the workers start unranked and the watch starts listing; the ranker
+    // comes a moment later, as when a controller made after another sets it.
+    let (order, gate) = record_order(&ctrl, "late-ranked");
+    assert!(ctrl.set_ranker(|o: &ConfigMap| {
+        o.data
+            .as_ref()
+            .and_then(|d| d.get("v"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }));
+    gate.notify_one();
+    eventually("every key handled", Duration::from_secs(30), || {
+        let order = order.clone();
+        async move { order.lock().len() >= 21 }
+    })
+    .await;
+    let order = order.lock().clone();
+    assert_eq!(
+        order.first().map(String::as_str),
+        Some("zz-high"),
+        "the highest rank waited behind a key of the first page: {order:?}"
+    );
+    c.stop(Duration::from_secs(10)).await;
+}
+
 /// 20 ConfigMaps `old00`…`old19` in `ns`, then (a second later, so they are older than its cache)
-/// a started cluster named `ns` with one worker per controller and its ConfigMap controller for `ns`.
+/// a started cluster named `ns` with one worker per controller and its ConfigMap controller for `ns`
+/// (listing `page_size` objects per page when given).
 async fn old_configmaps_then_one_worker(
     ns: &str,
+    page_size: Option<u32>,
 ) -> (
     Api<ConfigMap>,
     lariat::Cluster,
@@ -831,6 +866,9 @@ async fn old_configmaps_then_one_worker(
         default_workers: 1,
         ..Default::default()
     };
+    if page_size.is_some() {
+        opts.caches.page_size = page_size;
+    }
     let c = cluster(ns, host_config().await, opts);
     c.controllers().start();
     let ctrl = c

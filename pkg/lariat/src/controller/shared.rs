@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Handler, HandlerResult};
-use crate::cache::{Cache, CacheObject, Store, SyncWait};
+use crate::cache::{Cache, CacheObject, Store, SyncState, SyncWait};
 use crate::context::ClusterContext;
 use crate::error::Result;
 use crate::key::ObjectKey;
@@ -346,9 +346,10 @@ impl<K: CacheObject> SharedController<K> {
         );
         // A ranked queue's workers wait for the cache's initial list (as client-go's controllers
         // wait for their informers): then every listed key is in the queue before the first is
-        // taken, and the highest-ranked of them all goes first, not whichever was listed first.
-        // Other queues start at once: keys enqueued directly are handled even while the watch
-        // cannot list.
+        // taken, and the highest-ranked of them all goes first, not whichever was listed first
+        // (workers started before the queue was ranked put back what they take until then:
+        // [`Self::worker`]). Other queues start at once: keys enqueued directly are handled even
+        // while the watch cannot list.
         let tracker = self.inner.ctx.tracker();
         let initial_list = self
             .inner
@@ -386,6 +387,16 @@ impl<K: CacheObject> SharedController<K> {
 
     async fn worker(&self) {
         while let Some((key, priority)) = self.inner.queue.get_with_priority().await {
+            // Ranked after the workers started (a controller made later set the ranker): they did
+            // not wait for the initial list, so this key may outrank nothing that is still on its
+            // way. It goes back, at its rank, until the list is in.
+            let store = self.inner.cache.peek_store();
+            if self.inner.queue.is_ranked() && store.sync_state() == SyncState::Pending {
+                self.inner.queue.add_with_priority(key.clone(), priority);
+                self.inner.queue.done(&key);
+                store.wait_synced().await;
+                continue;
+            }
             // Handlers that queue work elsewhere (e.g. per-member queues) keep the key's priority
             // through [`current_priority`].
             CURRENT_PRIORITY.scope(priority, self.process(&key)).await;
