@@ -716,32 +716,24 @@ impl Report {
                 x.peak_rss_mib
             );
         }
-        for (r, x) in restarts
-            .iter()
-            .filter(|(_, x)| !x.changed_objects.is_empty())
-        {
-            let _ = writeln!(
-                o,
-                "\n{}: changed by the restart (first {} at most): {}",
-                r.label,
-                super::coldstart::CHANGED_LISTED,
-                x.changed_objects.join(", ")
-            );
-        }
-        for (r, x) in restarts
-            .iter()
-            .filter(|(_, x)| !x.changed_fields.is_empty())
-        {
-            let _ = writeln!(
-                o,
-                "\n{}: bindings and Works the restart changed, and how:\n\n{}",
-                r.label,
-                x.changed_fields
-                    .iter()
-                    .map(|c| format!("- {c}"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
+        for (r, x) in restarts {
+            if !x.changed_objects.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "\n{}: changed by the restart (first {} at most): {}",
+                    r.label,
+                    super::coldstart::CHANGED_LISTED,
+                    x.changed_objects.join(", ")
+                );
+            }
+            if !x.changed_fields.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "\n{}: bindings and Works the restart changed, and how:\n\n- {}",
+                    r.label,
+                    x.changed_fields.join("\n- ")
+                );
+            }
         }
     }
 

@@ -702,11 +702,7 @@ async fn a_live_change_goes_before_the_rest_of_the_first_list() {
     })
     .await;
     live_cached.notify_one();
-    eventually("every key handled", Duration::from_secs(30), || {
-        let order = order.clone();
-        async move { order.lock().len() >= 22 }
-    })
-    .await;
+    all_handled(&order, 22).await;
     // The worker takes zz-new first, or one replayed key that was ready before it: either way,
     // zz-new and then live come before the remaining replayed keys.
     let order = order.lock().clone();
@@ -752,11 +748,7 @@ async fn a_late_handler_gets_objects_created_since_the_cache_was_made_before_the
     // registration returned, so every replayed key is queued before the second one is taken.
     let (order, registered) = record_order(&ctrl, "late");
     registered.notify_one();
-    eventually("every key handled", Duration::from_secs(30), || {
-        let order = order.clone();
-        async move { order.lock().len() >= 21 }
-    })
-    .await;
+    all_handled(&order, 21).await;
     let order = order.lock().clone();
     assert_eq!(order.len(), 21, "a key was handled twice: {order:?}");
     let pos = order.iter().position(|k| k == "zz-new").unwrap();
@@ -775,13 +767,7 @@ async fn a_ranked_queue_hears_of_every_object_its_cache_listed_before_it_subscri
         .await
         .unwrap();
     // Ranked by the number in the data: "high" first.
-    assert!(ctrl.set_ranker(|o: &ConfigMap| {
-        o.data
-            .as_ref()
-            .and_then(|d| d.get("v"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }));
+    assert!(rank_by_v(&ctrl));
     assert!(
         !ctrl.cache().is_started(),
         "setting a ranker started the watch before any queue subscribed to it"
@@ -791,11 +777,7 @@ async fn a_ranked_queue_hears_of_every_object_its_cache_listed_before_it_subscri
     let store = ctrl.cache().store();
     let (order, gate) = record_order(&ctrl, "ranked");
     gate.notify_one();
-    eventually("every key handled", Duration::from_secs(30), || {
-        let order = order.clone();
-        async move { order.lock().len() >= 21 }
-    })
-    .await;
+    all_handled(&order, 21).await;
     assert!(store.has_synced());
     let order = order.lock().clone();
     let names: HashSet<&str> = order.iter().map(String::as_str).collect();
@@ -818,19 +800,9 @@ async fn a_queue_ranked_after_its_workers_started_hands_out_its_first_list_by_ra
     // The handler first: the workers start unranked and the watch starts listing; the ranker
     // comes a moment later, as when a controller made after another sets it.
     let (order, gate) = record_order(&ctrl, "late-ranked");
-    assert!(ctrl.set_ranker(|o: &ConfigMap| {
-        o.data
-            .as_ref()
-            .and_then(|d| d.get("v"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }));
+    assert!(rank_by_v(&ctrl));
     gate.notify_one();
-    eventually("every key handled", Duration::from_secs(30), || {
-        let order = order.clone();
-        async move { order.lock().len() >= 21 }
-    })
-    .await;
+    all_handled(&order, 21).await;
     let order = order.lock().clone();
     assert_eq!(
         order.first().map(String::as_str),
@@ -876,6 +848,27 @@ async fn old_configmaps_then_one_worker(
         .for_kind_in::<ConfigMap>(scoped(ns))
         .unwrap();
     (cms, c, ctrl)
+}
+
+/// Ranks `ctrl`'s queue by the number in each ConfigMap's `v` (0 without one); true if it was
+/// not ranked yet.
+fn rank_by_v(ctrl: &lariat::SharedController<ConfigMap>) -> bool {
+    ctrl.set_ranker(|o: &ConfigMap| {
+        o.data
+            .as_ref()
+            .and_then(|d| d.get("v"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// Waits until `order` (from [`record_order`]) holds `n` keys.
+async fn all_handled(order: &Arc<parking_lot_free::Mutex<Vec<String>>>, n: usize) {
+    eventually("every key handled", Duration::from_secs(30), || {
+        let order = order.clone();
+        async move { order.lock().len() >= n }
+    })
+    .await;
 }
 
 /// Registers handler `name` on `ctrl` that records the names of the keys it handles, in order; the
