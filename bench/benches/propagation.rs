@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use karmada_bench::session::Impl;
-use karmada_bench::{BenchConfig, run};
+use karmada_bench::{BenchConfig, run, write_file};
 
 /// Whose controllers the benchmark measures.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -192,11 +192,7 @@ fn main() -> anyhow::Result<()> {
     let report = rt.block_on(run(&config, |step| eprintln!("bench: {step}")))?;
     let markdown = report.markdown();
     println!("{markdown}");
-    if let Some(dir) = args.out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("write {}", args.out.display()))?;
+    write_file(&args.out, serde_json::to_string_pretty(&report)?.as_bytes())?;
     std::fs::write(args.out.with_extension("md"), &markdown)
         .with_context(|| format!("write {}", args.out.with_extension("md").display()))?;
     eprintln!(

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use karmada_bench::rollout::{RolloutConfig, run};
+use karmada_bench::write_file;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,11 +54,7 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("start a tokio runtime")?;
     let report = rt.block_on(run(&config, |step| eprintln!("rollout bench: {step}")))?;
     println!("{}", report.markdown());
-    if let Some(dir) = args.out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("write {}", args.out.display()))?;
+    write_file(&args.out, serde_json::to_string_pretty(&report)?.as_bytes())?;
     eprintln!("report written to {}", args.out.display());
     Ok(())
 }

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use karmada_bench::scheduling::{SchedulingConfig, run};
 use karmada_bench::session::Impl;
+use karmada_bench::write_file;
 
 /// With or without the accurate estimator.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -104,11 +105,7 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("start a tokio runtime")?;
     let report = rt.block_on(run(&config, &impls))?;
     println!("{}", report.markdown());
-    if let Some(dir) = args.out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("write {}", args.out.display()))?;
+    write_file(&args.out, serde_json::to_string_pretty(&report)?.as_bytes())?;
     eprintln!("report written to {}", args.out.display());
     Ok(())
 }

@@ -412,10 +412,7 @@ async fn host_profile(host: &Client, seconds: u64, path: &Path) -> anyhow::Resul
     .await
     .with_context(|| format!("the host API server's {endpoint}: no answer in time"))?
     .with_context(|| format!("the host API server's {endpoint}"))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(path, body).with_context(|| format!("write {}", path.display()))
+    super::write_file(path, &body)
 }
 
 /// Waits until something accepts connections on 127.0.0.1:`port` (a process just spawned

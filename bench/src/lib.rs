@@ -513,6 +513,11 @@ pub(crate) fn fetch_profile(
             String::from_utf8_lossy(&body)
         );
     }
+    write_file(path, &body)
+}
+
+/// Writes `body` to `path`, creating its folder (profiles, the benchmarks' reports).
+pub fn write_file(path: &Path, body: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
@@ -555,12 +560,13 @@ async fn cold_start_run(
     }
     progress(&format!("{label}: starting a fresh environment"));
     // Ours is profiled through its own endpoint; the host API server through the API, for both.
-    let profiling_port = karmada_e2e::controller_manager::free_port();
+    let profiling_port = (config.cpu_profile.is_some() && imp == Impl::Rust)
+        .then(karmada_e2e::controller_manager::free_port);
     let profiles = |run: &str| {
         let dir = config.cpu_profile.as_ref()?;
         let file = |what: &str| dir.join(format!("{}{run}.{what}", file_name(&label)));
         Some(coldstart::Profiles {
-            controller: (imp == Impl::Rust).then(|| (profiling_port, file("cpu.pb.gz"))),
+            controller: profiling_port.map(|port| (port, file("cpu.pb.gz"))),
             host_apiserver: Some(file("host-apiserver.cpu")),
         })
     };

@@ -344,31 +344,14 @@ impl<K: CacheObject> SharedController<K> {
             workers = self.inner.workers,
             "starting workers"
         );
-        // A ranked queue's workers wait for the cache's initial list (as client-go's controllers
-        // wait for their informers): then every listed key is in the queue before the first is
-        // taken, and the highest-ranked of them all goes first, not whichever was listed first
-        // (workers started before the queue was ranked put back what they take until then:
-        // [`Self::worker`]). Other queues start at once: keys enqueued directly are handled even
-        // while the watch cannot list.
         let tracker = self.inner.ctx.tracker();
-        let initial_list = self
-            .inner
-            .queue
-            .is_ranked()
-            .then(|| self.inner.cache.store());
         for _ in 0..self.inner.workers {
             let this = self.clone();
             let abort = self.inner.token.clone();
-            let initial_list = initial_list.clone();
             tracker.spawn(async move {
                 tokio::select! {
                     _ = abort.cancelled() => {}
-                    () = async {
-                        if let Some(store) = initial_list {
-                            store.wait_synced().await;
-                        }
-                        this.worker().await;
-                    } => {}
+                    () = this.worker() => {}
                 }
             });
         }
@@ -387,9 +370,13 @@ impl<K: CacheObject> SharedController<K> {
 
     async fn worker(&self) {
         while let Some((key, priority)) = self.inner.queue.get_with_priority().await {
-            // Ranked after the workers started (a controller made later set the ranker): they did
-            // not wait for the initial list, so this key may outrank nothing that is still on its
-            // way. It goes back, at its rank, until the list is in.
+            // A ranked queue hands out nothing before the cache's initial list is in (as
+            // client-go's controllers wait for their informers): then every listed key is queued
+            // before the first is taken, and the highest-ranked of them all goes first, not
+            // whichever was listed first. Checked here rather than when the workers start, since
+            // a controller made later may rank the queue after that; a key taken too early goes
+            // back at its rank. Other queues hand out at once: keys enqueued directly are handled
+            // even while the watch cannot list.
             let store = self.inner.cache.peek_store();
             if self.inner.queue.is_ranked() && store.sync_state() == SyncState::Pending {
                 self.inner.queue.add_with_priority(key.clone(), priority);
